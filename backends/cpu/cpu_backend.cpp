@@ -1,0 +1,65 @@
+#include "backends/cpu/cpu_backend.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "backends/cpu/program.hpp"
+#include "runtime/tsan.hpp"
+#include "tandem/error.hpp"
+
+namespace tandem::detail::cpu {
+
+namespace {
+
+/// Per-thread scratch for block registers, grown on demand and reused, so a region's
+/// temporaries live in this core's cache instead of in fresh arrays.
+std::byte* thread_scratch(std::size_t bytes) {
+    struct Buffer {
+        std::byte* p = nullptr;
+        std::size_t size = 0;
+        ~Buffer() { std::free(p); }
+    };
+    thread_local Buffer buf;
+    if (buf.size < bytes) {
+        std::size_t size = (bytes + 4095) / 4096 * 4096;
+        void* p = std::aligned_alloc(64, size);
+        if (!p) throw OutOfMemoryError("out of memory: CPU executor scratch of " + std::to_string(size) + " bytes");
+        std::free(buf.p);
+        buf.p = static_cast<std::byte*>(p);
+        buf.size = size;
+    }
+    return buf.p;
+}
+
+}  // namespace
+
+void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
+                         std::span<Storage* const> outputs) {
+    Program program(region, inputs, outputs, kernels_, block_);
+    const std::int64_t numel = program.numel();
+    if (numel == 0) return;
+    const auto block = static_cast<std::size_t>(block_);
+    const std::size_t blocks = (static_cast<std::size_t>(numel) + block - 1) / block;
+    auto run = [&](std::size_t first, std::size_t last) {
+        std::byte* scratch = thread_scratch(program.scratch_bytes());
+        for (std::size_t b = first; b < last; ++b) {
+            std::int64_t start = static_cast<std::int64_t>(b * block);
+            std::size_t n = std::min<std::size_t>(block, static_cast<std::size_t>(numel - start));
+            program.run_block(start, n, scratch);
+        }
+    };
+    // Small regions run on this thread: waking workers costs more than the work.
+    if (blocks <= 2) return run(0, blocks);
+    tsan_release(&program);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, blocks, 1), [&](const tbb::blocked_range<std::size_t>& r) {
+        tsan_acquire(&program);
+        run(r.begin(), r.end());
+        tsan_release(&program);
+    });
+    tsan_acquire(&program);
+}
+
+}  // namespace tandem::detail::cpu

@@ -1,0 +1,174 @@
+#include "graph/fusion.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tandem::detail {
+
+namespace {
+
+/// A constant as an immediate of its own type (single rounds, logical is 0/1 unless NaN, whose
+/// conversion the consuming op rejects).
+double immediate(const Node& c) {
+    double v = c.constant();
+    if (c.dtype == DType::f32) return static_cast<double>(static_cast<float>(v));
+    return v;
+}
+
+struct Group {
+    Shape shape;
+    std::vector<std::size_t> members;  // indices into pending, in topological order
+    std::set<std::size_t> deps;        // groups this one reads from
+};
+
+bool reaches(const std::vector<Group>& groups, std::size_t from, std::size_t to) {
+    std::vector<std::size_t> stack{from};
+    std::vector<bool> seen(groups.size());
+    while (!stack.empty()) {
+        std::size_t g = stack.back();
+        stack.pop_back();
+        if (g == to) return true;
+        if (seen[g]) continue;
+        seen[g] = true;
+        for (std::size_t d : groups[g].deps) stack.push_back(d);
+    }
+    return false;
+}
+
+}  // namespace
+
+std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<Node*>& targets,
+                         const FusionOptions& options) {
+    constexpr std::size_t kFolded = SIZE_MAX;
+    std::unordered_map<const Node*, std::size_t> pos;
+    for (std::size_t i = 0; i < pending.size(); ++i) pos.emplace(pending[i], i);
+    std::unordered_set<const Node*> wanted(targets.begin(), targets.end());
+
+    std::vector<std::size_t> group_of(pending.size(), kFolded);
+    std::vector<Group> groups;
+    std::map<std::vector<std::int64_t>, std::vector<std::size_t>> by_shape;
+
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+        const Node* n = pending[i];
+        // Constants become immediates of their consumers; only a wanted constant is computed.
+        if (n->op == OpKind::Constant && !wanted.count(n)) continue;
+        std::vector<std::size_t> reads;
+        for (auto& in : n->inputs) {
+            auto it = pos.find(in.get());
+            if (it != pos.end() && group_of[it->second] != kFolded) reads.push_back(group_of[it->second]);
+        }
+        std::size_t chosen = kFolded;
+        if (options.fuse) {
+            auto& same_shape = by_shape[n->shape.dims()];
+            for (auto g = same_shape.rbegin(); g != same_shape.rend() && chosen == kFolded; ++g) {
+                bool acyclic = std::none_of(reads.begin(), reads.end(),
+                                            [&](std::size_t q) { return q != *g && reaches(groups, q, *g); });
+                if (acyclic) chosen = *g;
+            }
+        }
+        if (chosen == kFolded) {
+            chosen = groups.size();
+            groups.push_back({n->shape, {}, {}});
+            by_shape[n->shape.dims()].push_back(chosen);
+        }
+        group_of[i] = chosen;
+        groups[chosen].members.push_back(i);
+        for (std::size_t q : reads)
+            if (q != chosen) groups[chosen].deps.insert(q);
+    }
+
+    // A value leaves its region when it is wanted or read by another region.
+    std::vector<bool> is_output(pending.size(), false);
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+        if (group_of[i] == kFolded) continue;
+        if (wanted.count(pending[i])) is_output[i] = true;
+        for (auto& in : pending[i]->inputs) {
+            auto it = pos.find(in.get());
+            if (it != pos.end() && group_of[it->second] != kFolded && group_of[it->second] != group_of[i])
+                is_output[it->second] = true;
+        }
+    }
+
+    std::vector<Region> regions;
+    regions.reserve(groups.size());
+    for (const Group& g : groups) {
+        Region r;
+        r.shape = g.shape;
+        std::unordered_map<const Node*, std::uint32_t> value_of, input_of;
+        for (std::size_t m : g.members) {
+            const Node* n = pending[m];
+            Instr ins{n->op, n->dtype, DType::f64, {}, n->attr};
+            DType operand_types[3] = {DType::f64, DType::f64, DType::f64};
+            for (std::size_t k = 0; k < n->inputs.size(); ++k) {
+                const Node* in = n->inputs[k].get();
+                operand_types[k] = in->dtype;
+                Arg& a = ins.args[k];
+                a.dtype = in->dtype;
+                if (in->op == OpKind::Constant) {
+                    a.kind = Arg::Kind::Scalar;
+                    a.scalar = immediate(*in);
+                } else if (auto v = value_of.find(in); v != value_of.end()) {
+                    a.kind = Arg::Kind::Value;
+                    a.index = v->second;
+                } else {
+                    auto [it, fresh] = input_of.try_emplace(in, static_cast<std::uint32_t>(r.inputs.size()));
+                    if (fresh) r.inputs.push_back(n->inputs[k]);
+                    a.kind = Arg::Kind::Input;
+                    a.index = it->second;
+                }
+            }
+            if (n->op == OpKind::Constant) ins.attr[0] = immediate(*n);
+            ins.compute = n->inputs.empty() ? (n->dtype == DType::f32 ? DType::f32 : DType::f64)
+                                            : compute_dtype(n->op, operand_types);
+            auto index = static_cast<std::uint32_t>(r.program.size());
+            value_of.emplace(n, index);
+            r.program.push_back(ins);
+            if (is_output[m]) {
+                // Outputs hold owning references: the region keeps its nodes alive while in flight.
+                r.outputs.push_back({index, pending[m]->shared_from_this()});
+            }
+        }
+        regions.push_back(std::move(r));
+    }
+    return regions;
+}
+
+std::string Region::to_string() const {
+    std::ostringstream os;
+    os << "region " << shape.to_string() << " (" << inputs.size() << " inputs, " << program.size() << " ops, "
+       << outputs.size() << " outputs)\n";
+    for (std::size_t i = 0; i < program.size(); ++i) {
+        const Instr& ins = program[i];
+        os << "  v" << i << " = " << op_info(ins.op).name << "(";
+        int arity = op_info(ins.op).arity;
+        for (int k = 0; k < arity; ++k) {
+            const Arg& a = ins.args[static_cast<std::size_t>(k)];
+            if (k) os << ", ";
+            if (a.kind == Arg::Kind::Input)
+                os << "in" << a.index << ":" << inputs[a.index]->shape.to_string();
+            else if (a.kind == Arg::Kind::Value)
+                os << "v" << a.index;
+            else
+                os << a.scalar;
+        }
+        os << ") " << dtype_name(ins.dtype) << "\n";
+    }
+    os << "  outputs:";
+    for (auto& o : outputs) os << " v" << o.value;
+    return os.str();
+}
+
+std::string Region::summary() const {
+    std::string s;
+    for (const Instr& ins : program) {
+        if (!s.empty()) s += ",";
+        s += op_info(ins.op).name;
+    }
+    return s;
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,91 @@
+// Graph nodes: immutable values of the lazy task graph, hash-consed so that building the same
+// op on the same operands twice gives the same node (common subexpressions come free).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/op_table.hpp"
+#include "tandem/dtype.hpp"
+#include "tandem/shape.hpp"
+
+namespace tandem::detail {
+
+class Storage;
+class RuntimeImpl;
+struct Completion;
+
+/// What the scheduler knows of a node's value. Guarded by the scheduler's mutex.
+struct Evaluation {
+    std::shared_ptr<Storage> value;        ///< set once computed (host copy)
+    std::exception_ptr error;              ///< set if its computation failed
+    std::shared_ptr<Completion> pending;   ///< set while a region computing it is in flight
+    bool done() const noexcept { return value || error; }
+};
+
+struct Node : std::enable_shared_from_this<Node> {
+    OpKind op;
+    DType dtype;
+    Shape shape;
+    /// Operands; released once the node's value is materialised (the graph above a computed
+    /// value is not needed again, and holding it would keep every temporary alive).
+    std::vector<std::shared_ptr<Node>> inputs;
+    std::array<double, 3> attr{};          ///< constant value, generator parameters, cast target
+    std::uint64_t id = 0;                  ///< unique per runtime, never reused
+    std::size_t hash = 0;
+    RuntimeImpl* runtime = nullptr;
+    Evaluation eval;
+
+    Node(OpKind o, DType t, Shape s) : op(o), dtype(t), shape(std::move(s)) {}
+    ~Node();
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
+
+    /// The constant's value, for op == Constant.
+    double constant() const noexcept { return attr[0]; }
+    std::string label() const;  ///< "sin 3x4 double", for logs and messages
+};
+
+/// Interns nodes: a lookup table from structure to a weak reference. Input nodes (user data)
+/// are never interned: two arrays with equal contents are still two values.
+class NodeTable {
+public:
+    explicit NodeTable(RuntimeImpl* runtime) : runtime_(runtime) {}
+    std::shared_ptr<Node> make(OpKind op, DType dtype, const Shape& shape, std::vector<std::shared_ptr<Node>> inputs,
+                               std::array<double, 3> attr = {});
+    /// A fresh, materialised Input node holding `value`.
+    std::shared_ptr<Node> make_input(DType dtype, const Shape& shape, std::shared_ptr<Storage> value);
+
+private:
+    struct Key {
+        OpKind op;
+        DType dtype;
+        std::vector<std::int64_t> dims;
+        std::vector<std::uint64_t> inputs;
+        std::array<std::uint64_t, 3> attr;
+        bool operator==(const Key&) const = default;
+    };
+    struct KeyHash {
+        std::size_t operator()(const Key& k) const noexcept;
+    };
+    static constexpr std::size_t kShards = 16;  // builders on many threads rarely contend
+    struct Shard {
+        std::mutex mutex;
+        std::unordered_map<Key, std::weak_ptr<Node>, KeyHash> map;
+        std::size_t sweep_at = 1024;
+    };
+    std::uint64_t next_id();
+
+    RuntimeImpl* runtime_;
+    std::array<Shard, kShards> shards_;
+    std::atomic<std::uint64_t> ids_{1};
+};
+
+}  // namespace tandem::detail

@@ -1,0 +1,64 @@
+// The closed set of graph ops, as data. Passes ask a row's group ("is it elementwise?"),
+// never list ops; a new op is a row here plus a kernel in each backend's table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "tandem/dtype.hpp"
+
+namespace tandem::detail {
+
+enum class OpKind : std::uint8_t {
+    // leaves
+    Input,     ///< materialised data
+    Constant,  ///< one value repeated over a shape (attr[0])
+    Linspace,  ///< 1 x n: attr = {a, b, n}
+    Colon,     ///< 1 x n: attr = {a, step}
+    // unary elementwise
+    Neg, Abs, Sqrt, Exp, Log, Log2, Log10, Log1p, Expm1, Sin, Cos, Tan, Asin, Acos, Atan,
+    Sinh, Cosh, Tanh, Floor, Ceil, Round, Fix, Sign, IsNan, IsInf, IsFinite, Not, Cast,
+    // binary elementwise
+    Add, Sub, Mul, Div, Pow, Atan2, Hypot, Mod, Rem, Min, Max,
+    Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor,
+    // ternary elementwise
+    Where,
+    Count_
+};
+inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);
+
+enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary };
+
+/// How an op's result type follows from its operands'.
+enum class TypeRule : std::uint8_t {
+    Arithmetic,  ///< single if any operand is single, else double (logical counts as double)
+    Predicate,   ///< logical result, computed in the operands' arithmetic type
+    Logical,     ///< logical result; a NaN operand is an error
+    Select,      ///< where(c, a, b): a and b's combined type (logical if both are)
+    Cast,        ///< the type named by the op's attribute
+    Leaf,        ///< given at creation
+};
+
+struct OpInfo {
+    std::string_view name;  ///< MATLAB's function name, used in messages
+    OpGroup group;
+    int arity;
+    TypeRule rule;
+    bool transcendental;    ///< costs far more than a memory access (a hint for cost models)
+};
+
+const OpInfo& op_info(OpKind op) noexcept;
+
+inline bool is_elementwise(OpKind op) noexcept {
+    OpGroup g = op_info(op).group;
+    return g == OpGroup::Unary || g == OpGroup::Binary || g == OpGroup::Ternary || g == OpGroup::Generator;
+}
+
+/// The result type of `op` applied to operands of the given types (arity of them).
+DType result_dtype(OpKind op, const DType* operands, DType cast_target = DType::f64) noexcept;
+
+/// The type an op computes in: f32 if any (non-condition) operand is single, else f64.
+DType compute_dtype(OpKind op, const DType* operands) noexcept;
+
+}  // namespace tandem::detail

@@ -1,0 +1,48 @@
+// A fused region: the unit of work a backend executes. A straight-line SSA program over one
+// iteration shape; its operands are materialised inputs (expanded to the region's shape),
+// scalar immediates, or earlier values of the program; some values are the region's outputs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/node.hpp"
+
+namespace tandem::detail {
+
+struct Arg {
+    enum class Kind : std::uint8_t { Input, Value, Scalar };
+    Kind kind = Kind::Scalar;
+    std::uint32_t index = 0;  ///< into Region::inputs (Input) or Region::program (Value)
+    double scalar = 0.0;      ///< the immediate (Scalar), already rounded to its type
+    DType dtype = DType::f64; ///< the operand's element type
+};
+
+struct Instr {
+    OpKind op;
+    DType dtype;                    ///< result type
+    DType compute;                  ///< type the op computes in (f64 or f32)
+    std::array<Arg, 3> args{};  ///< the first op_info(op).arity are used
+    std::array<double, 3> attr{};   ///< generator parameters
+};
+
+struct Region {
+    Shape shape;                                  ///< iteration domain; every value has this shape
+    std::vector<std::shared_ptr<Node>> inputs;    ///< materialised before the region runs
+    std::vector<Instr> program;                   ///< value i is defined by program[i]
+    struct Output {
+        std::uint32_t value;
+        std::shared_ptr<Node> node;
+    };
+    std::vector<Output> outputs;
+
+    /// One line per instruction, for TANDEM_LOG=graph and failure messages.
+    std::string to_string() const;
+    /// The op names of the region, e.g. "sin,times,plus" (for error messages).
+    std::string summary() const;
+};
+
+}  // namespace tandem::detail

@@ -1,0 +1,48 @@
+// Errors thrown by Tandem. Every error is a tandem::Error; the subclass says what kind of
+// thing was wrong, the message says which op, which argument and which shapes/settings.
+#pragma once
+
+#include "tandem/export.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace tandem {
+
+/// Base of every error Tandem throws (synchronously, or through a Future).
+class TANDEM_API Error : public std::runtime_error {
+public:
+    explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// Operand shapes that do not agree (implicit expansion, reshape, creation).
+class TANDEM_API ShapeError : public Error {
+public:
+    using Error::Error;
+};
+
+/// An element type that an op or an accessor does not accept.
+class TANDEM_API DTypeError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A value that an op cannot accept (NaN converted to logical, a bad argument).
+class TANDEM_API ValueError : public Error {
+public:
+    using Error::Error;
+};
+
+/// An allocation that the machine cannot satisfy.
+class TANDEM_API OutOfMemoryError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A bad setting: an environment variable or Config field with an invalid value.
+class TANDEM_API ConfigError : public Error {
+public:
+    using Error::Error;
+};
+
+}  // namespace tandem

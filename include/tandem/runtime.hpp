@@ -1,0 +1,122 @@
+// Runtime: owns the task graph, the CPU executor (and, later, devices), the memory pools and
+// the metrics. Arrays belong to the runtime that created them. default_runtime() is the one
+// the free creation functions use.
+#pragma once
+
+#include "tandem/export.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tandem/array.hpp"
+#include "tandem/config.hpp"
+
+namespace tandem {
+
+namespace detail {
+class RuntimeImpl;
+}
+
+/// What hwloc sees of the machine, and what the process may use of it.
+struct CpuTopology {
+    std::string model;                ///< CPU model name, if hwloc reports one
+    int packages = 0;
+    int numa_nodes = 0;
+    int cores = 0;                    ///< physical cores in the machine
+    int pus = 0;                      ///< hardware threads in the machine
+    int allowed_cores = 0;            ///< cores this process may run on
+    int allowed_pus = 0;              ///< hardware threads this process may run on
+    std::uint64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  ///< per cache instance
+    std::uint64_t memory_bytes = 0;   ///< physical memory
+};
+
+struct RuntimeInfo {
+    std::string version;
+    std::string build;                ///< compiler and build type
+    std::string cpu_isa;              ///< vector instruction set the CPU kernels dispatched to
+    int cpu_threads = 0;              ///< CPU executor threads
+    std::int64_t block_elements = 0;
+    bool fusion = true;
+    CpuTopology topology;
+    std::vector<std::string> devices; ///< accelerators in use (none in a CPU-only build)
+    std::string devices_note;         ///< why there are none, when there are none
+};
+
+/// Counters since the runtime started.
+struct Metrics {
+    std::uint64_t plans = 0;              ///< gathers that needed new work
+    std::uint64_t regions_executed = 0;   ///< fused regions run
+    std::uint64_t regions_failed = 0;     ///< regions whose computation threw
+    std::uint64_t ops_executed = 0;       ///< graph ops inside the regions run
+    std::uint64_t elements_written = 0;   ///< elements of region outputs
+    std::uint64_t host_bytes_allocated = 0;
+    std::uint64_t host_pool_hits = 0;     ///< allocations served by reused buffers
+};
+
+class TANDEM_API Runtime {
+public:
+    Runtime();
+    explicit Runtime(Config config);
+    /// Waits for the work in flight. Arrays that outlive their runtime must not be used.
+    ~Runtime();
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+
+    // ---- creation ---------------------------------------------------------------------
+    /// Copies `data` (column-major, numel == shape.numel(), else ShapeError).
+    Array array(std::span<const double> data, const Shape& shape);
+    Array array(std::span<const float> data, const Shape& shape);
+    /// Logical array from bytes; any nonzero byte is true.
+    Array logical_array(std::span<const std::uint8_t> data, const Shape& shape);
+    /// A column vector (n x 1) copied from `data`.
+    Array array(std::span<const double> data) { return array(data, Shape{static_cast<std::int64_t>(data.size()), 1}); }
+    /// Takes ownership of `data` without copying it.
+    Array adopt(std::vector<double>&& data, const Shape& shape);
+    Array adopt(std::vector<float>&& data, const Shape& shape);
+    Array scalar(double value, DType dtype = DType::f64);
+    Array zeros(const Shape& shape, DType dtype = DType::f64);
+    Array ones(const Shape& shape, DType dtype = DType::f64);
+    Array fill(double value, const Shape& shape, DType dtype = DType::f64);
+    /// MATLAB linspace(a, b, n): 1 x n, first a, last exactly b.
+    Array linspace(double a, double b, std::int64_t n = 100);
+    /// MATLAB a:b and a:step:b (1 x n row vectors; empty when the range is).
+    Array colon(double a, double b) { return colon(a, 1.0, b); }
+    Array colon(double a, double step, double b);
+
+    // ---- evaluation -------------------------------------------------------------------
+    /// Gathers several values in one plan: shared subexpressions are computed once and values
+    /// of one shape come out of one fused pass (a multi-output region).
+    Future<std::vector<HostArray>> gather(const std::vector<Array>& values);
+    /// Blocks until no work is in flight.
+    void wait_idle();
+
+    // ---- introspection ----------------------------------------------------------------
+    RuntimeInfo info() const;
+    Metrics metrics() const;
+    const Config& config() const;
+
+    detail::RuntimeImpl& impl() noexcept { return *impl_; }
+
+private:
+    std::shared_ptr<detail::RuntimeImpl> impl_;
+};
+
+/// The process-wide runtime, made on first use from Config::from_environment().
+TANDEM_API Runtime& default_runtime();
+
+/// Creation through the default runtime.
+TANDEM_API Array zeros(const Shape& shape, DType dtype = DType::f64);
+TANDEM_API Array ones(const Shape& shape, DType dtype = DType::f64);
+TANDEM_API Array fill(double value, const Shape& shape, DType dtype = DType::f64);
+TANDEM_API Array linspace(double a, double b, std::int64_t n = 100);
+TANDEM_API Array colon(double a, double b);
+TANDEM_API Array colon(double a, double step, double b);
+
+/// RuntimeInfo as readable text, and as a JSON document.
+TANDEM_API std::string to_text(const RuntimeInfo& info);
+TANDEM_API std::string to_json(const RuntimeInfo& info);
+
+}  // namespace tandem

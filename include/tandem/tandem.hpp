@@ -1,0 +1,12 @@
+// The one include for users of Tandem.
+#pragma once
+
+#include "tandem/array.hpp"
+#include "tandem/config.hpp"
+#include "tandem/dtype.hpp"
+#include "tandem/error.hpp"
+#include "tandem/future.hpp"
+#include "tandem/host_array.hpp"
+#include "tandem/ops.hpp"
+#include "tandem/runtime.hpp"
+#include "tandem/shape.hpp"

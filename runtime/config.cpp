@@ -1,0 +1,65 @@
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "tandem/config.hpp"
+#include "tandem/error.hpp"
+
+namespace tandem {
+
+namespace {
+
+const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+std::int64_t parse_int(const char* name, const char* text, std::int64_t lo, std::int64_t hi) {
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(text, &end, 10);
+    if (errno || end == text || *end != '\0' || v < lo || v > hi)
+        throw ConfigError(std::string(name) + "='" + text + "': expected a whole number from " + std::to_string(lo) +
+                          " to " + std::to_string(hi));
+    return v;
+}
+
+}  // namespace
+
+Config Config::from_environment() {
+    Config c;
+    if (const char* v = env("TANDEM_CPU_THREADS")) c.cpu_threads = static_cast<int>(parse_int("TANDEM_CPU_THREADS", v, 0, 4096));
+    if (const char* v = env("TANDEM_BLOCK_ELEMENTS"))
+        c.block_elements = parse_int("TANDEM_BLOCK_ELEMENTS", v, 64, 1 << 20);
+    if (const char* v = env("TANDEM_FUSION")) c.fusion = parse_int("TANDEM_FUSION", v, 0, 1) != 0;
+    if (const char* v = env("TANDEM_HOST_POOL_MB"))
+        c.host_pool_bytes = static_cast<std::size_t>(parse_int("TANDEM_HOST_POOL_MB", v, 0, std::int64_t{1} << 30)) << 20;
+    if (const char* v = env("TANDEM_CPU_ISA")) {
+        c.cpu_isa = v;
+        if (c.cpu_isa != "auto" && c.cpu_isa != "avx512" && c.cpu_isa != "avx2" && c.cpu_isa != "baseline")
+            throw ConfigError(std::string("TANDEM_CPU_ISA='") + v + "': expected auto, avx512, avx2 or baseline");
+    }
+    if (const char* v = env("TANDEM_LOG")) c.log = v;
+    c.validate();
+    return c;
+}
+
+void Config::validate() const {
+    if (cpu_threads < 0 || cpu_threads > 4096)
+        throw ConfigError("Config::cpu_threads = " + std::to_string(cpu_threads) + ": expected 0 (auto) to 4096");
+    if (block_elements < 64 || block_elements > (1 << 20) || block_elements % 16 != 0)
+        throw ConfigError("Config::block_elements = " + std::to_string(block_elements) +
+                          ": expected a multiple of 16 from 64 to 1048576");
+    if (cpu_isa != "auto" && cpu_isa != "avx512" && cpu_isa != "avx2" && cpu_isa != "baseline")
+        throw ConfigError("Config::cpu_isa = '" + cpu_isa + "': expected auto, avx512, avx2 or baseline");
+    std::string rest = log;
+    while (!rest.empty()) {
+        auto comma = rest.find(',');
+        std::string topic = rest.substr(0, comma);
+        if (topic != "graph" && topic != "exec" && !topic.empty())
+            throw ConfigError("log topic '" + topic + "' (TANDEM_LOG / Config::log): expected graph or exec");
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
+}
+
+}  // namespace tandem

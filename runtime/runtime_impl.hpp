@@ -1,0 +1,46 @@
+// The runtime's parts, wired together: configuration, topology, graph table, memory pool, CPU
+// executor and scheduler. One per tandem::Runtime.
+#pragma once
+
+#include <memory>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "graph/node.hpp"
+#include "runtime/memory.hpp"
+#include "scheduler/scheduler.hpp"
+#include "tandem/config.hpp"
+#include "tandem/runtime.hpp"
+
+namespace tandem::detail {
+
+class RuntimeImpl {
+public:
+    RuntimeImpl(Runtime& owner, Config config);
+
+    Runtime& owner() noexcept { return owner_; }
+    const Config& config() const noexcept { return config_; }
+    NodeTable& nodes() noexcept { return nodes_; }
+    HostPool& pool() noexcept { return *pool_; }
+    Scheduler& scheduler() noexcept { return *scheduler_; }
+    const CpuTopology& topology() const noexcept { return topology_; }
+    int threads() const noexcept { return threads_; }
+    const char* cpu_isa() const noexcept { return cpu_->isa(); }
+
+    /// A materialised Input node copied from (or adopting) host data.
+    std::shared_ptr<Node> input(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage);
+
+private:
+    Runtime& owner_;
+    Config config_;
+    CpuTopology topology_;
+    int threads_;
+    NodeTable nodes_;
+    std::shared_ptr<HostPool> pool_;
+    std::unique_ptr<cpu::CpuBackend> cpu_;
+    std::unique_ptr<Scheduler> scheduler_;  // last: destroyed first, after waiting for its work
+};
+
+/// The runtime an Array belongs to.
+RuntimeImpl& runtime_of(const Array& a);
+
+}  // namespace tandem::detail

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tandem needs that are missing (apt-get, as root or through sudo).
+# Sourced by scripts/run and scripts/test; safe to run again.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config             # toolchain
+  libtbb-dev libhwloc-dev                      # CPU executor and topology
+  libsleef-dev                                 # vectorised math, dispatched at run time
+  nlohmann-json3-dev libcli11-dev              # files and command line
+  libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
+  libeigen3-dev python3 python3-numpy python3-numexpr   # benchmark peers
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
