@@ -129,6 +129,9 @@ Array where(const Operand& cond, const Operand& a, const Operand& b) { return ma
 
 Array astype(const Array& a, DType t) {
     detail::RuntimeImpl& rt = detail::runtime_of(a);
+    if (t != DType::f64 && t != DType::f32 && t != DType::logical)
+        throw DTypeError("cast: unknown element type code " + std::to_string(static_cast<int>(t)) +
+                         " (expected f64, f32 or logical)");
     if (a.dtype() == t) return a;
     return Array(rt.nodes().make(OpKind::Cast, t, a.shape(), {a.node()}, {static_cast<double>(t), 0, 0}));
 }

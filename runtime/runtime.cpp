@@ -104,6 +104,9 @@ Array Runtime::adopt(std::vector<float>&& data, const Shape& shape) {
 }
 
 Array Runtime::fill(double value, const Shape& shape, DType dtype) {
+    if (dtype != DType::f64 && dtype != DType::f32 && dtype != DType::logical)
+        throw DTypeError("fill: unknown element type code " + std::to_string(static_cast<int>(dtype)) +
+                         " (expected f64, f32 or logical)");
     if (dtype == DType::logical) {
         if (std::isnan(value)) throw ValueError("fill: NaN's cannot be converted to logicals");
         value = value != 0 ? 1.0 : 0.0;
