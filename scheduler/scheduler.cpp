@@ -6,7 +6,6 @@
 #include <unordered_set>
 
 #include "runtime/memory.hpp"
-#include "runtime/tsan.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail {
@@ -43,12 +42,7 @@ Scheduler::Scheduler(Placement placement, HostPool& pool, const SchedulerOptions
     : placement_(std::move(placement)),
       pool_(pool),
       options_(options),
-      // No slot reserved for a master thread: regions are enqueued from user threads, which never
-      // join the arena, so every slot goes to a worker.
-      parallelism_(tbb::global_control::max_allowed_parallelism,
-                   std::max<std::size_t>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism),
-                                         static_cast<std::size_t>(options.threads) + 1)),
-      arena_(options.threads, 0) {}
+      workers_(options.threads) {}
 
 Scheduler::~Scheduler() { wait_idle(); }
 
@@ -138,11 +132,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
 }
 
 void Scheduler::launch(std::shared_ptr<Job> job) {
-    tsan_release(job.get());
-    arena_.enqueue([this, job] {
-        tsan_acquire(job.get());
-        run(*job);
-    });
+    workers_.enqueue([this, job = std::move(job)] { run(*job); });
 }
 
 void Scheduler::run(Job& job) {

@@ -3,9 +3,6 @@
 // caller. Many threads may gather at once; a value is computed once however many ask for it.
 #pragma once
 
-#include <tbb/global_control.h>
-#include <tbb/task_arena.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -15,6 +12,7 @@
 
 #include "graph/fusion.hpp"
 #include "scheduler/placement.hpp"
+#include "scheduler/work_queue.hpp"
 #include "tandem/future.hpp"
 #include "tandem/host_array.hpp"
 #include "tandem/runtime.hpp"
@@ -69,10 +67,7 @@ private:
     std::mutex mutex_;
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
-    // oneTBB sizes its worker pool for one master thread plus workers; our arena has no master
-    // (user threads only enqueue), so allow one more thread, or a worker would sit idle.
-    tbb::global_control parallelism_;
-    tbb::task_arena arena_;
+    WorkQueue workers_;  // last: its threads stop before the rest is destroyed
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, failed_{0}, ops_{0}, elements_{0};
 };
 
