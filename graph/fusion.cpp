@@ -162,6 +162,41 @@ std::string Region::to_string() const {
     return os.str();
 }
 
+Region Region::slice(std::size_t j) const {
+    std::vector<bool> need(program.size(), false);
+    need[outputs[j].value] = true;
+    for (std::size_t i = program.size(); i-- > 0;) {
+        if (!need[i]) continue;
+        for (int k = 0; k < op_info(program[i].op).arity; ++k) {
+            const Arg& a = program[i].args[static_cast<std::size_t>(k)];
+            if (a.kind == Arg::Kind::Value) need[a.index] = true;
+        }
+    }
+    Region s;
+    s.shape = shape;
+    std::vector<std::uint32_t> value_map(program.size()), input_map(inputs.size(), UINT32_MAX);
+    for (std::size_t i = 0; i < program.size(); ++i) {
+        if (!need[i]) continue;
+        Instr ins = program[i];
+        for (int k = 0; k < op_info(ins.op).arity; ++k) {
+            Arg& a = ins.args[static_cast<std::size_t>(k)];
+            if (a.kind == Arg::Kind::Value) {
+                a.index = value_map[a.index];
+            } else if (a.kind == Arg::Kind::Input) {
+                if (input_map[a.index] == UINT32_MAX) {
+                    input_map[a.index] = static_cast<std::uint32_t>(s.inputs.size());
+                    s.inputs.push_back(inputs[a.index]);
+                }
+                a.index = input_map[a.index];
+            }
+        }
+        value_map[i] = static_cast<std::uint32_t>(s.program.size());
+        s.program.push_back(ins);
+    }
+    s.outputs.push_back({value_map[outputs[j].value], outputs[j].node});
+    return s;
+}
+
 std::string Region::summary() const {
     std::string s;
     for (const Instr& ins : program) {

@@ -66,7 +66,12 @@ Array plus(const Operand& a, const Operand& b) { return a + b; }
 Array minus(const Operand& a, const Operand& b) { return a - b; }
 Array times(const Operand& a, const Operand& b) { return a * b; }
 Array rdivide(const Operand& a, const Operand& b) { return a / b; }
-Array ldivide(const Operand& a, const Operand& b) { return b / a; }
+Array ldivide(const Operand& a, const Operand& b) {
+    // Checked under its own name and in the user's order; computed as b ./ a.
+    auto shape = [](const Operand& o) { return o.is_array() ? o.array().shape() : Shape::scalar(); };
+    broadcast_shapes(shape(a), shape(b), "ldivide");
+    return b / a;
+}
 Array power(const Operand& a, const Operand& b) { return make(OpKind::Pow, {&a, &b}); }
 Array uminus(const Array& a) { return -a; }
 

@@ -43,6 +43,9 @@ struct Region {
     std::string to_string() const;
     /// The op names of the region, e.g. "sin,times,plus" (for error messages).
     std::string summary() const;
+    /// The part of this region that computes output `j` alone (its backward slice), with
+    /// `j` as the only output.
+    Region slice(std::size_t j) const;
 };
 
 }  // namespace tandem::detail

@@ -150,21 +150,26 @@ void Scheduler::run(Job& job) {
         }
     }
     std::vector<std::shared_ptr<Storage>> outputs;
+    std::vector<std::exception_ptr> errors(r.outputs.size());
     auto t0 = std::chrono::steady_clock::now();
-    if (!error) {
-        try {
-            for (auto& out : r.outputs) {
-                std::size_t bytes = static_cast<std::size_t>(out.node->shape.numel()) * dtype_size(out.node->dtype);
-                outputs.push_back(pool_.allocate(bytes, out.node->label()));
-            }
-            std::vector<const Storage*> in_ptrs;
-            for (auto& s : inputs) in_ptrs.push_back(s.get());
-            std::vector<Storage*> out_ptrs;
-            for (auto& s : outputs) out_ptrs.push_back(s.get());
-            job.placement.backend->execute(r, in_ptrs, out_ptrs);
-        } catch (...) {
-            error = std::current_exception();
+    const bool inputs_ok = !error;
+    if (inputs_ok) error = execute(job.placement, r, inputs, outputs);
+    if (error && inputs_ok && r.outputs.size() > 1) {
+        outputs.resize(r.outputs.size());
+        // A data-dependent failure (a NaN in a logical op) must poison only the outputs that
+        // depend on it: run each output's own slice of the region to find out which.
+        for (std::size_t j = 0; j < r.outputs.size(); ++j) {
+            Region part = r.slice(j);
+            std::vector<std::shared_ptr<Storage>> part_inputs, part_outputs;
+            for (auto& in : part.inputs)
+                for (std::size_t k = 0; k < r.inputs.size(); ++k)
+                    if (r.inputs[k] == in) part_inputs.push_back(inputs[k]);
+            errors[j] = execute(job.placement, part, part_inputs, part_outputs);
+            if (!errors[j]) outputs[j] = part_outputs.front();
         }
+        error = nullptr;
+    } else if (error) {
+        std::fill(errors.begin(), errors.end(), error);
     }
     if (options_.log_exec) {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -172,6 +177,8 @@ void Scheduler::run(Job& job) {
                      r.summary().c_str(), r.program.size(), std::string(job.placement.backend->name()).c_str(), ms,
                      error ? " FAILED" : "");
     }
+    for (auto& e : errors)
+        if (e) error = e;
     if (error) failed_.fetch_add(1, std::memory_order_relaxed);
     else {
         regions_.fetch_add(1, std::memory_order_relaxed);
@@ -185,7 +192,7 @@ void Scheduler::run(Job& job) {
         std::lock_guard lock(mutex_);
         for (std::size_t j = 0; j < r.outputs.size(); ++j) {
             Node& n = *r.outputs[j].node;
-            if (error) n.eval.error = error;
+            if (errors[j]) n.eval.error = errors[j];
             else n.eval.value = outputs[j];
             n.eval.pending.reset();
             // The graph above a computed value is never needed again; release it (outside the
@@ -202,6 +209,26 @@ void Scheduler::run(Job& job) {
     {
         std::lock_guard lock(mutex_);
         if (--in_flight_ == 0) idle_.notify_all();
+    }
+}
+
+std::exception_ptr Scheduler::execute(const PlacementDecision& placement, const Region& r,
+                                      const std::vector<std::shared_ptr<Storage>>& inputs,
+                                      std::vector<std::shared_ptr<Storage>>& outputs) {
+    try {
+        outputs.clear();
+        for (auto& out : r.outputs) {
+            std::size_t bytes = static_cast<std::size_t>(out.node->shape.numel()) * dtype_size(out.node->dtype);
+            outputs.push_back(pool_.allocate(bytes, out.node->label()));
+        }
+        std::vector<const Storage*> in_ptrs;
+        for (auto& s : inputs) in_ptrs.push_back(s.get());
+        std::vector<Storage*> out_ptrs;
+        for (auto& s : outputs) out_ptrs.push_back(s.get());
+        placement.backend->execute(r, in_ptrs, out_ptrs);
+        return nullptr;
+    } catch (...) {
+        return std::current_exception();
     }
 }
 

@@ -60,6 +60,10 @@ private:
     };
     void launch(std::shared_ptr<Job> job);
     void run(Job& job);
+    /// Allocates `outputs` and runs `r` on the placed backend; returns the error, if any.
+    std::exception_ptr execute(const PlacementDecision& placement, const Region& r,
+                               const std::vector<std::shared_ptr<Storage>>& inputs,
+                               std::vector<std::shared_ptr<Storage>>& outputs);
 
     Placement placement_;
     HostPool& pool_;

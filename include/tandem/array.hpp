@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tandem/dtype.hpp"
+#include "tandem/error.hpp"
 #include "tandem/future.hpp"
 #include "tandem/host_array.hpp"
 #include "tandem/shape.hpp"
@@ -61,7 +62,9 @@ private:
 /// other operand's runtime). Lets `x + 1.0`, `2 * x` and `tandem::max(x, 0)` read naturally.
 class Operand {
 public:
-    Operand(const Array& a) : array_(a) {}  // NOLINT: implicit by design
+    Operand(const Array& a) : array_(a) {  // NOLINT: implicit by design
+        if (!a.valid()) throw Error("use of a null tandem::Array as an operand (default-constructed or moved from)");
+    }
     Operand(double v) : scalar_(v) {}       // NOLINT: implicit by design
     Operand(int v) : scalar_(v) {}          // NOLINT: implicit by design
     bool is_array() const noexcept { return array_.valid(); }

@@ -14,7 +14,8 @@ struct TANDEM_API Config {
     /// Worker threads of the CPU executor; 0 = the cores this process may use (hwloc).
     /// TANDEM_CPU_THREADS.
     int cpu_threads = 0;
-    /// Elements per block of the CPU block interpreter. TANDEM_BLOCK_ELEMENTS (64..1048576).
+    /// Elements per block of the CPU block interpreter. TANDEM_BLOCK_ELEMENTS (a multiple of 16
+    /// from 64 to 1048576).
     std::int64_t block_elements = 2048;
     /// Most capable vector instruction set the CPU kernels may use: "auto" (the best the CPU
     /// has), "avx512", "avx2" or "baseline". TANDEM_CPU_ISA.

@@ -1,0 +1,228 @@
+// Concurrency (its own binary: the ThreadSanitizer build compiles only this file): 8 threads
+// building and gathering at once on one runtime, sharing some arrays built before they start;
+// every result checked against a scalar reference. Also: two threads gathering the same value at
+// the same moment both get it, and it is computed once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "reference.hpp"
+#include "tandem/tandem.hpp"
+
+using tandem::Array;
+using tandem::Runtime;
+using tandem::Shape;
+
+namespace {
+
+constexpr int kThreads = 8;
+
+#if defined(TANDEM_TSAN) || defined(__SANITIZE_THREAD__)
+constexpr int kRounds = 20;
+constexpr std::int64_t kRows = 100;
+#else
+constexpr int kRounds = 25;
+constexpr std::int64_t kRows = 300;
+#endif
+
+std::vector<double> ramp(std::int64_t n, double lo, double hi) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(n);
+    return v;
+}
+
+bool near(double got, double want) {
+    if (std::isnan(want)) return std::isnan(got);
+    return std::abs(got - want) <= 1e-12 * (1 + std::abs(want));
+}
+
+/// One thread's work: a few expressions over its own arrays and the shared ones.
+void worker(Runtime& rt, int id, const Array& shared_col, const std::vector<double>& col,
+            const Array& shared_row, const std::vector<double>& row, std::atomic<int>& failures, std::barrier<>& sync) {
+    std::mt19937_64 rng(1000 + static_cast<std::uint64_t>(id));
+    const std::int64_t cols = static_cast<std::int64_t>(row.size());
+    for (int round = 0; round < kRounds; ++round) {
+        sync.arrive_and_wait();  // everybody builds and gathers at the same moment
+        // own data
+        std::vector<double> mine(static_cast<std::size_t>(kRows * cols));
+        std::uniform_real_distribution<double> u(-3, 3);
+        for (auto& x : mine) x = u(rng);
+        Array m = rt.array(std::span<const double>(mine), Shape{kRows, cols});
+        const double k = static_cast<double>(id + round);
+        // expressions mixing own and shared arrays; some identical in every thread (hash-consed)
+        Array common = tandem::sin(shared_col) * shared_row + 1.0;         // the same in all threads
+        Array e1 = m * shared_col - tandem::cos(shared_row * k);             // own x shared
+        Array e2 = tandem::max(m, common) / (1.0 + tandem::abs(m + k));       // uses common
+        Array e3 = tandem::where(m > 0.0, tandem::exp(-tandem::abs(m)), -m);  // logical in the middle
+        std::vector<tandem::HostArray> hs;
+        tandem::HostArray hc;
+        try {
+            if (round % 2 == 0) {
+                hs = rt.gather({e1, e2, e3}).get();
+            } else {
+                auto f1 = e1.gather(), f2 = e2.gather(), f3 = e3.gather();
+                hs = {f1.get(), f2.get(), f3.get()};
+            }
+            hc = common.gather().get();
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "thread " << id << " round " << round << ": " << e.what();
+            ++failures;
+            continue;
+        }
+        int bad = 0;
+        for (std::int64_t j = 0; j < cols; ++j) {
+            for (std::int64_t i = 0; i < kRows; ++i) {
+                const auto lin = i + j * kRows;
+                const double x = mine[static_cast<std::size_t>(lin)], c = col[static_cast<std::size_t>(i)],
+                             r = row[static_cast<std::size_t>(j)];
+                const double cm = std::sin(c) * r + 1.0;
+                const double w1 = x * c - std::cos(r * k);
+                const double w2 = tref::ref_max(x, cm) / (1.0 + std::abs(x + k));
+                const double w3 = x > 0.0 ? std::exp(-std::abs(x)) : -x;
+                bad += !near(hc.at(lin), cm) + !near(hs[0].at(lin), w1) + !near(hs[1].at(lin), w2) +
+                       !near(hs[2].at(lin), w3);
+            }
+        }
+        if (bad) {
+            ADD_FAILURE() << "thread " << id << " round " << round << ": " << bad << " wrong elements";
+            ++failures;
+        }
+    }
+}
+
+}  // namespace
+
+TEST(Concurrency, EightThreadsBuildAndGather) {
+    Runtime rt;
+    const auto col = ramp(kRows, -2, 2), row = ramp(17, -1, 3);
+    // shared arrays, built before the threads start
+    Array shared_col = rt.array(std::span<const double>(col), Shape{kRows, 1});
+    Array shared_row = rt.array(std::span<const double>(row), Shape{1, 17});
+    std::atomic<int> failures{0};
+    std::barrier<> sync(kThreads);
+    std::vector<std::thread> threads;
+    for (int id = 0; id < kThreads; ++id)
+        threads.emplace_back([&, id] { worker(rt, id, shared_col, col, shared_row, row, failures, sync); });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_EQ(rt.metrics().regions_failed, 0u);
+    // still usable afterwards
+    EXPECT_EQ((shared_row * 0.0).gather().get().to_doubles(), std::vector<double>(17, 0.0));
+}
+
+TEST(Concurrency, DefaultRuntimeFromManyThreads) {
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int id = 0; id < kThreads; ++id) {
+        threads.emplace_back([&failures, id] {
+            for (int round = 0; round < kRounds; ++round) {
+                const double k = id * 100 + round;
+                auto h = (tandem::linspace(0, 1, 1001) * 2.0 + k).gather().get();
+                if (h.numel() != 1001 || h.at(0) != k || !near(h.at(1000), 2.0 + k) || !near(h.at(500), 1.0 + k)) ++failures;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(Concurrency, SameValueGatheredByTwoThreadsAtOnce) {
+    for (int rep = 0; rep < 10; ++rep) {
+        SCOPED_TRACE("rep " + std::to_string(rep));
+        Runtime rt{tandem::Config{}};  // fused, whatever TANDEM_FUSION says
+        const auto xv = ramp(20000, -5, 5);
+        Array x = rt.array(std::span<const double>(xv), Shape{200, 100});
+        (void)x.gather().get();
+        // 7 ops (sin abs uminus exp times tanh plus), one region
+        Array y = tandem::tanh(tandem::sin(x) * tandem::exp(-tandem::abs(x))) + static_cast<double>(rep);
+        const auto m0 = rt.metrics();
+        std::barrier<> sync(2);
+        tandem::HostArray h[2];
+        std::string errors[2];
+        std::thread t[2];
+        for (int k = 0; k < 2; ++k) {
+            t[k] = std::thread([&, k] {
+                sync.arrive_and_wait();
+                try {
+                    h[k] = y.gather().get();
+                } catch (const std::exception& e) {
+                    errors[k] = e.what();
+                }
+            });
+        }
+        t[0].join();
+        t[1].join();
+        ASSERT_EQ(errors[0], "");
+        ASSERT_EQ(errors[1], "");
+        const auto m1 = rt.metrics();
+        EXPECT_EQ(m1.ops_executed - m0.ops_executed, 7u) << "computed once";
+        EXPECT_EQ(m1.regions_executed - m0.regions_executed, 1u);
+        for (int k = 0; k < 2; ++k) {
+            ASSERT_EQ(h[k].numel(), 20000);
+            int bad = 0;
+            for (std::size_t i = 0; i < xv.size(); ++i)
+                bad += !near(h[k].at(static_cast<std::int64_t>(i)),
+                             std::tanh(std::sin(xv[i]) * std::exp(-std::abs(xv[i]))) + rep);
+            EXPECT_EQ(bad, 0) << "thread " << k;
+        }
+        EXPECT_EQ(h[0].to_doubles(), h[1].to_doubles());
+    }
+}
+
+TEST(Concurrency, BuildingTheSameExpressionInManyThreadsGivesOneNode) {
+    Runtime rt;
+    const auto xv = ramp(1000, 0, 1);
+    Array x = rt.array(std::span<const double>(xv), Shape{1000, 1});
+    std::vector<std::shared_ptr<tandem::detail::Node>> nodes(kThreads);
+    std::barrier<> sync(kThreads);
+    std::vector<std::thread> threads;
+    std::vector<Array> keep(kThreads);
+    for (int id = 0; id < kThreads; ++id) {
+        threads.emplace_back([&, id] {
+            sync.arrive_and_wait();
+            keep[static_cast<std::size_t>(id)] = tandem::exp(x * 2.0) - x;
+            nodes[static_cast<std::size_t>(id)] = keep[static_cast<std::size_t>(id)].node();
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (int id = 1; id < kThreads; ++id) EXPECT_EQ(nodes[static_cast<std::size_t>(id)], nodes[0]);
+    auto h = keep[3].gather().get();
+    EXPECT_NEAR(h.at(999), std::exp(xv[999] * 2.0) - xv[999], 1e-12);
+}
+
+TEST(Concurrency, ErrorsInOneThreadDoNotDisturbOthers) {
+    Runtime rt;
+    std::vector<double> d = {1, tref::kNaN, 3, 4};
+    Array x = rt.array(std::span<const double>(d), Shape{2, 2});
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int id = 0; id < kThreads; ++id) {
+        threads.emplace_back([&, id] {
+            for (int round = 0; round < kRounds; ++round) {
+                const double k = id * 1000 + round;
+                if (id % 2 == 0) {
+                    try {
+                        (void)tandem::logical(x + k).gather().get();
+                        ++failures;  // must fail: NaN to logical
+                    } catch (const tandem::ValueError&) {
+                    } catch (...) {
+                        ++failures;
+                    }
+                } else {
+                    try {
+                        auto h = (x * 2.0 + k).gather().get();
+                        if (h.at(0) != 2.0 + k || !std::isnan(h.at(1)) || h.at(3) != 8.0 + k) ++failures;
+                    } catch (...) {
+                        ++failures;
+                    }
+                }
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+}

@@ -1,0 +1,399 @@
+// Fusion, observed through Runtime::metrics(): elementwise chains of one shape run as one
+// region, shared subexpressions are computed once (nodes are hash-consed), several outputs of
+// one shape come out of one region, computed values are not recomputed, scalars fold into
+// regions, shape changes are region boundaries, and unfused_config() runs one region
+// per op. Every case also checks the values. Runtimes get an explicit Config (Runtime() would
+// read TANDEM_FUSION and friends from the environment, which must not change these counts).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "reference.hpp"
+#include "tandem/tandem.hpp"
+
+using tandem::Array;
+using tandem::Config;
+using tandem::Metrics;
+using tandem::Runtime;
+using tandem::Shape;
+
+namespace {
+
+Config unfused_config() {
+    Config c;
+    c.fusion = false;
+    return c;
+}
+
+Config config_with(int threads, std::int64_t block) {
+    Config c;
+    c.cpu_threads = threads;
+    c.block_elements = block;
+    return c;
+}
+
+struct Delta {
+    std::uint64_t plans, regions, ops, failed;
+};
+
+Delta diff(const Metrics& before, const Metrics& after) {
+    return {after.plans - before.plans, after.regions_executed - before.regions_executed,
+            after.ops_executed - before.ops_executed, after.regions_failed - before.regions_failed};
+}
+
+std::vector<double> ramp(std::int64_t n, double lo, double hi) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(n);
+    return v;
+}
+
+/// A materialised leaf: gathered once so that later metrics see only the expression's work.
+Array leaf(Runtime& rt, const std::vector<double>& v, const Shape& s) {
+    Array a = rt.array(std::span<const double>(v), s);
+    (void)a.gather().get();
+    return a;
+}
+
+/// The chain used below: ten elementwise ops on one shape, with scalars mixed in.
+Array chain10(const Array& x) {
+    Array y = tandem::sin(x);   // 1
+    y = y * 2.0;                // 2
+    y = y + x;                  // 3
+    y = tandem::abs(y);         // 4
+    y = tandem::sqrt(y);        // 5
+    y = y - 0.25;               // 6
+    y = tandem::exp(-y);        // 7, 8 (uminus, exp)
+    y = tandem::max(y, x);      // 9
+    y = y / 3.0;                // 10
+    return y;
+}
+double chain10_ref(double x) {
+    double y = std::sin(x);
+    y = y * 2.0;
+    y = y + x;
+    y = std::fabs(y);
+    y = std::sqrt(y);
+    y = y - 0.25;
+    y = std::exp(-y);
+    y = tref::ref_max(y, x);
+    return y / 3.0;
+}
+
+::testing::AssertionResult near_all(const std::vector<double>& got, const std::vector<double>& want) {
+    if (got.size() != want.size()) return ::testing::AssertionFailure() << "size " << got.size() << " vs " << want.size();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        const bool ok = (std::isnan(got[i]) && std::isnan(want[i])) || std::abs(got[i] - want[i]) <= 1e-13 * (1 + std::abs(want[i]));
+        if (!ok) return ::testing::AssertionFailure() << "[" << i << "] got " << tref::fmt(got[i]) << " want " << tref::fmt(want[i]);
+    }
+    return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+TEST(Fusion, ChainOfTenOpsIsOneRegion) {
+    Runtime rt{Config{}};
+    const auto xv = ramp(5000, -3, 3);
+    Array x = leaf(rt, xv, Shape{50, 100});
+    Array y = chain10(x);
+    const auto m0 = rt.metrics();
+    auto h = y.gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 1u);
+    EXPECT_EQ(d.ops, 10u);
+    EXPECT_EQ(d.plans, 1u);
+    EXPECT_EQ(d.failed, 0u);
+    std::vector<double> want;
+    for (double v : xv) want.push_back(chain10_ref(v));
+    EXPECT_TRUE(near_all(h.to_doubles(), want));
+    EXPECT_GE(rt.metrics().elements_written, 5000u);
+}
+
+TEST(Fusion, FusionOffRunsOneRegionPerOp) {
+    Runtime rt(unfused_config());
+    EXPECT_FALSE(rt.config().fusion);
+    EXPECT_FALSE(rt.info().fusion);
+    const auto xv = ramp(5000, -3, 3);
+    Array x = leaf(rt, xv, Shape{50, 100});
+    Array y = chain10(x);
+    const auto m0 = rt.metrics();
+    auto h = y.gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 10u);
+    EXPECT_EQ(d.ops, 10u);
+    std::vector<double> want;
+    for (double v : xv) want.push_back(chain10_ref(v));
+    EXPECT_TRUE(near_all(h.to_doubles(), want));
+}
+
+TEST(Fusion, FusedAndUnfusedAreBitIdentical) {
+    Runtime fused{Config{}}, unfused(unfused_config());
+    const auto xv = ramp(7777, -5, 5);
+    auto a = tref::gather(chain10(fused.array(std::span<const double>(xv), Shape{7777, 1})));
+    auto b = tref::gather(chain10(unfused.array(std::span<const double>(xv), Shape{7777, 1})));
+    EXPECT_TRUE(tref::same_values(a, b, tref::Acc::exact_signed));
+}
+
+TEST(Fusion, NodesAreHashConsed) {
+    Runtime rt{Config{}};
+    std::vector<double> v = {1, 2, 3};
+    Array a = rt.array(std::span<const double>(v));
+    Array b = rt.array(std::span<const double>(v));
+    EXPECT_EQ((a * b).node(), (a * b).node());
+    EXPECT_EQ(tandem::sin(a).node(), tandem::sin(a).node());
+    EXPECT_EQ((a + 1.0).node(), (a + 1.0).node());
+    EXPECT_NE((a + 1.0).node(), (a + 2.0).node());
+    EXPECT_NE((a * b).node(), (a + b).node());
+    EXPECT_NE(a.node(), b.node()) << "two uploads are two values even with equal contents";
+}
+
+TEST(Fusion, SharedSubexpressionIsComputedOnce) {
+    Runtime rt{Config{}};
+    const auto av = ramp(4096, -2, 2), bv = ramp(4096, 1, 3);
+    Array a = leaf(rt, av, Shape{64, 64});
+    Array b = leaf(rt, bv, Shape{64, 64});
+    Array y = (a * b) + tandem::sin(a * b);  // a*b built twice: one node
+    const auto m0 = rt.metrics();
+    auto h = y.gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.ops, 3u) << "times, sin, plus";
+    EXPECT_EQ(d.regions, 1u);
+    std::vector<double> want;
+    for (std::size_t i = 0; i < av.size(); ++i) want.push_back(av[i] * bv[i] + std::sin(av[i] * bv[i]));
+    EXPECT_TRUE(near_all(h.to_doubles(), want));
+}
+
+TEST(Fusion, SharedSubexpressionWithFusionOff) {
+    Runtime rt(unfused_config());
+    const auto av = ramp(1000, -2, 2);
+    Array a = leaf(rt, av, Shape{1000, 1});
+    Array c = a * a;
+    Array y = c + tandem::sin(c) + tandem::cos(c);
+    const auto m0 = rt.metrics();
+    auto h = y.gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.ops, 5u) << "times, sin, cos, plus, plus";
+    EXPECT_EQ(d.regions, 5u);
+    std::vector<double> want;
+    for (double x : av) want.push_back(x * x + std::sin(x * x) + std::cos(x * x));
+    EXPECT_TRUE(near_all(h.to_doubles(), want));
+}
+
+TEST(Fusion, MultiOutputGatherIsOneRegion) {
+    Runtime rt{Config{}};
+    const auto av = ramp(3000, -1, 1);
+    Array a = leaf(rt, av, Shape{30, 100});
+    Array c = tandem::exp(a) * 0.5;
+    Array y = c + 1.0;
+    Array z = tandem::tanh(c) - a;
+    const auto m0 = rt.metrics();
+    auto hs = rt.gather({y, z}).get();
+    auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 1u);
+    EXPECT_EQ(d.ops, 5u) << "exp, times, plus, tanh, minus";
+    EXPECT_EQ(d.plans, 1u);
+    ASSERT_EQ(hs.size(), 2u);
+    std::vector<double> wy, wz;
+    for (double x : av) {
+        wy.push_back(std::exp(x) * 0.5 + 1.0);
+        wz.push_back(std::tanh(std::exp(x) * 0.5) - x);
+    }
+    EXPECT_TRUE(near_all(hs[0].to_doubles(), wy));
+    EXPECT_TRUE(near_all(hs[1].to_doubles(), wz));
+
+    // Already computed: no new work, neither together nor one by one.
+    const auto m1 = rt.metrics();
+    auto again = rt.gather({y, z}).get();
+    auto hy = y.gather().get();
+    auto hz = z.gather().get();
+    d = diff(m1, rt.metrics());
+    EXPECT_EQ(d.regions, 0u);
+    EXPECT_EQ(d.ops, 0u);
+    EXPECT_EQ(d.plans, 0u);
+    EXPECT_EQ(hy.to_doubles(), hs[0].to_doubles());
+    EXPECT_EQ(hz.to_doubles(), hs[1].to_doubles());
+    EXPECT_EQ(again[1].to_doubles(), hs[1].to_doubles());
+}
+
+TEST(Fusion, ComputedValuesAreReused) {
+    Runtime rt{Config{}};
+    const auto av = ramp(2000, 0, 4);
+    Array a = leaf(rt, av, Shape{2000, 1});
+    Array y = tandem::sin(a) * tandem::cos(a);
+    (void)y.gather().get();
+    const auto m0 = rt.metrics();
+    Array w = y * 2.0 + 1.0;
+    auto h = w.gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 1u);
+    EXPECT_EQ(d.ops, 2u) << "y is not recomputed";
+    std::vector<double> want;
+    for (double x : av) want.push_back(std::sin(x) * std::cos(x) * 2.0 + 1.0);
+    EXPECT_TRUE(near_all(h.to_doubles(), want));
+}
+
+TEST(Fusion, SecondGatherRunsNothing) {
+    Runtime rt{Config{}};
+    Array a = leaf(rt, ramp(100, 0, 1), Shape{10, 10});
+    Array y = tandem::exp(a) + a;
+    auto h1 = y.gather().get();
+    const auto m0 = rt.metrics();
+    auto h2 = y.gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 0u);
+    EXPECT_EQ(d.plans, 0u);
+    EXPECT_EQ(h1.to_doubles(), h2.to_doubles());
+}
+
+TEST(Fusion, ShapeChangeIsARegionBoundary) {
+    Runtime rt{Config{}};
+    const auto cv = ramp(5, -1, 1), rv = ramp(4, 0, 2);
+    Array col = leaf(rt, cv, Shape{5, 1});
+    Array row = leaf(rt, rv, Shape{1, 4});
+    Array y = tandem::exp(col) + row;
+    EXPECT_EQ(y.shape(), Shape({5, 4}));
+    const auto m0 = rt.metrics();
+    auto h = y.gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 2u);
+    EXPECT_EQ(d.ops, 2u);
+    for (std::int64_t j = 0; j < 4; ++j)
+        for (std::int64_t i = 0; i < 5; ++i)
+            EXPECT_NEAR(h.at({i, j}), std::exp(cv[static_cast<std::size_t>(i)]) + rv[static_cast<std::size_t>(j)], 1e-14);
+}
+
+TEST(Fusion, ExpansionOfLeavesNeedsNoBoundary) {
+    Runtime rt{Config{}};
+    Array col = leaf(rt, ramp(5, -1, 1), Shape{5, 1});
+    Array row = leaf(rt, ramp(4, 0, 2), Shape{1, 4});
+    Array y = tandem::sin(col + row) * 2.0;  // every op has the output shape
+    const auto m0 = rt.metrics();
+    auto h = y.gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 1u);
+    EXPECT_EQ(d.ops, 3u);
+    EXPECT_EQ(h.shape(), Shape({5, 4}));
+}
+
+TEST(Fusion, ScalarsFoldIntoTheRegion) {
+    Runtime rt{Config{}};
+    const auto xv = ramp(1000, -1, 1);
+    Array x = leaf(rt, xv, Shape{1000, 1});
+    auto m0 = rt.metrics();
+    auto h = (x + 1.0).gather().get();
+    auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 1u);
+    EXPECT_EQ(d.ops, 1u);
+    for (std::size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(h.at(static_cast<std::int64_t>(i)), xv[i] + 1.0);
+
+    m0 = rt.metrics();
+    auto h2 = (2 * x - 0.5 / (x * x + 3.0)).gather().get();
+    d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 1u);
+    EXPECT_EQ(d.ops, 5u);
+    for (std::size_t i = 0; i < xv.size(); ++i)
+        EXPECT_EQ(h2.at(static_cast<std::int64_t>(i)), 2 * xv[i] - 0.5 / (xv[i] * xv[i] + 3.0));
+}
+
+TEST(Fusion, IndependentSameShapeValuesOneRegionEach) {
+    Runtime rt{Config{}};
+    Array a = leaf(rt, ramp(500, 0, 1), Shape{500, 1});
+    Array b = leaf(rt, ramp(500, 1, 2), Shape{500, 1});
+    const auto m0 = rt.metrics();
+    (void)(a + b).gather().get();
+    (void)(a - b).gather().get();
+    const auto d = diff(m0, rt.metrics());
+    EXPECT_EQ(d.regions, 2u);
+    EXPECT_EQ(d.plans, 2u);
+}
+
+TEST(Fusion, BlockBoundariesDoNotMatter) {
+    // Results must not depend on the block size of the CPU interpreter.
+    const auto xv = ramp(10007, -4, 4);
+    tref::Host first;
+    for (std::int64_t block : {64, 112, 2048, 1048576}) {
+        SCOPED_TRACE("block_elements=" + std::to_string(block));
+        Runtime rt(config_with(0, block));
+        auto h = tref::gather(chain10(rt.array(std::span<const double>(xv), Shape{10007, 1})));
+        if (first.v.empty()) first = h;
+        else EXPECT_TRUE(tref::same_values(h, first, tref::Acc::exact_signed));
+    }
+}
+
+TEST(Fusion, ThreadCountDoesNotMatter) {
+    const auto xv = ramp(20000, -4, 4);
+    tref::Host first;
+    for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE("cpu_threads=" + std::to_string(threads));
+        Runtime rt(config_with(threads, 256));
+        EXPECT_EQ(rt.info().cpu_threads, threads);
+        auto h = tref::gather(chain10(rt.array(std::span<const double>(xv), Shape{100, 200})));
+        if (first.v.empty()) first = h;
+        else EXPECT_TRUE(tref::same_values(h, first, tref::Acc::exact_signed));
+    }
+}
+
+TEST(Fusion, DescribeNamesTheOps) {
+    Runtime rt{Config{}};
+    Array a = rt.zeros(Shape{2, 2});
+    const std::string s = (tandem::sin(a) + 1.0).describe();
+    EXPECT_NE(s.find("sin"), std::string::npos) << s;
+    EXPECT_NE(s.find("plus"), std::string::npos) << s;
+}
+
+TEST(Fusion, WaitIdle) {
+    Runtime rt{Config{}};
+    Array a = leaf(rt, ramp(50000, 0, 1), Shape{50000, 1});
+    auto f = tandem::exp(tandem::sin(a)).gather();
+    rt.wait_idle();
+    EXPECT_TRUE(f.ready());
+    EXPECT_EQ(f.get().numel(), 50000);
+}
+
+// ---- introspection ------------------------------------------------------------------------------
+
+TEST(Introspection, InfoDescribesTheRuntime) {
+    Runtime rt(config_with(2, 4096));
+    const auto info = rt.info();
+    EXPECT_FALSE(info.version.empty());
+    EXPECT_FALSE(info.build.empty());
+    EXPECT_EQ(info.cpu_threads, 2);
+    EXPECT_EQ(info.block_elements, 4096);
+    EXPECT_EQ(rt.config().block_elements, 4096);
+    EXPECT_TRUE(info.cpu_isa == "baseline" || info.cpu_isa == "avx2" || info.cpu_isa == "avx512") << info.cpu_isa;
+    EXPECT_GT(info.topology.pus, 0);
+    EXPECT_GT(info.topology.allowed_pus, 0);
+    EXPECT_GT(info.topology.memory_bytes, 0u);
+    if (info.devices.empty()) {
+        EXPECT_FALSE(info.devices_note.empty()) << "why there are no devices";
+    }
+    const std::string text = tandem::to_text(info), json = tandem::to_json(info);
+    EXPECT_NE(text.find(info.version), std::string::npos) << text;
+    EXPECT_NE(text.find(info.cpu_isa), std::string::npos) << text;
+    ASSERT_FALSE(json.empty());
+    EXPECT_EQ(json.front(), '{') << json;
+    EXPECT_NE(json.find("\"cpu_isa\""), std::string::npos) << json;
+    EXPECT_NE(json.find(info.version), std::string::npos) << json;
+}
+
+TEST(Introspection, AutoThreadsUseTheAllowedCores) {
+    Runtime rt{Config{}};
+    const auto info = rt.info();
+    EXPECT_GE(info.cpu_threads, 1);
+    EXPECT_LE(info.cpu_threads, std::max(1, info.topology.allowed_pus));
+}
+
+TEST(Introspection, HostBuffersAreReused) {
+    Runtime rt{Config{}};
+    const auto xv = ramp(100000, -1, 1);
+    Array x = leaf(rt, xv, Shape{1000, 100});
+    for (int round = 0; round < 3; ++round) {
+        // each result is dropped before the next: its buffer can serve the next one
+        auto h = (x * static_cast<double>(round) + 1.0).gather().get();
+        EXPECT_EQ(h.at(99999), xv[99999] * round + 1.0);
+    }
+    const auto m = rt.metrics();
+    EXPECT_GT(m.host_pool_hits, 0u);
+    EXPECT_GE(m.host_bytes_allocated, 100000u * sizeof(double));
+    EXPECT_GE(m.elements_written, 300000u);
+}
