@@ -111,6 +111,9 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 }
                 values.emplace_back(t->eval.value, t->shape, t->dtype);
             }
+            // Hold no node past this point: once the future resolves, a node the user dropped must
+            // be gone, or rebuilding the same expression would find it computed (sometimes).
+            join->targets.clear();
             d.push_back([join, error, values = std::move(values)]() mutable {
                 if (error) join->promise.set_error(error);
                 else join->promise.set_value(std::move(values));
@@ -203,6 +206,9 @@ void Scheduler::run(Job& job) {
         job.completion->done = true;
         for (auto& w : job.completion->waiters) w(after);
         job.completion->waiters.clear();
+        // Likewise the job's own references, before any future resolves.
+        for (auto& out : job.region.outputs) released.push_back(std::move(out.node));
+        for (auto& in : job.region.inputs) released.push_back(std::move(in));
     }
     released.clear();
     for (auto& f : after) f();

@@ -26,6 +26,9 @@ struct KernelTable {
     WhereFn where[2];
     AnyNanFn any_nan[2];
     ConvertFn convert[3][3];
+    /// Copies with non-temporal stores ([0 = f64, 1 = f32]): for outputs far larger than the
+    /// caches, writing around them saves the read of each line that an ordinary store costs.
+    ConvertFn stream_copy[2];
 };
 
 const KernelTable* kernels_baseline();

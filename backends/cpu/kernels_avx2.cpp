@@ -13,6 +13,8 @@
 #define TD_STORE _mm256_storeu_pd
 #define TF_STORE _mm256_storeu_ps
 #define TD_SET1 _mm256_set1_pd
+#define TD_STREAM _mm256_stream_pd
+#define TF_STREAM _mm256_stream_ps
 #define TF_SET1 _mm256_set1_ps
 #define TD_FN(f, u) Sleef_##f##d4##u##avx2
 #define TF_FN(f, u) Sleef_##f##f8##u##avx2

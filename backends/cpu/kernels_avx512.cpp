@@ -13,6 +13,8 @@
 #define TD_STORE _mm512_storeu_pd
 #define TF_STORE _mm512_storeu_ps
 #define TD_SET1 _mm512_set1_pd
+#define TD_STREAM _mm512_stream_pd
+#define TF_STREAM _mm512_stream_ps
 #define TF_SET1 _mm512_set1_ps
 #define TD_FN(f, u) Sleef_##f##d8##u##avx512f
 #define TF_FN(f, u) Sleef_##f##f16##u##avx512f

@@ -13,6 +13,8 @@
 #define TD_STORE _mm_storeu_pd
 #define TF_STORE _mm_storeu_ps
 #define TD_SET1 _mm_set1_pd
+#define TD_STREAM _mm_stream_pd
+#define TF_STREAM _mm_stream_ps
 #define TF_SET1 _mm_set1_ps
 #define TD_FN(f, u) Sleef_##f##d2##u##sse2
 #define TF_FN(f, u) Sleef_##f##f4##u##sse2

@@ -53,7 +53,10 @@ public:
                 st.in[0] = convert_now(v, p_.slots_[target].type);
             } else {
                 st.kind = StepKind::Convert;
-                st.fn = reinterpret_cast<const void*>(k_.convert[col(s.type)][col(p_.slots_[target].type)]);
+                ElemType to = p_.slots_[target].type;
+                st.fn = streamed(j) && s.type == to
+                            ? reinterpret_cast<const void*>(k_.stream_copy[col(to)])
+                            : reinterpret_cast<const void*>(k_.convert[col(s.type)][col(to)]);
             }
             p_.steps_.push_back(st);
         }
@@ -98,9 +101,16 @@ private:
     }
 
     /// The slot for an instruction's result of type t: its output array when it is one of
-    /// matching type (written in place), else a register.
+    /// matching type (written in place) and small enough to stay in cache, else a register (a
+    /// large output is then streamed from the register, see kStreamBytes).
+    bool streamed(std::size_t j) const {
+        const Node& n = *r_.outputs[j].node;
+        ElemType t = storage_type(n.dtype);
+        return t != ElemType::u8 && static_cast<std::size_t>(n.shape.numel()) * elem_size(t) >= kStreamBytes;
+    }
+
     std::uint32_t result_slot(int output, ElemType t) {
-        if (output >= 0) {
+        if (output >= 0 && !streamed(static_cast<std::size_t>(output))) {
             std::uint32_t s = output_slot(static_cast<std::size_t>(output));
             if (p_.slots_[s].type == t) return s;
         }

@@ -24,6 +24,9 @@ public:
     Program(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs,
             const KernelTable& kernels, std::int64_t block_elements);
 
+    /// Outputs of at least this many bytes are written with non-temporal stores.
+    static constexpr std::size_t kStreamBytes = std::size_t{16} << 20;
+
     std::int64_t numel() const noexcept { return numel_; }
     /// Bytes of scratch one thread needs to run blocks.
     std::size_t scratch_bytes() const noexcept { return registers_ * block_ * 8; }
