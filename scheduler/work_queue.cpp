@@ -11,6 +11,9 @@
 #else
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
+
+#include <condition_variable>
+#include <mutex>
 #endif
 
 namespace tandem::detail {
@@ -73,11 +76,35 @@ struct WorkQueue::Impl {
           arena(threads, 0) {}
     tbb::global_control parallelism;
     tbb::task_arena arena;
+    // Jobs enqueued and not yet finished, their captures included: the destructor waits for
+    // them, since destroying an arena does not wait for its tasks.
+    std::mutex mutex;
+    std::condition_variable idle;
+    std::size_t pending = 0;
 };
 
 WorkQueue::WorkQueue(int threads) : impl_(std::make_unique<Impl>(std::max(threads, 1))) {}
-WorkQueue::~WorkQueue() = default;
-void WorkQueue::enqueue(std::function<void()> job) { impl_->arena.enqueue(std::move(job)); }
+
+WorkQueue::~WorkQueue() {
+    std::unique_lock lock(impl_->mutex);
+    impl_->idle.wait(lock, [&] { return impl_->pending == 0; });
+}
+
+void WorkQueue::enqueue(std::function<void()> job) {
+    {
+        std::lock_guard lock(impl_->mutex);
+        ++impl_->pending;
+    }
+    // The task holds plain pointers only; the job and what it captured are released before the
+    // task says it is done.
+    auto* owned = new std::function<void()>(std::move(job));
+    impl_->arena.enqueue([impl = impl_.get(), owned] {
+        (*owned)();
+        delete owned;
+        std::lock_guard lock(impl->mutex);
+        if (--impl->pending == 0) impl->idle.notify_all();
+    });
+}
 
 #endif
 

@@ -14,7 +14,7 @@ namespace tandem::detail {
 class WorkQueue {
 public:
     explicit WorkQueue(int threads);
-    /// Waits for nothing: the scheduler waits for its own jobs before this is destroyed.
+    /// Waits for the jobs enqueued to finish (their captures released).
     ~WorkQueue();
     WorkQueue(const WorkQueue&) = delete;
     WorkQueue& operator=(const WorkQueue&) = delete;
