@@ -1,25 +1,44 @@
-// The contract every backend fills: execute one fused region. The scheduler decides where a
-// region runs and makes its inputs resident there; the backend only computes.
+// The contract every backend fills: run one fused region. The scheduler decides where a region
+// runs; the backend makes the copies it needs (a device backend uploads host-only inputs in the
+// same submission) and gives every output a copy on its side.
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <span>
 #include <string_view>
 
 #include "graph/region.hpp"
-#include "runtime/memory.hpp"
+#include "scheduler/residency.hpp"
 
 namespace tandem::detail {
+
+/// One region handed to a backend: its inputs' values, its outputs' values (fresh, no copies
+/// yet), which outputs a host sink (a gather) wants back, and what to call when it is done.
+struct Submission {
+    const Region* region = nullptr;
+    std::span<const std::shared_ptr<Value>> inputs;
+    std::span<const std::shared_ptr<Value>> outputs;
+    std::span<const bool> wanted_on_host;  ///< per output: also make a host copy
+    /// Called exactly once: with nullptr when every output has its copies, else with the error
+    /// (a data-dependent failure, a lost device). May run on any thread.
+    std::function<void(std::exception_ptr)> done;
+};
 
 class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string_view name() const noexcept = 0;
-    /// Computes `region`. inputs[i] holds the elements of region.inputs[i]; outputs[j] is
-    /// already allocated for region.outputs[j] (numel x element size). Throws a tandem::Error
-    /// for a data-dependent failure (a NaN converted to logical); the outputs are then garbage
-    /// and the caller discards them.
-    virtual void execute(const Region& region, std::span<const Storage* const> inputs,
-                         std::span<Storage* const> outputs) = 0;
+    /// True for the CPU executor: it reads and writes host copies, and runs on the scheduler's
+    /// worker threads; a device backend records work and completes it asynchronously.
+    virtual bool on_host() const noexcept = 0;
+    /// Runs (host) or records (device) the region. Throws, having done nothing, to refuse it (a
+    /// shader that fails to compile, no device memory): the scheduler then runs it on the CPU.
+    virtual void submit(Submission s) = 0;
+    /// Sends what was recorded (device backends batch submissions until this is called).
+    virtual void flush() {}
+    /// Gives `v` a host copy from its device copy, blocking until it is there (device backends).
+    virtual void download(Value& v) { (void)v; }
 };
 
 }  // namespace tandem::detail

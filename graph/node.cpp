@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "runtime/memory.hpp"
+#include "scheduler/residency.hpp"
 
 namespace tandem::detail {
 
@@ -81,7 +81,8 @@ std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape, std
     node->id = next_id();
     node->hash = static_cast<std::size_t>(node->id);
     node->runtime = runtime_;
-    node->eval.value = std::move(value);
+    std::size_t bytes = value->bytes();
+    node->eval.value = std::make_shared<Value>(bytes, std::move(value));
     return node;
 }
 

@@ -19,15 +19,18 @@
 namespace tandem::detail {
 
 class Storage;
+class Value;
 class RuntimeImpl;
 struct Completion;
 
 /// What the scheduler knows of a node's value. Guarded by the scheduler's mutex.
 struct Evaluation {
-    std::shared_ptr<Storage> value;        ///< set once computed (host copy)
+    /// The value's copies. Set when computed; for a region recorded on a device, already when
+    /// recorded (its contents are then valid in that device's queue order only).
+    std::shared_ptr<Value> value;
     std::exception_ptr error;              ///< set if its computation failed
-    std::shared_ptr<Completion> pending;   ///< set while a region computing it is in flight
-    bool done() const noexcept { return value || error; }
+    std::shared_ptr<Completion> pending;   ///< set until the region computing it has finished
+    bool done() const noexcept { return !pending && (value || error); }
 };
 
 struct Node : std::enable_shared_from_this<Node> {

@@ -43,8 +43,8 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       threads_(threads_for(config_, topology_)),
       nodes_(this),
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
-      cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements)),
-      scheduler_(std::make_unique<Scheduler>(Placement({cpu_.get()}), *pool_, scheduler_options(config_, threads_))) {}
+      cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
+      scheduler_(std::make_unique<Scheduler>(*cpu_, nullptr, 0, scheduler_options(config_, threads_))) {}
 
 std::shared_ptr<Node> RuntimeImpl::input(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage) {
     return nodes_.make_input(dtype, shape, std::move(storage));
@@ -213,9 +213,9 @@ std::string Array::describe() const {
             auto [n, depth] = stack.back();
             stack.pop_back();
             os << std::string(static_cast<std::size_t>(depth) * 2, ' ') << "#" << n->id << " " << n->label();
-            if (n->eval.value) os << " [computed]";
+            if (n->eval.pending) os << " [in flight]";
+            else if (n->eval.value) os << " [computed]";
             else if (n->eval.error) os << " [failed]";
-            else if (n->eval.pending) os << " [in flight]";
             if (!seen.insert(n).second) {
                 os << " (see above)\n";
                 continue;

@@ -1,16 +1,14 @@
 #include "scheduler/placement.hpp"
 
-#include "tandem/error.hpp"
-
 namespace tandem::detail {
 
-Placement::Placement(std::vector<Backend*> backends) : backends_(std::move(backends)) {
-    if (backends_.empty() || !backends_.front()) throw Error("placement: no CPU executor");
-}
+Placement::Placement(Backend& cpu, Backend* device, std::int64_t min_device_elements)
+    : cpu_(&cpu), device_(device), min_device_elements_(min_device_elements) {}
 
-PlacementDecision Placement::place(const Region&) const {
-    if (backends_.size() == 1) return {backends_.front(), "only backend"};
-    return {backends_.front(), "cpu (no cost model for other backends yet)"};
+PlacementDecision Placement::place(const Region& region) const {
+    if (!device_ || !device_enabled_.load()) return {cpu_, "cpu only"};
+    if (region.shape.numel() < min_device_elements_) return {cpu_, "small: below device_min_elements"};
+    return {device_, "large enough for the device"};
 }
 
 }  // namespace tandem::detail

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <unordered_map>
 #include <unordered_set>
 
-#include "runtime/memory.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail {
@@ -36,13 +36,34 @@ std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targe
     return order;
 }
 
+std::size_t bytes_of(const Node& n) { return static_cast<std::size_t>(n.shape.numel()) * dtype_size(n.dtype); }
+
+/// A failure of the data (a NaN converted to logical): the same on any backend.
+bool is_data_error(const std::exception_ptr& e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const ValueError&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+/// A failure of the device itself (lost): no more work should go there.
+bool is_device_error(const std::exception_ptr& e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const DeviceError&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
 }  // namespace
 
-Scheduler::Scheduler(Placement placement, HostPool& pool, const SchedulerOptions& options)
-    : placement_(std::move(placement)),
-      pool_(pool),
-      options_(options),
-      workers_(options.threads) {}
+Scheduler::Scheduler(Backend& cpu, Backend* device, std::int64_t min_device_elements, const SchedulerOptions& options)
+    : placement_(cpu, device, min_device_elements), options_(options), workers_(options.threads) {}
 
 Scheduler::~Scheduler() { wait_idle(); }
 
@@ -51,47 +72,74 @@ void Scheduler::wait_idle() {
     idle_.wait(lock, [&] { return in_flight_ == 0; });
 }
 
+bool Scheduler::wire(const JobPtr& job) {
+    job->waiting = 0;
+    const bool on_device = !job->placement.backend->on_host();
+    for (auto& in : job->region.inputs) {
+        const std::shared_ptr<Completion>& c = in->eval.pending;
+        if (!c) continue;
+        // Work on the same device may follow its producer in queue order; anything else waits
+        // until the producer has finished.
+        bool same_queue = on_device && c->backend == job->placement.backend;
+        if (same_queue && c->recorded) continue;
+        ++job->waiting;
+        auto wake = [this, job](Deferred& d) {
+            if (--job->waiting == 0) d.push_back([this, job] { launch(job); });
+        };
+        if (same_queue) c->on_recorded.push_back(wake);
+        else c->on_done.push_back(wake);
+    }
+    return job->waiting == 0;
+}
+
 Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_ptr<Node>>& targets) {
     Promise<std::vector<HostArray>> promise;
     auto result = promise.future();
-    std::vector<std::shared_ptr<Job>> ready;
     Deferred after;
     {
         std::lock_guard lock(mutex_);
         std::vector<Node*> pending = pending_nodes(targets);
         if (!pending.empty()) {
             plans_.fetch_add(1, std::memory_order_relaxed);
-            std::unordered_set<Node*> in_plan(pending.begin(), pending.end());
+            std::unordered_set<Node*> in_plan(pending.begin(), pending.end()), wanted_set;
             std::vector<Node*> wanted;
             for (auto& t : targets)
-                if (in_plan.count(t.get())) wanted.push_back(t.get());
+                if (in_plan.count(t.get()) && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
             std::vector<Region> regions = fuse(pending, wanted, {options_.fuse});
-            std::vector<std::shared_ptr<Job>> jobs;
+            std::vector<JobPtr> jobs;
+            std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
             for (Region& r : regions) {
                 auto job = std::make_shared<Job>();
                 job->region = std::move(r);
                 job->placement = placement_.place(job->region);
                 job->completion = std::make_shared<Completion>();
-                for (auto& out : job->region.outputs) out.node->eval.pending = job->completion;
+                job->completion->backend = job->placement.backend;
+                job->wanted_on_host.assign(job->region.outputs.size(), false);
+                for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+                    Node* n = job->region.outputs[j].node.get();
+                    n->eval.pending = job->completion;
+                    producer[n] = {job.get(), j};
+                    if (wanted_set.count(n)) job->wanted_on_host[j] = true;
+                }
                 if (options_.log_graph)
-                    std::fprintf(stderr, "[tandem graph] %s on %s\n", job->region.to_string().c_str(),
-                                 std::string(job->placement.backend->name()).c_str());
+                    std::fprintf(stderr, "[tandem graph] %s on %s (%s)\n", job->region.to_string().c_str(),
+                                 std::string(job->placement.backend->name()).c_str(), job->placement.reason);
                 jobs.push_back(std::move(job));
                 ++in_flight_;
             }
-            // Wire dependencies only now that every region of the plan has its completion.
+            // A device output that a CPU region of this plan reads comes back in the same
+            // submission, instead of in a blocking download later.
             for (auto& job : jobs) {
-                for (auto& in : job->region.inputs) {
-                    if (in->eval.done() || !in->eval.pending) continue;
-                    ++job->waiting;
-                    in->eval.pending->waiters.push_back([this, job](Deferred& d) {
-                        if (--job->waiting == 0) d.push_back([this, job] { launch(job); });
-                    });
-                }
-                if (job->waiting == 0) ready.push_back(job);
+                if (!job->placement.backend->on_host()) continue;
+                for (auto& in : job->region.inputs)
+                    if (auto it = producer.find(in.get()); it != producer.end())
+                        if (!it->second.first->placement.backend->on_host())
+                            it->second.first->wanted_on_host[it->second.second] = true;
             }
+            for (auto& job : jobs)
+                if (wire(job)) after.push_back([this, job] { launch(job); });
         }
-        // The futures: ready when every target is computed.
+        // The future: ready when every target is computed, with host copies.
         struct Join {
             std::vector<std::shared_ptr<Node>> targets;
             std::size_t remaining = 0;
@@ -100,48 +148,81 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
         auto join = std::make_shared<Join>();
         join->targets = targets;
         join->promise = promise;
-        auto resolve = [join](Deferred& d) {
-            // Under the lock: read the values; resolve outside it (continuations run user code).
+        auto resolve = [this, join](Deferred& d) {
+            // Under the lock, read the values; outside it, download what lives only on a device
+            // and resolve (continuations run user code).
             std::exception_ptr error;
-            std::vector<HostArray> values;
+            std::vector<std::shared_ptr<Value>> values;
+            std::vector<std::pair<Shape, DType>> meta;
             for (auto& t : join->targets) {
                 if (t->eval.error) {
                     error = t->eval.error;
                     break;
                 }
-                values.emplace_back(t->eval.value, t->shape, t->dtype);
+                values.push_back(t->eval.value);
+                meta.emplace_back(t->shape, t->dtype);
             }
-            // Hold no node past this point: once the future resolves, a node the user dropped must
-            // be gone, or rebuilding the same expression would find it computed (sometimes).
+            // Hold no node past this point: once the future resolves, a node the user dropped
+            // must be gone, or rebuilding the same expression would find it computed (sometimes).
             join->targets.clear();
-            d.push_back([join, error, values = std::move(values)]() mutable {
-                if (error) join->promise.set_error(error);
-                else join->promise.set_value(std::move(values));
+            d.push_back([this, join, error, values = std::move(values), meta = std::move(meta)] {
+                if (error) return join->promise.set_error(error);
+                try {
+                    ensure_host(values);
+                    std::vector<HostArray> out;
+                    for (std::size_t i = 0; i < values.size(); ++i)
+                        out.emplace_back(values[i]->host(), meta[i].first, meta[i].second);
+                    join->promise.set_value(std::move(out));
+                } catch (...) {
+                    join->promise.set_error(std::current_exception());
+                }
             });
         };
         std::unordered_set<Node*> counted;
         for (auto& t : targets) {
             if (t->eval.done() || !counted.insert(t.get()).second) continue;
             ++join->remaining;
-            t->eval.pending->waiters.push_back([join, resolve](Deferred& d) {
+            t->eval.pending->on_done.push_back([join, resolve](Deferred& d) {
                 if (--join->remaining == 0) resolve(d);
             });
         }
         if (join->remaining == 0) resolve(after);
     }
-    for (auto& f : after) f();
-    for (auto& job : ready) launch(job);
+    drain(after);
     return result;
 }
 
-void Scheduler::launch(std::shared_ptr<Job> job) {
-    workers_.enqueue([this, job = std::move(job)] { run(*job); });
+void Scheduler::drain(Deferred& after) {
+    // Actions may defer more actions (a recorded device region lets the next one record).
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        auto f = std::move(after[i]);
+        f();
+    }
+    after.clear();
+    if (Backend* device = placement_.device()) device->flush();
 }
 
-void Scheduler::run(Job& job) {
-    const Region& r = job.region;
+void Scheduler::ensure_host(const std::vector<std::shared_ptr<Value>>& values) {
+    for (auto& v : values) {
+        if (v->host()) continue;
+        Backend* device = placement_.device();
+        if (!device) throw Error("scheduler: a value has no host copy and there is no device (bug)");
+        device->download(*v);
+    }
+}
+
+void Scheduler::launch(const JobPtr& job) {
+    if (job->placement.backend->on_host()) {
+        workers_.enqueue([this, job] { run_on_host(job); });
+    } else {
+        record_on_device(job);
+    }
+}
+
+void Scheduler::run_on_host(const JobPtr& job) {
+    const Region& r = job->region;
     std::exception_ptr error;
-    std::vector<std::shared_ptr<Storage>> inputs;
+    std::vector<std::shared_ptr<Value>> inputs;
     {
         std::lock_guard lock(mutex_);
         for (auto& in : r.inputs) {
@@ -152,90 +233,176 @@ void Scheduler::run(Job& job) {
             inputs.push_back(in->eval.value);
         }
     }
-    std::vector<std::shared_ptr<Storage>> outputs;
-    std::vector<std::exception_ptr> errors(r.outputs.size());
     auto t0 = std::chrono::steady_clock::now();
-    const bool inputs_ok = !error;
-    if (inputs_ok) error = execute(job.placement, r, inputs, outputs);
-    if (error && inputs_ok && r.outputs.size() > 1) {
-        outputs.resize(r.outputs.size());
-        // A data-dependent failure (a NaN in a logical op) must poison only the outputs that
-        // depend on it: run each output's own slice of the region to find out which.
-        for (std::size_t j = 0; j < r.outputs.size(); ++j) {
-            Region part = r.slice(j);
-            std::vector<std::shared_ptr<Storage>> part_inputs, part_outputs;
-            for (auto& in : part.inputs)
-                for (std::size_t k = 0; k < r.inputs.size(); ++k)
-                    if (r.inputs[k] == in) part_inputs.push_back(inputs[k]);
-            errors[j] = execute(job.placement, part, part_inputs, part_outputs);
-            if (!errors[j]) outputs[j] = part_outputs.front();
+    std::vector<std::exception_ptr> per_output(r.outputs.size());
+    if (!error) {
+        try {
+            ensure_host(inputs);
+        } catch (...) {
+            error = std::current_exception();
         }
-        error = nullptr;
-    } else if (error) {
-        std::fill(errors.begin(), errors.end(), error);
+    }
+    auto run = [&](const Region& region, const std::vector<std::shared_ptr<Value>>& in,
+                   std::vector<std::shared_ptr<Value>>& out) {
+        out.clear();
+        for (auto& o : region.outputs) out.push_back(std::make_shared<Value>(bytes_of(*o.node)));
+        std::exception_ptr e;
+        placement_.cpu().submit({&region, in, out, {}, [&](std::exception_ptr x) { e = x; }});
+        return e;
+    };
+    if (!error) {
+        error = run(r, inputs, job->outputs);
+        if (error && r.outputs.size() > 1 && is_data_error(error)) {
+            // A data-dependent failure (a NaN in a logical op) must poison only the outputs that
+            // depend on it: run each output's own slice of the region to find out which.
+            for (std::size_t j = 0; j < r.outputs.size(); ++j) {
+                Region part = r.slice(j);
+                std::vector<std::shared_ptr<Value>> part_in, part_out;
+                for (auto& in : part.inputs)
+                    for (std::size_t k = 0; k < r.inputs.size(); ++k)
+                        if (r.inputs[k] == in) part_in.push_back(inputs[k]);
+                per_output[j] = run(part, part_in, part_out);
+                if (!per_output[j]) job->outputs[j] = part_out.front();
+            }
+            error = nullptr;
+        }
     }
     if (options_.log_exec) {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "[tandem exec] %s %s (%zu ops) on %s: %.3f ms%s\n", r.shape.to_string().c_str(),
-                     r.summary().c_str(), r.program.size(), std::string(job.placement.backend->name()).c_str(), ms,
-                     error ? " FAILED" : "");
+        std::fprintf(stderr, "[tandem exec] %s %s (%zu ops) on cpu: %.3f ms%s\n", r.shape.to_string().c_str(),
+                     r.summary().c_str(), r.program.size(), ms, error ? " FAILED" : "");
     }
-    for (auto& e : errors)
-        if (e) error = e;
-    if (error) failed_.fetch_add(1, std::memory_order_relaxed);
-    else {
-        regions_.fetch_add(1, std::memory_order_relaxed);
-        ops_.fetch_add(r.program.size(), std::memory_order_relaxed);
-        elements_.fetch_add(static_cast<std::uint64_t>(r.shape.numel()) * r.outputs.size(), std::memory_order_relaxed);
-    }
+    complete(job, error, std::move(per_output), false);
+}
 
-    Deferred after;
-    std::vector<std::shared_ptr<Node>> released;
+void Scheduler::record_on_device(const JobPtr& job) {
+    const Region& r = job->region;
+    std::vector<std::shared_ptr<Value>> inputs;
+    std::exception_ptr input_error;
     {
         std::lock_guard lock(mutex_);
-        for (std::size_t j = 0; j < r.outputs.size(); ++j) {
-            Node& n = *r.outputs[j].node;
-            if (errors[j]) n.eval.error = errors[j];
-            else n.eval.value = outputs[j];
-            n.eval.pending.reset();
-            // The graph above a computed value is never needed again; release it (outside the
-            // lock, since that may free many nodes).
-            for (auto& in : n.inputs) released.push_back(std::move(in));
-            n.inputs.clear();
+        for (auto& in : r.inputs) {
+            if (in->eval.error) {
+                input_error = in->eval.error;
+                break;
+            }
+            inputs.push_back(in->eval.value);
         }
-        job.completion->done = true;
-        for (auto& w : job.completion->waiters) w(after);
-        job.completion->waiters.clear();
-        // Likewise the job's own references, before any future resolves.
-        for (auto& out : job.region.outputs) released.push_back(std::move(out.node));
-        for (auto& in : job.region.inputs) released.push_back(std::move(in));
     }
-    released.clear();
-    for (auto& f : after) f();
+    if (input_error) return complete(job, input_error, {}, false);
+    job->outputs.clear();
+    for (auto& o : r.outputs) job->outputs.push_back(std::make_shared<Value>(bytes_of(*o.node)));
+    std::unique_ptr<bool[]> wanted(new bool[job->wanted_on_host.size()]);
+    for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
+    try {
+        job->placement.backend->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
+                                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); }});
+    } catch (const std::exception& e) {
+        // Refused before anything was recorded (no device memory, a shader that does not
+        // compile): the region runs on the CPU instead, and the log says so.
+        std::fprintf(stderr, "[tandem] %s region %s runs on the CPU instead: %s\n",
+                     std::string(job->placement.backend->name()).c_str(), r.summary().c_str(), e.what());
+        Deferred after;
+        {
+            std::lock_guard lock(mutex_);
+            requeue_on_host(job, after);
+        }
+        drain(after);
+        return;
+    }
+    device_regions_.fetch_add(1, std::memory_order_relaxed);
+    Deferred after;
     {
         std::lock_guard lock(mutex_);
-        if (--in_flight_ == 0) idle_.notify_all();
+        for (std::size_t j = 0; j < r.outputs.size(); ++j) r.outputs[j].node->eval.value = job->outputs[j];
+        job->completion->recorded = true;
+        for (auto& w : job->completion->on_recorded) w(after);
+        job->completion->on_recorded.clear();
+    }
+    // Consumers on the same device record now, into the same batch; drain flushes it.
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        auto f = std::move(after[i]);
+        f();
     }
 }
 
-std::exception_ptr Scheduler::execute(const PlacementDecision& placement, const Region& r,
-                                      const std::vector<std::shared_ptr<Storage>>& inputs,
-                                      std::vector<std::shared_ptr<Storage>>& outputs) {
-    try {
-        outputs.clear();
-        for (auto& out : r.outputs) {
-            std::size_t bytes = static_cast<std::size_t>(out.node->shape.numel()) * dtype_size(out.node->dtype);
-            outputs.push_back(pool_.allocate(bytes, out.node->label()));
+void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    job->placement = {&placement_.cpu(), "fallback from the device"};
+    job->completion->backend = job->placement.backend;
+    for (auto& out : job->region.outputs) out.node->eval.value = nullptr;
+    std::fill(job->wanted_on_host.begin(), job->wanted_on_host.end(), true);
+    if (wire(job)) after.push_back([this, job] { launch(job); });
+}
+
+void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vector<std::exception_ptr> per_output,
+                         bool from_device) {
+    const Region& r = job->region;
+    per_output.resize(r.outputs.size());
+    Deferred after;
+    std::vector<std::shared_ptr<Node>> released;
+    bool requeue = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (from_device) {
+            // Recorded after an input that has since failed or gone back to the CPU: its
+            // result was computed from garbage. Follow the input.
+            for (auto& in : r.inputs) {
+                if (in->eval.error) error = in->eval.error;
+                else if (in->eval.pending && !error) requeue = true;
+            }
+            if (error && !is_data_error(error) && !requeue) {
+                // The device failed: this region runs again on the CPU (its inputs' host copies
+                // are downloaded or recomputed first), and after a lost device no more work goes
+                // there.
+                if (is_device_error(error)) placement_.disable_device();
+                requeue = true;
+            }
+            if (error && is_data_error(error) && r.outputs.size() > 1) requeue = true;
         }
-        std::vector<const Storage*> in_ptrs;
-        for (auto& s : inputs) in_ptrs.push_back(s.get());
-        std::vector<Storage*> out_ptrs;
-        for (auto& s : outputs) out_ptrs.push_back(s.get());
-        placement.backend->execute(r, in_ptrs, out_ptrs);
-        return nullptr;
-    } catch (...) {
-        return std::current_exception();
+        if (requeue) {
+            std::fprintf(stderr, "[tandem] device region %s runs again on the CPU%s\n", r.summary().c_str(),
+                         error ? " after a device error" : " after an input was recomputed");
+            requeue_on_host(job, after);
+        } else {
+            if (error) failed_.fetch_add(1, std::memory_order_relaxed);
+            else {
+                regions_.fetch_add(1, std::memory_order_relaxed);
+                ops_.fetch_add(r.program.size(), std::memory_order_relaxed);
+                elements_.fetch_add(static_cast<std::uint64_t>(r.shape.numel()) * r.outputs.size(),
+                                    std::memory_order_relaxed);
+            }
+            for (std::size_t j = 0; j < r.outputs.size(); ++j) {
+                Node& n = *r.outputs[j].node;
+                std::exception_ptr e = error ? error : per_output[j];
+                if (e) {
+                    n.eval.error = e;
+                    n.eval.value = nullptr;
+                } else {
+                    n.eval.value = job->outputs[j];
+                }
+                n.eval.pending.reset();
+                // The graph above a computed value is never needed again; release it (outside
+                // the lock, since that may free many nodes).
+                for (auto& in : n.inputs) released.push_back(std::move(in));
+                n.inputs.clear();
+            }
+            Completion& c = *job->completion;
+            c.recorded = true;
+            for (auto& w : c.on_recorded) w(after);
+            for (auto& w : c.on_done) w(after);
+            c.on_recorded.clear();
+            c.on_done.clear();
+            // Likewise the job's own references, before any future resolves.
+            for (auto& out : job->region.outputs) released.push_back(std::move(out.node));
+            for (auto& in : job->region.inputs) released.push_back(std::move(in));
+        }
     }
+    released.clear();
+    drain(after);
+    if (requeue) return;  // still in flight
+    std::lock_guard lock(mutex_);
+    if (--in_flight_ == 0) idle_.notify_all();
 }
 
 void Scheduler::add_metrics(Metrics& m) const {
@@ -244,6 +411,8 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.regions_failed = failed_.load(std::memory_order_relaxed);
     m.ops_executed = ops_.load(std::memory_order_relaxed);
     m.elements_written = elements_.load(std::memory_order_relaxed);
+    m.device_regions = device_regions_.load(std::memory_order_relaxed);
+    m.device_fallbacks = fallbacks_.load(std::memory_order_relaxed);
 }
 
 }  // namespace tandem::detail

@@ -1,6 +1,12 @@
 // The scheduler: turns a gather into a plan (the pending part of the graph, fused into regions),
-// places each region, and runs regions as their inputs become ready, without blocking the
-// caller. Many threads may gather at once; a value is computed once however many ask for it.
+// places each region on a backend, and runs regions as their inputs become ready, without
+// blocking the caller. Many threads may gather at once; a value is computed once however many
+// ask for it.
+//
+// Regions on the CPU run on the work queue once their inputs are computed. Regions on a device
+// are recorded into the device's queue as soon as their device inputs are recorded (queue order
+// and barriers do the rest) and complete asynchronously; a device region that fails (lost device,
+// or a data-dependent error in a region with several outputs) runs again on the CPU.
 #pragma once
 
 #include <atomic>
@@ -22,10 +28,12 @@ namespace tandem::detail {
 /// Things to do once the scheduler's lock is released (start jobs, resolve futures).
 using Deferred = std::vector<std::function<void()>>;
 
-/// Completes when a region's outputs are computed (or failed). Guarded by the scheduler lock.
+/// The progress of one region. Guarded by the scheduler lock.
 struct Completion {
-    bool done = false;
-    std::vector<std::function<void(Deferred&)>> waiters;  ///< run under the lock when done
+    Backend* backend = nullptr;
+    bool recorded = false;  ///< in the device's queue: later work on that device may read it
+    std::vector<std::function<void(Deferred&)>> on_recorded;
+    std::vector<std::function<void(Deferred&)>> on_done;
 };
 
 struct SchedulerOptions {
@@ -37,7 +45,8 @@ struct SchedulerOptions {
 
 class Scheduler {
 public:
-    Scheduler(Placement placement, HostPool& pool, const SchedulerOptions& options);
+    /// `device` may be null; regions of at least `min_device_elements` elements go there.
+    Scheduler(Backend& cpu, Backend* device, std::int64_t min_device_elements, const SchedulerOptions& options);
     /// Waits for the work in flight.
     ~Scheduler();
 
@@ -56,23 +65,36 @@ private:
         Region region;
         PlacementDecision placement;
         std::shared_ptr<Completion> completion;
-        std::size_t waiting = 0;  // inputs still in flight
+        std::size_t waiting = 0;              // inputs not yet ready for this placement
+        std::vector<bool> wanted_on_host;     // outputs a host sink wants back
+        std::vector<std::shared_ptr<Value>> outputs;
     };
-    void launch(std::shared_ptr<Job> job);
-    void run(Job& job);
-    /// Allocates `outputs` and runs `r` on the placed backend; returns the error, if any.
-    std::exception_ptr execute(const PlacementDecision& placement, const Region& r,
-                               const std::vector<std::shared_ptr<Storage>>& inputs,
-                               std::vector<std::shared_ptr<Storage>>& outputs);
+    using JobPtr = std::shared_ptr<Job>;
+
+    /// Makes `job` wait for its inputs (under the lock); true if it can start now.
+    bool wire(const JobPtr& job);
+    void launch(const JobPtr& job);
+    void run_on_host(const JobPtr& job);
+    void record_on_device(const JobPtr& job);
+    /// A region finished (or failed): record the outcome in its nodes, wake what waits.
+    /// `per_output`: errors of single outputs (a multi-output region whose slices were run).
+    /// `from_device`: reported by a device backend's completion (which may call for a rerun).
+    void complete(const JobPtr& job, std::exception_ptr error, std::vector<std::exception_ptr> per_output,
+                  bool from_device);
+    /// Runs deferred actions, then sends what device backends recorded meanwhile.
+    void drain(Deferred& after);
+    /// Host copies for values that only have a device copy (blocking downloads).
+    void ensure_host(const std::vector<std::shared_ptr<Value>>& values);
+    void requeue_on_host(const JobPtr& job, Deferred& after);
 
     Placement placement_;
-    HostPool& pool_;
     SchedulerOptions options_;
     std::mutex mutex_;
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
+    std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
+        elements_{0};
     WorkQueue workers_;  // last: its threads stop before the rest is destroyed
-    std::atomic<std::uint64_t> plans_{0}, regions_{0}, failed_{0}, ops_{0}, elements_{0};
 };
 
 }  // namespace tandem::detail

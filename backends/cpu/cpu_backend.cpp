@@ -35,6 +35,33 @@ std::byte* thread_scratch(std::size_t bytes) {
 
 }  // namespace
 
+void CpuBackend::submit(Submission s) {
+    std::exception_ptr error;
+    try {
+        const Region& r = *s.region;
+        std::vector<std::shared_ptr<Storage>> keep;
+        std::vector<const Storage*> in;
+        for (auto& v : s.inputs) {
+            keep.push_back(v->host());
+            if (!keep.back()) throw Error("cpu executor: an input has no host copy (scheduler bug)");
+            in.push_back(keep.back().get());
+        }
+        std::vector<std::shared_ptr<Storage>> made;
+        std::vector<Storage*> out;
+        for (std::size_t j = 0; j < r.outputs.size(); ++j) {
+            const Node& n = *r.outputs[j].node;
+            std::size_t bytes = static_cast<std::size_t>(n.shape.numel()) * dtype_size(n.dtype);
+            made.push_back(pool_.allocate(bytes, n.label()));
+            out.push_back(made.back().get());
+        }
+        execute(r, in, out);
+        for (std::size_t j = 0; j < made.size(); ++j) s.outputs[j]->set_host(std::move(made[j]));
+    } catch (...) {
+        error = std::current_exception();
+    }
+    s.done(error);
+}
+
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
                          std::span<Storage* const> outputs) {
     Program program(region, inputs, outputs, kernels_, block_);

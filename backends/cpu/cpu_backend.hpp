@@ -11,16 +11,20 @@ namespace tandem::detail::cpu {
 
 class CpuBackend final : public Backend {
 public:
-    CpuBackend(const KernelTable& kernels, std::int64_t block_elements)
-        : kernels_(kernels), block_(block_elements) {}
+    CpuBackend(const KernelTable& kernels, std::int64_t block_elements, HostPool& pool)
+        : kernels_(kernels), block_(block_elements), pool_(pool) {}
     std::string_view name() const noexcept override { return "cpu"; }
+    bool on_host() const noexcept override { return true; }
     const char* isa() const noexcept { return kernels_.isa; }
-    void execute(const Region& region, std::span<const Storage* const> inputs,
-                 std::span<Storage* const> outputs) override;
+    /// Runs the region now, on this thread (and the arena's), then calls done. Every input must
+    /// have a host copy.
+    void submit(Submission s) override;
 
 private:
+    void execute(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
     const KernelTable& kernels_;
     std::int64_t block_;
+    HostPool& pool_;
 };
 
 }  // namespace tandem::detail::cpu

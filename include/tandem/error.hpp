@@ -39,6 +39,14 @@ public:
     using Error::Error;
 };
 
+/// A device (GPU) failure: no usable device, a lost device, a shader that fails to compile.
+/// Work that hits one falls back to the CPU; this reaches users only where no fallback exists
+/// (a device requested explicitly that cannot be opened, for instance).
+class TANDEM_API DeviceError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A bad setting: an environment variable or Config field with an invalid value.
 class TANDEM_API ConfigError : public Error {
 public:

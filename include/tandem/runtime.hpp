@@ -54,6 +54,8 @@ struct Metrics {
     std::uint64_t elements_written = 0;   ///< elements of region outputs
     std::uint64_t host_bytes_allocated = 0;
     std::uint64_t host_pool_hits = 0;     ///< allocations served by reused buffers
+    std::uint64_t device_regions = 0;     ///< regions recorded on a device
+    std::uint64_t device_fallbacks = 0;   ///< device regions that ran on the CPU instead
 };
 
 class TANDEM_API Runtime {
