@@ -40,6 +40,11 @@ Config Config::from_environment() {
             throw ConfigError(std::string("TANDEM_CPU_ISA='") + v + "': expected auto, avx512, avx2 or baseline");
     }
     if (const char* v = env("TANDEM_LOG")) c.log = v;
+    if (const char* v = env("TANDEM_DEVICE")) c.device = v;
+    if (const char* v = env("TANDEM_DEVICE_MIN_ELEMENTS"))
+        c.device_min_elements = parse_int("TANDEM_DEVICE_MIN_ELEMENTS", v, 0, std::int64_t{1} << 62);
+    if (const char* v = env("TANDEM_VULKAN_VALIDATION")) c.vulkan_validation = parse_int("TANDEM_VULKAN_VALIDATION", v, 0, 1) != 0;
+    if (const char* v = env("TANDEM_PIPELINE_CACHE_DIR")) c.pipeline_cache_dir = v;
     c.validate();
     return c;
 }
@@ -52,6 +57,15 @@ void Config::validate() const {
                           ": expected a multiple of 16 from 64 to 1048576");
     if (cpu_isa != "auto" && cpu_isa != "avx512" && cpu_isa != "avx2" && cpu_isa != "baseline")
         throw ConfigError("Config::cpu_isa = '" + cpu_isa + "': expected auto, avx512, avx2 or baseline");
+    bool device_ok = device == "auto" || device == "cpu" || device == "vulkan" ||
+                     (device.rfind("vulkan:", 0) == 0 && device.size() > 7);
+    if (!device_ok)
+        throw ConfigError("device (TANDEM_DEVICE / Config::device) = '" + device +
+                          "': expected auto, cpu, vulkan, vulkan:<index> or vulkan:<name substring>");
+    if (device_min_elements < 0)
+        throw ConfigError("Config::device_min_elements = " + std::to_string(device_min_elements) + ": must be >= 0");
+    if (!test_fault.empty() && test_fault != "compile" && test_fault != "oom" && test_fault != "device_lost")
+        throw ConfigError("Config::test_fault = '" + test_fault + "': expected compile, oom or device_lost");
     std::string rest = log;
     while (!rest.empty()) {
         auto comma = rest.find(',');

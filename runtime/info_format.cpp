@@ -86,7 +86,9 @@ std::string to_text(const RuntimeInfo& info) {
         line(out, "Devices", info.devices_note.empty() ? "none" : "none: " + info.devices_note);
     } else {
         for (std::size_t i = 0; i < info.devices.size(); ++i) line(out, i == 0 ? "Devices" : "", info.devices[i]);
+        if (!info.devices_note.empty()) line(out, "", "in use: none: " + info.devices_note);
     }
+    if (!info.pipeline_cache.empty()) line(out, "Pipelines", info.pipeline_cache);
     return out.str();
 }
 
@@ -115,6 +117,7 @@ std::string to_json(const RuntimeInfo& info) {
          }},
         {"devices", info.devices},
         {"devices_note", info.devices_note},
+        {"pipeline_cache", info.pipeline_cache},
     };
     // A CPU model string from firmware is not guaranteed to be UTF-8; replace, never throw.
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

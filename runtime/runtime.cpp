@@ -6,6 +6,9 @@
 #include <unordered_set>
 
 #include "runtime/topology.hpp"
+#if TANDEM_WITH_VULKAN
+#include "backends/vulkan/vulkan_backend.hpp"
+#endif
 #include "tandem/error.hpp"
 
 #ifndef TANDEM_VERSION
@@ -44,7 +47,70 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       nodes_(this),
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
-      scheduler_(std::make_unique<Scheduler>(*cpu_, nullptr, 0, scheduler_options(config_, threads_))) {}
+      device_(open_device()),
+      scheduler_(std::make_unique<Scheduler>(*cpu_, device_.get(), config_.device_min_elements,
+                                             scheduler_options(config_, threads_))) {}
+
+#if TANDEM_WITH_VULKAN
+/// The Vulkan devices of this machine, enumerated once per process (an instance costs tens of
+/// milliseconds, and the set of devices does not change under a running process).
+const std::vector<vk::DeviceDescription>& vulkan_devices(std::string* why) {
+    static std::string reason;
+    static const std::vector<vk::DeviceDescription> devices = vk::Context::enumerate(&reason);
+    if (why) *why = reason;
+    return devices;
+}
+#endif
+
+std::unique_ptr<Backend> RuntimeImpl::open_device() {
+    if (config_.device == "cpu") {
+        device_note_ = "TANDEM_DEVICE=cpu: all work runs on the CPU";
+        return nullptr;
+    }
+#if TANDEM_WITH_VULKAN
+    const bool automatic = config_.device == "auto";
+    try {
+        if (automatic) {
+            // A Vulkan driver that runs on the CPU (lavapipe) is slower than the CPU executor:
+            // "auto" uses only real GPUs.
+            std::string why;
+            const auto& devices = vulkan_devices(&why);
+            const vk::DeviceDescription* best = nullptr;
+            for (auto& d : devices)
+                if (d.unusable_reason.empty() && (!best || d.preference() > best->preference())) best = &d;
+            if (!best) {
+                device_note_ = devices.empty() ? "no Vulkan device: " + why : "no usable Vulkan device";
+                return nullptr;
+            }
+            if (best->type == "cpu") {
+                device_note_ = "only a CPU-based Vulkan device (" + best->name +
+                               "); the CPU executor is faster (TANDEM_DEVICE=vulkan uses it anyway)";
+                return nullptr;
+            }
+        }
+        vk::VulkanOptions o;
+        o.context.device = automatic ? "auto" : config_.device;
+        o.context.validation = config_.vulkan_validation;
+        o.pipeline_cache_dir = config_.pipeline_cache_dir == "none"  ? std::string()
+                               : config_.pipeline_cache_dir.empty() ? vk::PipelineCache::default_directory()
+                                                                     : config_.pipeline_cache_dir;
+        o.test_fault = config_.test_fault;
+        o.pool = pool_.get();
+        return vk::VulkanBackend::create(o);
+    } catch (const ConfigError&) {
+        throw;
+    } catch (const std::exception& e) {
+        if (!automatic) throw;
+        device_note_ = e.what();
+        return nullptr;
+    }
+#else
+    if (config_.device != "auto")
+        throw DeviceError("device '" + config_.device + "': this build of Tandem has no Vulkan backend");
+    device_note_ = "this build has no Vulkan backend (configured with TANDEM_WITH_VULKAN=OFF)";
+    return nullptr;
+#endif
+}
 
 std::shared_ptr<Node> RuntimeImpl::input(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage) {
     return nodes_.make_input(dtype, shape, std::move(storage));
@@ -143,16 +209,29 @@ Array Runtime::colon(double a, double step, double b) {
     return Array(impl_->nodes().make(detail::OpKind::Colon, DType::f64, Shape{1, n}, {}, {a, step, 0}));
 }
 
-Future<std::vector<HostArray>> Runtime::gather(const std::vector<Array>& values) {
+namespace {
+std::vector<std::shared_ptr<detail::Node>> nodes_of(const std::vector<Array>& values, detail::RuntimeImpl* rt,
+                                                    const char* what) {
     std::vector<std::shared_ptr<detail::Node>> nodes;
     nodes.reserve(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) {
-        if (!values[i].valid()) throw Error("gather: value " + std::to_string(i) + " is a null tandem::Array");
-        if (values[i].node()->runtime != impl_.get())
-            throw ValueError("gather: value " + std::to_string(i) + " belongs to another runtime");
+        if (!values[i].valid())
+            throw Error(std::string(what) + ": value " + std::to_string(i) + " is a null tandem::Array");
+        if (values[i].node()->runtime != rt)
+            throw ValueError(std::string(what) + ": value " + std::to_string(i) + " belongs to another runtime");
         nodes.push_back(values[i].node());
     }
-    return impl_->scheduler().gather(nodes);
+    return nodes;
+}
+}  // namespace
+
+Future<std::vector<HostArray>> Runtime::gather(const std::vector<Array>& values) {
+    return impl_->scheduler().gather(nodes_of(values, impl_.get(), "gather"), true);
+}
+
+Future<std::monostate> Runtime::evaluate(const std::vector<Array>& values) {
+    return impl_->scheduler().gather(nodes_of(values, impl_.get(), "evaluate"), false).then(
+        [](const std::vector<HostArray>&) { return std::monostate{}; });
 }
 
 void Runtime::wait_idle() { impl_->scheduler().wait_idle(); }
@@ -166,7 +245,33 @@ RuntimeInfo Runtime::info() const {
     i.block_elements = impl_->config().block_elements;
     i.fusion = impl_->config().fusion;
     i.topology = impl_->topology();
-    i.devices_note = "this build has no GPU backend yet (the Vulkan backend is the next milestone); all work runs on the CPU";
+#if TANDEM_WITH_VULKAN
+    std::string why;
+    auto* in_use = dynamic_cast<detail::vk::VulkanBackend*>(impl_->device());
+    for (const auto& d : detail::vulkan_devices(&why)) {
+        std::string line = "vulkan:" + std::to_string(d.index) + " " + d.name + " (" + d.vendor + ", " + d.type +
+                           ") driver " + d.driver + ", Vulkan " + d.api_version;
+        std::uint64_t local = 0;
+        for (auto& h : d.heaps)
+            if (h.device_local) local += h.bytes;
+        line += ", " + std::to_string(local >> 20) + " MiB device-local, subgroup " + std::to_string(d.subgroup_size) +
+                ", shared memory " + std::to_string(d.shared_memory_bytes >> 10) + " KiB, float64 " +
+                (d.float64 ? "yes" : "no") + ", queue families";
+        for (auto& q : d.queue_families)
+            line += " " + std::to_string(q.count) + "x" + (q.graphics ? "G" : "") + (q.compute ? "C" : "") +
+                    (q.transfer ? "T" : "");
+        if (!d.unusable_reason.empty()) line += " [unusable: " + d.unusable_reason + "]";
+        if (in_use && in_use->context().description().index == d.index) line += " [in use]";
+        i.devices.push_back(line);
+    }
+    if (in_use) {
+        auto p = in_use->pipeline_stats();
+        i.pipeline_cache = (p.directory.empty() ? std::string("in memory") : p.directory) + ": " +
+                           std::to_string(p.hits) + " hits, " + std::to_string(p.disk_hits) + " disk hits, " +
+                           std::to_string(p.misses) + " compiled (" + std::to_string(p.compile_ms) + " ms)";
+    }
+#endif
+    i.devices_note = impl_->device_note();
     return i;
 }
 
@@ -176,6 +281,22 @@ Metrics Runtime::metrics() const {
     auto s = impl_->pool().stats();
     m.host_bytes_allocated = s.bytes_allocated;
     m.host_pool_hits = s.hits;
+#if TANDEM_WITH_VULKAN
+    if (auto* v = dynamic_cast<detail::vk::VulkanBackend*>(impl_->device())) {
+        auto d = v->stats();
+        m.device_dispatches = d.dispatches;
+        m.device_batches = d.batches;
+        m.upload_bytes = d.upload_bytes;
+        m.download_bytes = d.download_bytes;
+        m.kernel_ms = d.kernel_ms;
+        auto p = v->pipeline_stats();
+        m.pipeline_hits = p.hits;
+        m.pipeline_disk_hits = p.disk_hits;
+        m.pipeline_misses = p.misses;
+        m.pipeline_compile_ms = p.compile_ms;
+        m.validation_messages = v->context().validation_messages();
+    }
+#endif
     return m;
 }
 

@@ -25,11 +25,16 @@ public:
     const CpuTopology& topology() const noexcept { return topology_; }
     int threads() const noexcept { return threads_; }
     const char* cpu_isa() const noexcept { return cpu_->isa(); }
+    Backend* device() const noexcept { return device_.get(); }
+    const std::string& device_note() const noexcept { return device_note_; }
 
     /// A materialised Input node copied from (or adopting) host data.
     std::shared_ptr<Node> input(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage);
 
 private:
+    /// Opens the device Config::device asks for; an unavailable "auto" device leaves a note.
+    std::unique_ptr<Backend> open_device();
+
     Runtime& owner_;
     Config config_;
     CpuTopology topology_;
@@ -37,6 +42,8 @@ private:
     NodeTable nodes_;
     std::shared_ptr<HostPool> pool_;
     std::unique_ptr<cpu::CpuBackend> cpu_;
+    std::string device_note_;                // why no device is in use (set by open_device)
+    std::unique_ptr<Backend> device_;        // the Vulkan backend, when a device is in use
     std::unique_ptr<Scheduler> scheduler_;  // last: destroyed first, after waiting for its work
 };
 

@@ -92,7 +92,7 @@ bool Scheduler::wire(const JobPtr& job) {
     return job->waiting == 0;
 }
 
-Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_ptr<Node>>& targets) {
+Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_ptr<Node>>& targets, bool to_host) {
     Promise<std::vector<HostArray>> promise;
     auto result = promise.future();
     Deferred after;
@@ -119,7 +119,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                     Node* n = job->region.outputs[j].node.get();
                     n->eval.pending = job->completion;
                     producer[n] = {job.get(), j};
-                    if (wanted_set.count(n)) job->wanted_on_host[j] = true;
+                    if (to_host && wanted_set.count(n)) job->wanted_on_host[j] = true;
                 }
                 if (options_.log_graph)
                     std::fprintf(stderr, "[tandem graph] %s on %s (%s)\n", job->region.to_string().c_str(),
@@ -148,7 +148,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
         auto join = std::make_shared<Join>();
         join->targets = targets;
         join->promise = promise;
-        auto resolve = [this, join](Deferred& d) {
+        auto resolve = [this, join, to_host](Deferred& d) {
             // Under the lock, read the values; outside it, download what lives only on a device
             // and resolve (continuations run user code).
             std::exception_ptr error;
@@ -165,9 +165,10 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
             // Hold no node past this point: once the future resolves, a node the user dropped
             // must be gone, or rebuilding the same expression would find it computed (sometimes).
             join->targets.clear();
-            d.push_back([this, join, error, values = std::move(values), meta = std::move(meta)] {
+            d.push_back([this, join, error, to_host, values = std::move(values), meta = std::move(meta)] {
                 if (error) return join->promise.set_error(error);
                 try {
+                    if (!to_host) return join->promise.set_value(std::vector<HostArray>(values.size()));
                     ensure_host(values);
                     std::vector<HostArray> out;
                     for (std::size_t i = 0; i < values.size(); ++i)
@@ -361,8 +362,10 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             if (error && is_data_error(error) && r.outputs.size() > 1) requeue = true;
         }
         if (requeue) {
-            std::fprintf(stderr, "[tandem] device region %s runs again on the CPU%s\n", r.summary().c_str(),
-                         error ? " after a device error" : " after an input was recomputed");
+            const char* why = !error                 ? " after an input was recomputed"
+                              : is_data_error(error) ? " to find which of its outputs the data error concerns"
+                                                     : " after a device error";
+            std::fprintf(stderr, "[tandem] device region %s runs again on the CPU%s\n", r.summary().c_str(), why);
             requeue_on_host(job, after);
         } else {
             if (error) failed_.fetch_add(1, std::memory_order_relaxed);

@@ -50,7 +50,9 @@ public:
     /// Waits for the work in flight.
     ~Scheduler();
 
-    Future<std::vector<HostArray>> gather(const std::vector<std::shared_ptr<Node>>& targets);
+    /// The targets' values. `to_host`: with host copies (HostArrays with elements); otherwise
+    /// the values stay where they are computed and the HostArrays are empty placeholders.
+    Future<std::vector<HostArray>> gather(const std::vector<std::shared_ptr<Node>>& targets, bool to_host);
     void wait_idle();
     /// Runs f under the scheduler's lock (reading Node::inputs or Node::eval safely).
     template <class F>

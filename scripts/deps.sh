@@ -7,6 +7,8 @@ packages=(
   libtbb-dev libhwloc-dev                      # CPU executor and topology
   libsleef-dev                                 # vectorised math, dispatched at run time
   nlohmann-json3-dev libcli11-dev              # files and command line
+  libvulkan-dev libvulkan-volk-dev glslang-dev # Vulkan backend (the loader is loaded at run time)
+  mesa-vulkan-drivers vulkan-validationlayers  # lavapipe and the validation layer, for the tests
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
   libeigen3-dev python3 python3-numpy python3-numexpr   # benchmark peers
 )

@@ -26,6 +26,23 @@ struct TANDEM_API Config {
     /// Bytes of freed host buffers kept for reuse; SIZE_MAX = auto (1/8 of physical memory).
     /// TANDEM_HOST_POOL_MB.
     std::size_t host_pool_bytes = SIZE_MAX;
+    /// Where regions may run: "auto" (a GPU if there is one: discrete > integrated > virtual;
+    /// a Vulkan driver that runs on the CPU, such as lavapipe, only when asked for, since the CPU
+    /// executor is faster), "cpu", "vulkan" (the best Vulkan device, lavapipe included; failing
+    /// to open one is an error), "vulkan:<index>" or "vulkan:<name substring>". TANDEM_DEVICE.
+    std::string device = "auto";
+    /// Regions with fewer elements than this stay on the CPU (a device submission costs tens of
+    /// microseconds). 0 sends every region to the device. TANDEM_DEVICE_MIN_ELEMENTS.
+    std::int64_t device_min_elements = 1 << 16;
+    /// Run Vulkan with the Khronos validation layer and synchronization validation; messages
+    /// are counted in Metrics::validation_messages. TANDEM_VULKAN_VALIDATION=0|1.
+    bool vulkan_validation = false;
+    /// Directory of the on-disk pipeline cache: "" = $TANDEM_PIPELINE_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/tandem, else ~/.cache/tandem; "none" = in memory only.
+    std::string pipeline_cache_dir;
+    /// Tests only: make the device fail once, to test the fallback to the CPU: "compile"
+    /// (a shader that does not compile), "oom" (no device memory), "device_lost".
+    std::string test_fault;
     /// Comma-separated log topics written to stderr: "graph" (regions of each plan),
     /// "exec" (each region run). TANDEM_LOG.
     std::string log;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "tandem/array.hpp"
@@ -41,8 +42,11 @@ struct RuntimeInfo {
     std::int64_t block_elements = 0;
     bool fusion = true;
     CpuTopology topology;
-    std::vector<std::string> devices; ///< accelerators in use (none in a CPU-only build)
-    std::string devices_note;         ///< why there are none, when there are none
+    /// Every device seen, one line each (name, vendor, type, driver, API, memory, subgroup,
+    /// shared memory, float64, queues); the one in use is marked "[in use]".
+    std::vector<std::string> devices;
+    std::string devices_note;         ///< why no device is in use, when none is
+    std::string pipeline_cache;       ///< its directory and counters, when a device is in use
 };
 
 /// Counters since the runtime started.
@@ -56,6 +60,13 @@ struct Metrics {
     std::uint64_t host_pool_hits = 0;     ///< allocations served by reused buffers
     std::uint64_t device_regions = 0;     ///< regions recorded on a device
     std::uint64_t device_fallbacks = 0;   ///< device regions that ran on the CPU instead
+    std::uint64_t device_dispatches = 0;  ///< kernels dispatched
+    std::uint64_t device_batches = 0;     ///< command buffers submitted
+    std::uint64_t upload_bytes = 0, download_bytes = 0;
+    double kernel_ms = 0;                 ///< GPU time of the kernels (timestamp queries)
+    std::uint64_t pipeline_hits = 0, pipeline_disk_hits = 0, pipeline_misses = 0;
+    double pipeline_compile_ms = 0;
+    std::uint64_t validation_messages = 0; ///< Vulkan validation messages (with vulkan_validation)
 };
 
 class TANDEM_API Runtime {
@@ -92,6 +103,10 @@ public:
     /// Gathers several values in one plan: shared subexpressions are computed once and values
     /// of one shape come out of one fused pass (a multi-output region).
     Future<std::vector<HostArray>> gather(const std::vector<Array>& values);
+    /// Computes the values and leaves them where they were computed (on a device, for large
+    /// ones): the future is ready when they are. For timing device work, or to compute ahead of
+    /// a later gather; nothing is copied to the host.
+    Future<std::monostate> evaluate(const std::vector<Array>& values);
     /// Blocks until no work is in flight.
     void wait_idle();
 

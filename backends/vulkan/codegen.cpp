@@ -1,0 +1,868 @@
+// GLSL for a fused region. The generated kernel computes exactly what the CPU executor's lowering
+// (backends/cpu/program.cpp) and kernels (backends/cpu/kernels_impl.inc) compute: the same value
+// types per instruction, the same conversions, the same NaN rules written as the same expressions,
+// and every arithmetic temporary `precise` so that no driver contracts a*b+c into an fma (the CPU
+// rounds each operation). Transcendentals come from shaders/math_f64.glsl and math_f32.glsl
+// (within 2 ulp of libm, as the CPU's SLEEF kernels are), pasted only into kernels that use them.
+#include "backends/vulkan/codegen.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "tandem/error.hpp"
+#include "tandem_shaders.hpp"
+
+namespace tandem::detail::vk {
+
+namespace {
+
+// Bump when the generated code changes meaning for the same key text.
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 2";
+
+// ---- scalar slots: shared by generate() (which slot an operand reads) and pack_arguments()
+// (the values), so the two cannot disagree on the order --------------------------------------
+bool is_square(const Instr& ins) {
+    // The CPU lowers x.^2 to x.*x (one correctly rounded product); so does the kernel.
+    return ins.op == OpKind::Pow && ins.args[1].kind == Arg::Kind::Scalar && ins.args[1].scalar == 2.0;
+}
+
+struct ScalarPlan {
+    std::vector<std::array<int, 4>> slot;  ///< per instruction: arg k (or generator parameter k), -1: none
+    std::vector<double> values;
+};
+
+ScalarPlan plan_scalars(const Region& r) {
+    ScalarPlan p;
+    p.slot.resize(r.program.size());
+    auto add = [&](std::size_t i, int k, double v) {
+        p.slot[i][static_cast<std::size_t>(k)] = static_cast<int>(p.values.size());
+        p.values.push_back(v);
+    };
+    for (std::size_t i = 0; i < r.program.size(); ++i) {
+        const Instr& ins = r.program[i];
+        p.slot[i].fill(-1);
+        switch (ins.op) {
+            case OpKind::Constant: add(i, 0, ins.attr[0]); break;
+            case OpKind::Linspace: {
+                // The host computes the step exactly as the CPU executor does (one division).
+                const double a = ins.attr[0], b = ins.attr[1];
+                const auto count = static_cast<std::int64_t>(ins.attr[2]);
+                const double step = count > 1 ? (b - a) / static_cast<double>(count - 1) : 0.0;
+                add(i, 0, a);
+                add(i, 1, b);
+                add(i, 2, step);
+                add(i, 3, static_cast<double>(count - 1));
+                break;
+            }
+            case OpKind::Colon:
+                add(i, 0, ins.attr[0]);
+                add(i, 1, ins.attr[1]);
+                break;
+            default:
+                for (int k = 0; k < op_info(ins.op).arity; ++k) {
+                    const Arg& a = ins.args[static_cast<std::size_t>(k)];
+                    if (a.kind == Arg::Kind::Scalar && !(k == 1 && is_square(ins))) add(i, k, a.scalar);
+                }
+        }
+    }
+    return p;
+}
+
+std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes) {
+    const std::uint32_t room = max_push_bytes > 16 ? (max_push_bytes - 16) / 8 : 0;
+    return static_cast<std::uint32_t>(std::min<std::size_t>(scalars, room));
+}
+
+// Value types of the kernel: f64 or f32, as the CPU's registers (logical values are 0/1 in them).
+DType reg(DType t) { return t == DType::f32 ? DType::f32 : DType::f64; }
+const char* gtype(DType t) { return t == DType::f32 ? "float" : "double"; }
+const char* tsuffix(DType t) { return t == DType::f32 ? "f" : "d"; }
+std::string lit(DType t, const char* v) { return t == DType::f32 ? std::string(v) : std::string(v) + "LF"; }
+const char* dtoken(DType t) { return t == DType::f64 ? "f64" : t == DType::f32 ? "f32" : "lg"; }
+
+bool is_logical_rule(OpKind op) { return op_info(op).rule == TypeRule::Logical; }
+
+// Helpers every kernel may call (small; unused ones cost nothing after SPIR-V dead-code removal
+// in the driver). Overloaded on double and float. NaN/Inf tests look at the bits, so that no driver
+// can fold them away under no-NaN assumptions.
+constexpr const char* kPrelude = R"glsl(
+bool tdmk_isnan(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) > 0x7FF0000000000000L; }
+bool tdmk_isinf(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) == 0x7FF0000000000000L; }
+bool tdmk_isfinite(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) < 0x7FF0000000000000L; }
+bool tdmk_isnan(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u; }
+bool tdmk_isinf(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0x7F800000u; }
+bool tdmk_isfinite(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) < 0x7F800000u; }
+// MATLAB round: halves away from zero, as the CPU kernel writes it.
+double tdmk_round(double a) {
+    precise double t = trunc(a);
+    precise double d = a - t;
+    precise double one = a < 0.0LF ? -1.0LF : 1.0LF;
+    precise double up = t + one;
+    return abs(d) >= 0.5LF ? up : t;
+}
+float tdmk_round(float a) {
+    precise float t = trunc(a);
+    precise float d = a - t;
+    precise float one = a < 0.0 ? -1.0 : 1.0;
+    precise float up = t + one;
+    return abs(d) >= 0.5 ? up : t;
+}
+double tdmk_sign(double a) { return a > 0.0LF ? 1.0LF : a < 0.0LF ? -1.0LF : a == 0.0LF ? 0.0LF : a; }
+float tdmk_sign(float a) { return a > 0.0 ? 1.0 : a < 0.0 ? -1.0 : a == 0.0 ? 0.0 : a; }
+// min/max omit NaN; otherwise a < b ? a : b exactly as the CPU (min(-0, +0) = +0).
+double tdmk_min(double a, double b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : a < b ? a : b; }
+double tdmk_max(double a, double b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : a > b ? a : b; }
+float tdmk_min(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : a < b ? a : b; }
+float tdmk_max(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : a > b ? a : b; }
+// f32 division and sqrt through f64: the f64 result rounded once to float is the correctly
+// rounded float result (53 >= 2*24 + 2), whereas Vulkan allows 2.5 ulp for f32 division and
+// an inversesqrt-based sqrt.
+float tdmk_div(float a, float b) { return float(double(a) / double(b)); }
+float tdmk_sqrt(float a) { return float(sqrt(double(a))); }
+)glsl";
+
+// The exact f64 division and sqrt (CodegenOptions::exact_f64_div_sqrt): the device's result, then
+// up to two steps to the neighbour that an exact residual shows nearer. Residuals use Dekker's
+// product, not fma(): Vulkan lets fma round twice, and lavapipe's does. Outside [2^-900, 2^900]
+// (where the residual may not be exact) the device's result stands.
+constexpr const char* kExactDivSqrt = R"glsl(
+dvec2 tdmk_two_prod(double a, double b) {
+    precise double p = a * b;
+    precise double ca = 134217729.0LF * a;
+    precise double ah = ca - (ca - a);
+    precise double al = a - ah;
+    precise double cb = 134217729.0LF * b;
+    precise double bh = cb - (cb - b);
+    precise double bl = b - bh;
+    precise double e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    return dvec2(p, e);
+}
+bool tdmk_tame(double x) { double m = abs(x); return m > 1.2e-271LF && m < 8.4e270LF; }
+double tdmk_step(double x, bool up) {   // the neighbour of nonzero finite x, up or down in value
+    int64_t b = doubleBitsToInt64(x);
+    return int64BitsToDouble((x > 0.0LF) == up ? b + 1L : b - 1L);
+}
+double tdmk_div(double a, double b) {
+    precise double q = a / b;
+    if (!(tdmk_tame(a) && tdmk_tame(b) && tdmk_tame(q))) return q;
+    for (int it = 0; it < 2; ++it) {
+        dvec2 p = tdmk_two_prod(q, b);
+        precise double r = (a - p.x) - p.y;   // a - q*b, exact
+        if (r == 0.0LF) break;
+        double qn = tdmk_step(q, (r > 0.0LF) == (b > 0.0LF));
+        dvec2 pn = tdmk_two_prod(qn, b);
+        precise double rn = (a - pn.x) - pn.y;
+        if (!(abs(rn) < abs(r))) break;        // |a - q b| = |b| |a/b - q|: the nearer quotient wins
+        q = qn;
+    }
+    return q;
+}
+double tdmk_sqrt(double x) {
+    precise double s = sqrt(x);
+    if (!(x > 0.0LF && tdmk_tame(x))) return s;
+    for (int it = 0; it < 2; ++it) {
+        // Tuckerman: s is right iff s*(s - ulp) < x <= s*(s + ulp) (products exact, signs only).
+        double dn = tdmk_step(s, false), up = tdmk_step(s, true);
+        dvec2 pd = tdmk_two_prod(s, dn);
+        precise double rd = (x - pd.x) - pd.y;
+        dvec2 pu = tdmk_two_prod(s, up);
+        precise double ru = (x - pu.x) - pu.y;
+        if (rd <= 0.0LF) s = dn;
+        else if (ru > 0.0LF) s = up;
+        else break;
+    }
+    return s;
+}
+)glsl";
+constexpr const char* kIeeeDivSqrt = R"glsl(
+double tdmk_div(double a, double b) { precise double q = a / b; return q; }
+double tdmk_sqrt(double x) { return sqrt(x); }
+)glsl";
+
+// MATLAB rem (fmod, exact) and mod (sign of the divisor, mod(a, 0) = a), as the CPU writes them.
+constexpr const char* kModRem = R"glsl(
+double tdmk_rem(double a, double b) { return tdm_fmod(a, b); }
+// fmod is exact, so the f64 remainder of two floats is a float: rounding it changes nothing.
+float tdmk_rem(float a, float b) { return float(tdm_fmod(double(a), double(b))); }
+double tdmk_mod(double a, double b) {
+    if (b == 0.0LF) return a;
+    double r = tdm_fmod(a, b);
+    precise double s = r + b;
+    return (!(r == 0.0LF) && ((r < 0.0LF) != (b < 0.0LF))) ? s : r;
+}
+float tdmk_mod(float a, float b) {
+    if (b == 0.0) return a;
+    float r = tdmk_rem(a, b);
+    precise float s = r + b;
+    return (!(r == 0.0) && ((r < 0.0) != (b < 0.0))) ? s : r;
+}
+)glsl";
+
+/// The library function of a transcendental op, or "" (f32 names end in f).
+std::string math_name(OpKind op, DType t) {
+    const char* n = nullptr;
+    switch (op) {
+        case OpKind::Exp: n = "tdm_exp"; break;
+        case OpKind::Log: n = "tdm_log"; break;
+        case OpKind::Log2: n = "tdm_log2"; break;
+        case OpKind::Log10: n = "tdm_log10"; break;
+        case OpKind::Log1p: n = "tdm_log1p"; break;
+        case OpKind::Expm1: n = "tdm_expm1"; break;
+        case OpKind::Sin: n = "tdm_sin"; break;
+        case OpKind::Cos: n = "tdm_cos"; break;
+        case OpKind::Tan: n = "tdm_tan"; break;
+        case OpKind::Asin: n = "tdm_asin"; break;
+        case OpKind::Acos: n = "tdm_acos"; break;
+        case OpKind::Atan: n = "tdm_atan"; break;
+        case OpKind::Sinh: n = "tdm_sinh"; break;
+        case OpKind::Cosh: n = "tdm_cosh"; break;
+        case OpKind::Tanh: n = "tdm_tanh"; break;
+        case OpKind::Pow: n = "tdm_pow"; break;
+        case OpKind::Atan2: n = "tdm_atan2"; break;
+        case OpKind::Hypot: n = "tdm_hypot"; break;
+        default: return "";
+    }
+    return t == DType::f32 ? std::string(n) + "f" : std::string(n);
+}
+
+/// Writes one kernel: declarations before the element loop (`pre_`), the per-element body
+/// (`body_`), and the key text alongside.
+class Writer {
+public:
+    Writer(const Region& r, std::span<const InputAccess> access, std::span<const int> dims,
+           const CodegenOptions& o)
+        : r_(r), access_(access), dims_(dims), o_(o), plan_(plan_scalars(r)) {}
+
+    Kernel run() {
+        Kernel k;
+        k.workgroup_size = std::max<std::uint32_t>(1, o_.workgroup_size);
+        k.elements_per_thread = std::max<std::uint32_t>(1, o_.elements_per_thread);
+        choose_path();
+        if (vec_ > 1) {
+            // Whole vectors per invocation: ceil(elements_per_thread / V) steps of V elements.
+            steps_ = (k.elements_per_thread + vec_ - 1) / vec_;
+            k.elements_per_thread = steps_ * vec_;
+        }
+        k.vector_width = vec_;
+        const std::uint32_t npush = push_slots(plan_.values.size(), o_.max_push_bytes);
+        k.push_bytes = 16 + 8 * npush;
+        k.access.assign(access_.begin(), access_.end());
+        k.strided_dims.assign(dims_.begin(), dims_.end());
+        k.strided_dims.resize(r_.inputs.size(), 0);
+
+        // Argument block offsets (see codegen.hpp).
+        const std::size_t nin = r_.inputs.size(), nout = r_.outputs.size();
+        std::uint64_t off = kArgHeaderBytes + 8 * (nin + nout);
+        dims_offset_.resize(nin, 0);
+        for (std::size_t i = 0; i < nin; ++i)
+            if (access_[i] == InputAccess::strided) {
+                dims_offset_[i] = off;
+                off += 16 * static_cast<std::uint64_t>(k.strided_dims[i]);
+            }
+        key_ << kCodegenVersion << ";wg=" << k.workgroup_size << ";ept=" << k.elements_per_thread
+             << ";push=" << npush << ";div=" << (o_.exact_f64_div_sqrt ? "exact" : "device")
+             << ";path=" << (vec_ > 1 ? "vec" + std::to_string(vec_) : std::string("general")) << ";in=";
+        for (std::size_t i = 0; i < nin; ++i) {
+            DType t = r_.inputs[i]->dtype;
+            uses_u8_ |= t == DType::logical;
+            key_ << (i ? "," : "") << dtoken(t) << ':'
+                 << (access_[i] == InputAccess::full ? "full" : access_[i] == InputAccess::scalar ? "scalar" : "strided")
+                 << (access_[i] == InputAccess::strided ? std::to_string(k.strided_dims[i]) : "");
+        }
+        key_ << ";prog=";
+
+        // Scalars: push constants first, the rest from the argument block.
+        for (std::size_t s = 0; s < plan_.values.size(); ++s) {
+            if (s < npush) pre_ << "    double s" << s << " = pc.s[" << s << "];\n";
+            else pre_ << "    double s" << s << " = RefF64(pc.args + " << off + 8 * (s - npush) << "ul).v;\n";
+        }
+        for (std::size_t i = 0; i < nin; ++i)
+            pre_ << "    uint64_t in" << i << " = RefU64(pc.args + " << kArgHeaderBytes + 8 * i << "ul).v;\n";
+        for (std::size_t j = 0; j < nout; ++j)
+            pre_ << "    uint64_t out" << j << " = RefU64(pc.args + " << kArgHeaderBytes + 8 * (nin + j) << "ul).v;\n";
+
+        name_.resize(r_.program.size());
+        type_.resize(r_.program.size());
+        // The per-element code: once with 64-bit index `i` and scalar loads and stores (the
+        // general path, and the fast path's tail); in the fast path once more per vector lane.
+        general_ = pass(-1);
+        for (std::uint32_t c = 0; c < vec_; ++c) lanes_.push_back(pass(static_cast<int>(c)));
+
+        k.glsl = source(k, npush);
+        k.key = key_.str();
+        return k;
+    }
+
+private:
+    /// The fast path's vector width (see Kernel::vector_width), 1 for the general path.
+    void choose_path() {
+        vec_ = 1;
+        if (!o_.contiguous_fast_path) return;
+        if (static_cast<std::uint64_t>(r_.shape.numel()) > std::uint64_t{0xFFFFFFFFu}) return;
+        bool f64 = false, f32 = false;
+        for (std::size_t k = 0; k < r_.inputs.size(); ++k) {
+            if (access_[k] == InputAccess::strided) return;
+            if (access_[k] != InputAccess::full) continue;
+            f64 |= r_.inputs[k]->dtype == DType::f64;
+            f32 |= r_.inputs[k]->dtype == DType::f32;
+        }
+        for (const auto& o : r_.outputs) {
+            f64 |= o.node->dtype == DType::f64;
+            f32 |= o.node->dtype == DType::f32;
+        }
+        // 16-byte accesses: dvec2, vec4; logical-only regions: 4 bytes per step.
+        vec_ = f64 ? 2 : 4;
+        (void)f32;
+    }
+
+    /// Writes the per-element code of every instruction and output: lane < 0 with scalar loads
+    /// and stores at 64-bit index `i`; lane c of the fast path reading component c of the
+    /// vectors loaded for the step and writing component c of the output vectors (index `i`
+    /// then a uint). The key is written by the first pass only.
+    std::string pass(int lane) {
+        lane_ = lane;
+        body_.str("");
+        body_.clear();
+        conv_.clear();
+        inputs_.clear();
+        for (std::size_t i = 0; i < r_.program.size(); ++i) lower(i);
+        if (keying_) key_ << ";out=";
+        for (std::size_t j = 0; j < r_.outputs.size(); ++j) store(j);
+        keying_ = false;
+        return body_.str();
+    }
+
+    static std::string vtype(DType t, std::uint32_t n) {
+        const std::string N = std::to_string(n);
+        return t == DType::f64 ? "dvec" + N : t == DType::f32 ? "vec" + N : "uvec" + N;
+    }
+    static const char* vref(DType t, bool in) {
+        if (t == DType::f64) return in ? "VInF64" : "VOutF64";
+        if (t == DType::f32) return in ? "VInF32" : "VOutF32";
+        return in ? "VInU8" : "VOutU8";
+    }
+    /// The address of vector `vi` of array `base` of type t.
+    std::string vaddr(const std::string& base, DType t) const {
+        return base + " + uint64_t(vi) * " + std::to_string(dtype_size(t) * vec_) + "ul";
+    }
+
+    // ---- operands ------------------------------------------------------------------------
+    /// A value converted to t (cached, as the CPU's `convert`).
+    std::string value(std::uint32_t v, DType t) {
+        if (type_[v] == t) return name_[v];
+        auto key = std::make_pair(v, t);
+        if (auto it = conv_.find(key); it != conv_.end()) return it->second;
+        std::string n = name_[v] + "_" + tsuffix(t);
+        body_ << "        " << gtype(t) << ' ' << n << " = " << gtype(t) << '(' << name_[v] << ");\n";
+        conv_.emplace(key, n);
+        return n;
+    }
+    std::string scalar(int slot, DType t) {
+        std::string n = "s" + std::to_string(slot);
+        return t == DType::f32 ? "float(" + n + ")" : n;
+    }
+    /// Input k read as type t: scalar inputs once before the loop, the others per element.
+    std::string input(std::uint32_t k, DType t) {
+        auto key = std::make_pair(k, t);
+        auto& cache = access_[k] == InputAccess::scalar ? scalar_inputs_ : inputs_;
+        if (auto it = cache.find(key); it != cache.end()) return it->second;
+        const DType src = r_.inputs[k]->dtype;
+        const std::string base = "in" + std::to_string(k);
+        if (lane_ >= 0 && access_[k] == InputAccess::full) {
+            // Component `lane` of the vector loaded for this step (the same bits as a scalar load).
+            vec_in_.emplace(k, src);
+            const std::string load = base + "_v[" + std::to_string(lane_) + "]";
+            std::string n = base + "_" + tsuffix(t);
+            const bool same = (src == DType::f64 && t == DType::f64) || (src == DType::f32 && t == DType::f32);
+            body_ << "        " << gtype(t) << ' ' << n << " = "
+                  << (same ? load : std::string(gtype(t)) + "(" + load + ")") << ";\n";
+            inputs_.emplace(key, n);
+            return n;
+        }
+        std::string index;
+        std::ostringstream& os = access_[k] == InputAccess::scalar ? pre_ : body_;
+        const char* indent = access_[k] == InputAccess::scalar ? "    " : "        ";
+        if (access_[k] == InputAccess::scalar) index = "0ul";
+        else if (access_[k] == InputAccess::full) index = "i";
+        else {
+            index = "o" + std::to_string(k);
+            if (!offsets_done_[k]) {
+                offsets_done_[k] = true;
+                emit_offset(k);
+            }
+        }
+        std::string load;
+        if (src == DType::f64) load = "RefF64(" + base + " + " + index + " * 8ul).v";
+        else if (src == DType::f32) load = "RefF32(" + base + " + " + index + " * 4ul).v";
+        else load = "uint(RefU8(" + base + " + " + index + ").v)";
+        std::string n = base + "_" + tsuffix(t);
+        const bool same = (src == DType::f64 && t == DType::f64) || (src == DType::f32 && t == DType::f32);
+        os << indent << gtype(t) << ' ' << n << " = " << (same ? load : std::string(gtype(t)) + "(" + load + ")")
+           << ";\n";
+        cache.emplace(key, n);
+        return n;
+    }
+    /// The element offset of strided input k: the linear index split over the collapsed extents.
+    void emit_offset(std::uint32_t k) {
+        const int nd = dims_[k];
+        const std::string K = std::to_string(k);
+        for (int d = 0; d < nd; ++d) {
+            const std::uint64_t at = dims_offset_[k] + 16 * static_cast<std::uint64_t>(d);
+            if (d + 1 < nd) pre_ << "    uint64_t e" << K << '_' << d << " = RefU64(pc.args + " << at << "ul).v;\n";
+            pre_ << "    uint64_t t" << K << '_' << d << " = RefU64(pc.args + " << at + 8 << "ul).v;\n";
+        }
+        body_ << "        uint64_t r" << K << " = i, o" << K << " = 0ul;\n";
+        for (int d = 0; d < nd; ++d) {
+            const std::string D = K + "_" + std::to_string(d);
+            // The last extent needs no modulo: the rest is below it (the region's elements).
+            if (d + 1 < nd)
+                body_ << "        o" << K << " += (r" << K << " % e" << D << ") * t" << D << "; r" << K << " /= e"
+                      << D << ";\n";
+            else body_ << "        o" << K << " += r" << K << " * t" << D << ";\n";
+        }
+    }
+    DType own_type(const Arg& a) const { return a.kind == Arg::Kind::Value ? type_[a.index] : reg(a.dtype); }
+    std::string arg(std::size_t i, int k, DType t) {
+        const Arg& a = r_.program[i].args[static_cast<std::size_t>(k)];
+        switch (a.kind) {
+            case Arg::Kind::Scalar: return scalar(plan_.slot[i][static_cast<std::size_t>(k)], t);
+            case Arg::Kind::Value: return value(a.index, t);
+            case Arg::Kind::Input: return input(a.index, t);
+        }
+        return "";
+    }
+    void key_arg(std::size_t i, int k) {
+        const Arg& a = r_.program[i].args[static_cast<std::size_t>(k)];
+        key_ << (k ? "," : "") << (a.kind == Arg::Kind::Input ? "i" : a.kind == Arg::Kind::Value ? "v" : "s")
+             << (a.kind == Arg::Kind::Scalar ? plan_.slot[i][static_cast<std::size_t>(k)] : static_cast<int>(a.index))
+             << ':' << dtoken(a.dtype);
+    }
+    /// The CPU's check_nan: records the instruction when the operand is NaN. Scalar immediates
+    /// are checked on the host by pack_arguments; logical operands cannot be NaN.
+    void check_nan(std::size_t i, int k, const std::string& x) {
+        const Arg& a = r_.program[i].args[static_cast<std::size_t>(k)];
+        if (a.kind == Arg::Kind::Scalar || a.dtype == DType::logical) return;
+        body_ << "        if (tdmk_isnan(" << x << ")) err = min(err, " << i << "u);\n";
+    }
+
+    // ---- instructions --------------------------------------------------------------------
+    void define(std::size_t i, DType t, const std::string& expr) {
+        name_[i] = "v" + std::to_string(i);
+        type_[i] = t;
+        body_ << "        precise " << gtype(t) << ' ' << name_[i] << " = " << expr << ";\n";
+    }
+    static std::string b01(DType t, const std::string& cond) {
+        return "(" + cond + ") ? " + lit(t, "1.0") + " : " + lit(t, "0.0");
+    }
+
+    void lower(std::size_t i) {
+        const Instr& ins = r_.program[i];
+        const OpInfo& info = op_info(ins.op);
+        const DType t = reg(ins.compute);
+        const std::string z = lit(t, "0.0");
+        if (keying_) {
+            key_ << (i ? "|" : "") << info.name << ':' << dtoken(ins.dtype) << ':' << dtoken(ins.compute) << '(';
+            for (int k = 0; k < info.arity; ++k) key_arg(i, k);
+            if (is_square(ins)) key_ << ",sq";
+            key_ << ')';
+        }
+        switch (info.group) {
+            case OpGroup::Leaf: {
+                if (ins.op != OpKind::Constant)
+                    throw DeviceError("vulkan codegen: a region instruction is an input leaf");
+                DType ct = ins.dtype == DType::f32 ? DType::f32 : DType::f64;
+                return define(i, ct, scalar(plan_.slot[i][0], ct));
+            }
+            case OpGroup::Generator: {
+                const auto& s = plan_.slot[i];
+                if (ins.op == OpKind::Linspace)
+                    return define(i, DType::f64, "double(i) == s" + std::to_string(s[3]) + " ? s" +
+                                                     std::to_string(s[1]) + " : s" + std::to_string(s[0]) +
+                                                     " + double(i) * s" + std::to_string(s[2]));
+                return define(i, DType::f64, "s" + std::to_string(s[0]) + " + double(i) * s" + std::to_string(s[1]));
+            }
+            case OpGroup::Unary: {
+                if (ins.op == OpKind::Cast) {
+                    if (ins.dtype != DType::logical) return define(i, reg(ins.dtype), arg(i, 0, reg(ins.dtype)));
+                    const DType ot = own_type(ins.args[0]);
+                    std::string x = arg(i, 0, ot);
+                    check_nan(i, 0, x);
+                    return define(i, ot, "(" + x + " == " + lit(ot, "0.0") + ") ? " + lit(ot, "0.0") + " : " + lit(ot, "1.0"));
+                }
+                std::string a = arg(i, 0, t);
+                if (info.rule == TypeRule::Logical) check_nan(i, 0, a);
+                return define(i, t, unary(ins.op, t, a, z));
+            }
+            case OpGroup::Binary: {
+                std::string a = arg(i, 0, t);
+                if (is_square(ins)) return define(i, t, a + " * " + a);
+                std::string b = arg(i, 1, t);
+                if (info.rule == TypeRule::Logical) {
+                    check_nan(i, 0, a);
+                    check_nan(i, 1, b);
+                }
+                return define(i, t, binary(ins.op, t, a, b, z));
+            }
+            case OpGroup::Ternary: {
+                const DType ct = own_type(ins.args[0]);
+                std::string c = arg(i, 0, ct);
+                check_nan(i, 0, c);
+                std::string a = arg(i, 1, t), b = arg(i, 2, t);
+                // c != 0 after the CPU's truth() and conversion is the same test on c itself.
+                return define(i, t, "(" + c + " == " + lit(ct, "0.0") + ") ? " + b + " : " + a);
+            }
+        }
+    }
+
+    std::string unary(OpKind op, DType t, const std::string& a, const std::string& z) {
+        if (std::string f = math_name(op, t); !f.empty()) {
+            (t == DType::f32 ? need_f32_ : need_f64_) = true;
+            return f + "(" + a + ")";
+        }
+        switch (op) {
+            case OpKind::Neg: return "-" + a;
+            case OpKind::Abs: return "abs(" + a + ")";
+            case OpKind::Sqrt: return "tdmk_sqrt(" + a + ")";
+            case OpKind::Floor: return "floor(" + a + ")";
+            case OpKind::Ceil: return "ceil(" + a + ")";
+            case OpKind::Fix: return "trunc(" + a + ")";
+            case OpKind::Round: return "tdmk_round(" + a + ")";
+            case OpKind::Sign: return "tdmk_sign(" + a + ")";
+            case OpKind::IsNan: return b01(t, "tdmk_isnan(" + a + ")");
+            case OpKind::IsInf: return b01(t, "tdmk_isinf(" + a + ")");
+            case OpKind::IsFinite: return b01(t, "tdmk_isfinite(" + a + ")");
+            case OpKind::Not: return b01(t, a + " == " + z);
+            default: throw DeviceError(std::string("vulkan codegen: no GLSL for unary op ") + std::string(op_info(op).name));
+        }
+    }
+
+    std::string binary(OpKind op, DType t, const std::string& a, const std::string& b, const std::string& z) {
+        if (std::string f = math_name(op, t); !f.empty()) {
+            (t == DType::f32 ? need_f32_ : need_f64_) = true;
+            return f + "(" + a + ", " + b + ")";
+        }
+        switch (op) {
+            case OpKind::Add: return a + " + " + b;
+            case OpKind::Sub: return a + " - " + b;
+            case OpKind::Mul: return a + " * " + b;
+            case OpKind::Div: return "tdmk_div(" + a + ", " + b + ")";
+            case OpKind::Mod:
+            case OpKind::Rem:
+                need_modrem_ = need_f64_ = true;
+                return std::string(op == OpKind::Mod ? "tdmk_mod(" : "tdmk_rem(") + a + ", " + b + ")";
+            case OpKind::Min: return "tdmk_min(" + a + ", " + b + ")";
+            case OpKind::Max: return "tdmk_max(" + a + ", " + b + ")";
+            // Ordered comparisons are false on NaN in GLSL as in C++; != is written !(==) so that
+            // it does not depend on the driver's choice of unordered inequality.
+            case OpKind::Eq: return b01(t, a + " == " + b);
+            case OpKind::Ne: return b01(t, "!(" + a + " == " + b + ")");
+            case OpKind::Lt: return b01(t, a + " < " + b);
+            case OpKind::Le: return b01(t, a + " <= " + b);
+            case OpKind::Gt: return b01(t, a + " > " + b);
+            case OpKind::Ge: return b01(t, a + " >= " + b);
+            case OpKind::And: return b01(t, "!(" + a + " == " + z + ") && !(" + b + " == " + z + ")");
+            case OpKind::Or: return b01(t, "!(" + a + " == " + z + ") || !(" + b + " == " + z + ")");
+            case OpKind::Xor: return b01(t, "(" + a + " == " + z + ") != (" + b + " == " + z + ")");
+            default: throw DeviceError(std::string("vulkan codegen: no GLSL for binary op ") + std::string(op_info(op).name));
+        }
+    }
+
+    /// Output j: the value converted to the output's storage type (logical: nonzero).
+    void store(std::size_t j) {
+        const std::uint32_t v = r_.outputs[j].value;
+        const DType to = r_.outputs[j].node->dtype;
+        uses_u8_ |= to == DType::logical;
+        if (keying_) key_ << (j ? "," : "") << v << ':' << dtoken(to);
+        const std::string J = std::to_string(j);
+        if (lane_ >= 0) {
+            // Component `lane` of the output's vector, stored after the last lane.
+            const std::string dst = "out" + J + "_v[" + std::to_string(lane_) + "] = ";
+            if (to == DType::logical)
+                body_ << "        " << dst << "(" << name_[v] << " == " << lit(type_[v], "0.0") << ") ? 0u : 1u;\n";
+            else {
+                const std::string x = value(v, to);
+                body_ << "        " << dst << x << ";\n";
+            }
+            return;
+        }
+        if (to == DType::logical)
+            body_ << "        RefU8(out" << J << " + i).v = uint8_t((" << name_[v] << " == " << lit(type_[v], "0.0")
+                  << ") ? 0u : 1u);\n";
+        else {
+            // The conversion (if any) is written to body_ first, then the store.
+            const std::string x = value(v, to);
+            if (to == DType::f32) body_ << "        RefF32(out" << J << " + i * 4ul).v = " << x << ";\n";
+            else body_ << "        RefF64(out" << J << " + i * 8ul).v = " << x << ";\n";
+        }
+    }
+
+    std::string source(const Kernel& k, std::uint32_t npush) {
+        std::ostringstream s;
+        s << "#version 450\n"
+             "#extension GL_EXT_buffer_reference : require\n"
+             "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+        if (uses_u8_) s << "#extension GL_EXT_shader_8bit_storage : require\n";
+        s << "layout(local_size_x = " << k.workgroup_size << ") in;\n";
+        s << "// " << r_.summary() << "\n";
+        if (need_f64_ || need_f32_) s << tandem_shader_math_f64 << '\n';
+        if (need_f32_) s << tandem_shader_math_f32 << '\n';
+        s << "layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefF64 { double v; };\n"
+             "layout(buffer_reference, std430, buffer_reference_align = 4) buffer RefF32 { float v; };\n"
+             "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefU64 { uint64_t v; };\n"
+             "layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefErr { uint flag; uint instr; };\n";
+        if (uses_u8_) s << "layout(buffer_reference, std430, buffer_reference_align = 1) buffer RefU8 { uint8_t v; };\n";
+        if (vec_ > 1) {
+            // The fast path's vectors: outputs are fresh arrays, never aliasing an input.
+            const std::string V = std::to_string(vec_);
+            auto decl = [&](DType t, const std::string& storage) {
+                const std::string align = std::to_string(dtype_size(t) * vec_);
+                s << "layout(buffer_reference, std430, buffer_reference_align = " << align << ") readonly restrict buffer "
+                  << vref(t, true) << " { " << storage << " v; };\n"
+                  << "layout(buffer_reference, std430, buffer_reference_align = " << align
+                  << ") writeonly restrict buffer " << vref(t, false) << " { " << storage << " v; };\n";
+            };
+            decl(DType::f64, "dvec" + V);
+            decl(DType::f32, "vec" + V);
+            if (uses_u8_) decl(DType::logical, "u8vec" + V);
+        }
+        s << "layout(push_constant) uniform Push { uint64_t args; uint64_t count;";
+        if (npush) s << " double s[" << npush << "];";
+        s << " } pc;\n";
+        s << kPrelude << (o_.exact_f64_div_sqrt ? kExactDivSqrt : kIeeeDivSqrt);
+        if (need_modrem_) s << kModRem;
+        if (vec_ > 1) fast_main(s, k);
+        else general_main(s, k);
+        return s.str();
+    }
+
+    void general_main(std::ostringstream& s, const Kernel& k) {
+        const std::uint64_t tile = std::uint64_t{k.workgroup_size} * k.elements_per_thread;
+        s << "void main() {\n"
+             "    uint64_t count = pc.count;\n"
+             "    uint64_t group = uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x);\n"
+             "    uint64_t first = group * "
+          << tile << "ul + uint64_t(gl_LocalInvocationID.x);\n"
+                     "    if (first >= count) return;\n"
+          << pre_.str()
+          << "    uint err = 0xFFFFFFFFu;\n"
+             "    for (uint k = 0u; k < "
+          << k.elements_per_thread << "u; ++k) {\n"
+          << "        uint64_t i = first + uint64_t(k * " << k.workgroup_size << "u);\n"
+          << "        if (i >= count) break;\n"
+          << general_
+          << "    }\n"
+             "    if (err != 0xFFFFFFFFu) {\n"
+             "        atomicOr(RefErr(pc.args).flag, "
+          << kErrorNanToLogical
+          << "u);\n"
+             "        atomicMin(RefErr(pc.args).instr, err);\n"
+             "    }\n"
+             "}\n";
+    }
+
+    /// The contiguous fast path (Kernel::vector_width): 32-bit vector indices, one vector of
+    /// every full array per step, the last count % V elements by the invocation at vector count / V.
+    void fast_main(std::ostringstream& s, const Kernel& k) {
+        const std::string V = std::to_string(vec_), WG = std::to_string(k.workgroup_size);
+        const std::uint64_t tile = std::uint64_t{k.workgroup_size} * steps_;  // vectors per workgroup
+        s << "void main() {\n"
+             "    uint count = uint(pc.count);\n"
+             "    uint nvec = count / " << V << "u;\n"
+             "    uint64_t first64 = (uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + "
+             "uint64_t(gl_WorkGroupID.x)) * " << tile << "ul + uint64_t(gl_LocalInvocationID.x);\n"
+             "    if (first64 > uint64_t(nvec)) return;\n"
+             "    uint first = uint(first64);\n"
+          << pre_.str()
+          << "    uint err = 0xFFFFFFFFu;\n"
+             "    for (uint k = 0u; k < " << steps_ << "u; ++k) {\n"
+             "        uint vi = first + k * " << WG << "u;\n"
+             "        if (vi >= nvec) {\n"
+             "            if (vi == nvec) {\n"
+             "                for (uint t = nvec * " << V << "u; t < count; ++t) {\n"
+             "                    uint64_t i = uint64_t(t);\n"
+             "                    {\n"
+          << general_
+          << "                    }\n"
+             "                }\n"
+             "            }\n"
+             "            break;\n"
+             "        }\n";
+        for (const auto& [in, t] : vec_in_) {
+            const std::string base = "in" + std::to_string(in);
+            const std::string load = std::string(vref(t, true)) + "(" + vaddr(base, t) + ").v";
+            s << "        " << vtype(t, vec_) << ' ' << base << "_v = "
+              << (t == DType::logical ? vtype(t, vec_) + "(" + load + ")" : load) << ";\n";
+        }
+        for (std::size_t j = 0; j < r_.outputs.size(); ++j)
+            s << "        " << vtype(r_.outputs[j].node->dtype, vec_) << " out" << j << "_v;\n";
+        for (std::uint32_t c = 0; c < vec_; ++c)
+            s << "        {\n"
+                 "        uint i = vi * " << V << "u + " << c << "u;\n"
+              << lanes_[c] << "        }\n";
+        for (std::size_t j = 0; j < r_.outputs.size(); ++j) {
+            const DType t = r_.outputs[j].node->dtype;
+            const std::string base = "out" + std::to_string(j);
+            s << "        " << vref(t, false) << "(" << vaddr(base, t) << ").v = "
+              << (t == DType::logical ? "u8vec" + V + "(" + base + "_v)" : base + "_v") << ";\n";
+        }
+        s << "    }\n"
+             "    if (err != 0xFFFFFFFFu) {\n"
+             "        atomicOr(RefErr(pc.args).flag, " << kErrorNanToLogical << "u);\n"
+             "        atomicMin(RefErr(pc.args).instr, err);\n"
+             "    }\n"
+             "}\n";
+    }
+
+    const Region& r_;
+    std::span<const InputAccess> access_;
+    std::span<const int> dims_;
+    const CodegenOptions& o_;
+    ScalarPlan plan_;
+    std::ostringstream key_, pre_, body_;
+    std::vector<std::string> name_;
+    std::vector<DType> type_;
+    std::vector<std::uint64_t> dims_offset_;
+    std::map<std::pair<std::uint32_t, DType>, std::string> conv_, inputs_;
+    std::map<std::uint32_t, bool> offsets_done_;
+    std::map<std::pair<std::uint32_t, DType>, std::string> scalar_inputs_;  // loaded once, in pre_
+    std::map<std::uint32_t, DType> vec_in_;  // fast path: full inputs read, by their storage type
+    std::uint32_t vec_ = 1, steps_ = 1;
+    int lane_ = -1;
+    bool keying_ = true;
+    std::string general_;
+    std::vector<std::string> lanes_;
+    bool need_f64_ = false, need_f32_ = false, need_modrem_ = false, uses_u8_ = false;
+};
+
+void put(std::vector<std::byte>& out, const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out.insert(out.end(), b, b + n);
+}
+template <class T>
+void put(std::vector<std::byte>& out, T v) {
+    put(out, &v, sizeof v);
+}
+
+[[noreturn]] void nan_to_logical(OpKind op) {
+    // The CPU executor's message, word for word.
+    throw ValueError(std::string(op_info(op).name) +
+                     ": NaN's cannot be converted to logicals (an operand of this logical op is NaN)");
+}
+
+}  // namespace
+
+std::vector<std::pair<std::int64_t, std::int64_t>> collapsed_dims(const Region& region, std::size_t k) {
+    // As the CPU executor's Lowering::input: drop the region's singleton dimensions, merge
+    // neighbours that are both expanded (stride 0) or contiguous with each other.
+    std::vector<std::pair<std::int64_t, std::int64_t>> dims;
+    const Shape& in = region.inputs[k]->shape;
+    std::int64_t stride = 1;
+    for (int d = 0; d < region.shape.ndims(); ++d) {
+        const std::int64_t extent = region.shape[d];
+        const std::int64_t s = in[d] == 1 ? 0 : stride;
+        stride *= in[d];
+        if (extent == 1) continue;
+        if (!dims.empty()) {
+            auto& [pe, ps] = dims.back();
+            if ((ps == 0 && s == 0) || (ps != 0 && s == ps * pe)) {
+                pe *= extent;
+                continue;
+            }
+        }
+        dims.emplace_back(extent, s);
+    }
+    return dims;
+}
+
+void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<int>& strided_dims) {
+    access.assign(region.inputs.size(), InputAccess::full);
+    strided_dims.assign(region.inputs.size(), 0);
+    const std::int64_t n = region.shape.numel();
+    for (std::size_t k = 0; k < region.inputs.size(); ++k) {
+        const std::int64_t m = region.inputs[k]->shape.numel();
+        if (m == 1) access[k] = InputAccess::scalar;
+        else if (m != n) {
+            access[k] = InputAccess::strided;
+            strided_dims[k] = static_cast<int>(collapsed_dims(region, k).size());
+        }
+    }
+}
+
+Kernel generate(const Region& region, std::span<const InputAccess> access, std::span<const int> strided_dims,
+                const CodegenOptions& options) {
+    if (access.size() != region.inputs.size() || strided_dims.size() < region.inputs.size())
+        throw DeviceError("vulkan codegen: one access (and strided dim count) per region input is needed");
+    return Writer(region, access, strided_dims, options).run();
+}
+
+Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<const std::uint64_t> inputs,
+                      std::span<const std::uint64_t> outputs, std::uint64_t args_address,
+                      std::uint32_t max_groups_x) {
+    // Scalar operands of logical ops are checked here, before any work, as the CPU lowering does.
+    for (const Instr& ins : region.program) {
+        const bool logical = is_logical_rule(ins.op) || ins.op == OpKind::Where ||
+                             (ins.op == OpKind::Cast && ins.dtype == DType::logical);
+        if (!logical) continue;
+        const int checked = ins.op == OpKind::Where ? 1 : op_info(ins.op).arity;
+        for (int k = 0; k < checked; ++k) {
+            const Arg& a = ins.args[static_cast<std::size_t>(k)];
+            if (a.kind == Arg::Kind::Scalar && std::isnan(a.scalar)) nan_to_logical(ins.op);
+        }
+    }
+    const ScalarPlan plan = plan_scalars(region);
+    const std::uint32_t npush = (kernel.push_bytes - 16) / 8;
+    const auto count = static_cast<std::uint64_t>(region.shape.numel());
+
+    Launch l;
+    put(l.push, args_address);
+    put(l.push, count);
+    for (std::uint32_t s = 0; s < npush; ++s) put(l.push, plan.values[s]);
+
+    put(l.args, std::uint32_t{0});
+    put(l.args, std::uint32_t{0xFFFFFFFFu});
+    put(l.args, std::uint64_t{0});
+    for (std::uint64_t a : inputs) put(l.args, a);
+    for (std::uint64_t a : outputs) put(l.args, a);
+    for (std::size_t k = 0; k < region.inputs.size(); ++k) {
+        if (kernel.access[k] != InputAccess::strided) continue;
+        auto dims = collapsed_dims(region, k);
+        if (static_cast<int>(dims.size()) != kernel.strided_dims[k])
+            throw DeviceError("vulkan codegen: a kernel launched for another input pattern");
+        for (auto [e, s] : dims) {
+            put(l.args, e);
+            put(l.args, s);
+        }
+    }
+    for (std::size_t s = npush; s < plan.values.size(); ++s) put(l.args, plan.values[s]);
+
+    // The fast path covers vectors: ceil(count / V) of them (the last one the scalar tail).
+    const std::uint64_t vw = std::max<std::uint32_t>(1, kernel.vector_width);
+    if (vw > 1 && count > std::uint64_t{0xFFFFFFFFu})
+        throw DeviceError("vulkan codegen: a contiguous (32-bit index) kernel launched for 2^32 elements or more");
+    const std::uint64_t slots = (count + vw - 1) / vw;
+    const std::uint64_t tile = std::uint64_t{kernel.workgroup_size} * (kernel.elements_per_thread / vw);
+    const std::uint64_t groups = (slots + tile - 1) / tile;
+    const std::uint64_t mx = std::max<std::uint32_t>(1, max_groups_x);
+    if (groups <= mx) {
+        l.groups_x = static_cast<std::uint32_t>(groups);
+    } else {
+        l.groups_x = static_cast<std::uint32_t>(mx);
+        l.groups_y = static_cast<std::uint32_t>((groups + mx - 1) / mx);
+    }
+    return l;
+}
+
+void check_error(const Region& region, const void* args) {
+    std::uint32_t flag = 0, instr = 0;
+    std::memcpy(&flag, static_cast<const std::byte*>(args) + kErrorFlagOffset, 4);
+    std::memcpy(&instr, static_cast<const std::byte*>(args) + kErrorInstrOffset, 4);
+    if ((flag & kErrorNanToLogical) == 0) return;
+    nan_to_logical(instr < region.program.size() ? region.program[instr].op : OpKind::Cast);
+}
+
+}  // namespace tandem::detail::vk

@@ -1,0 +1,119 @@
+// The Vulkan instance, the devices it sees, and the one device Tandem opens (selection by
+// TANDEM_DEVICE), with its queues. Everything else in backends/vulkan/ hangs off a Context.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/vk.hpp"
+
+namespace tandem::detail::vk {
+
+/// What `tandem info` shows of one physical device.
+struct DeviceDescription {
+    std::uint32_t index = 0;           ///< position in vkEnumeratePhysicalDevices
+    std::string name;
+    std::string vendor;                ///< "NVIDIA (0x10de)", "Mesa (0x10005)", ...
+    std::string type;                  ///< "discrete", "integrated", "virtual", "cpu", "other"
+    std::string driver;                ///< driver name and info ("NVIDIA 580.159.04", "llvmpipe Mesa 22.3.6 ...")
+    std::string api_version;           ///< "1.3.230"
+    std::uint32_t driver_version = 0;  ///< raw, part of the pipeline cache key
+    std::uint8_t pipeline_cache_uuid[16] = {};
+    struct Heap {
+        std::uint64_t bytes;
+        bool device_local;
+    };
+    std::vector<Heap> heaps;
+    std::uint32_t subgroup_size = 0;
+    std::uint32_t shared_memory_bytes = 0;       ///< maxComputeSharedMemorySize
+    std::uint64_t max_storage_buffer_range = 0;
+    std::uint32_t max_push_constants = 0;
+    std::uint32_t max_workgroup_invocations = 0;
+    double timestamp_period_ns = 0;              ///< 0: no timestamps on the compute queue
+    std::uint32_t timestamp_valid_bits = 0;      ///< of the compute family's timestamps (mask with it)
+    bool float64 = false, int64 = false;
+    bool buffer_device_address = false, timeline_semaphore = false, storage_8bit = false;
+    struct QueueFamily {
+        std::uint32_t index, count;
+        bool graphics, compute, transfer;
+    };
+    std::vector<QueueFamily> queue_families;
+    /// Empty if Tandem can use the device; else why not ("no shaderFloat64", ...).
+    std::string unusable_reason;
+    /// Rank for automatic choice: discrete > integrated > virtual > cpu > other.
+    int preference() const noexcept;
+};
+
+struct ContextOptions {
+    /// "auto" (best usable device), "vulkan" (same, but failing is an error), "vulkan:<index>",
+    /// "vulkan:<name substring>" (case-insensitive). "cpu" never reaches a Context.
+    std::string device = "auto";
+    /// Enable VK_LAYER_KHRONOS_validation with synchronization validation; every message is
+    /// counted (and kept) so tests can fail on it.
+    bool validation = false;
+};
+
+class Context {
+public:
+    /// Loads Vulkan, makes an instance, picks and opens a device. Throws DeviceError saying why
+    /// (no loader, no device, none usable, none matching the request).
+    static std::unique_ptr<Context> create(const ContextOptions& options);
+    /// Every physical device (opened through a throwaway instance), for `tandem info`; on
+    /// failure returns none and sets *why.
+    static std::vector<DeviceDescription> enumerate(std::string* why);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    VkInstance instance() const noexcept { return instance_; }
+    VkPhysicalDevice physical() const noexcept { return physical_; }
+    VkDevice device() const noexcept { return device_; }
+    const DeviceDescription& description() const noexcept { return description_; }
+
+    std::uint32_t compute_family() const noexcept { return compute_family_; }
+    VkQueue compute_queue() const noexcept { return compute_queue_; }
+    /// The dedicated transfer-only family's queue, or the compute queue when there is none.
+    std::uint32_t transfer_family() const noexcept { return transfer_family_; }
+    VkQueue transfer_queue() const noexcept { return transfer_queue_; }
+    bool has_transfer_queue() const noexcept { return transfer_family_ != compute_family_; }
+
+    /// Memory type indices for device-local, host-visible coherent (staging uploads) and
+    /// host-visible cached (readbacks) memory.
+    std::uint32_t device_local_type() const noexcept { return device_local_type_; }
+    std::uint32_t upload_type() const noexcept { return upload_type_; }
+    std::uint32_t readback_type() const noexcept { return readback_type_; }
+    /// False when the device has no HOST_CACHED type and readbacks use uncached memory (slow).
+    bool readback_cached() const noexcept { return readback_cached_; }
+    /// False when readback memory needs vkInvalidateMappedMemoryRanges before the host reads it.
+    bool readback_coherent() const noexcept { return readback_coherent_; }
+
+    /// Validation messages seen so far (warnings and errors), and the texts of the first few.
+    std::uint64_t validation_messages() const noexcept { return validation_count_.load(); }
+    std::vector<std::string> validation_texts() const;
+
+private:
+    Context() = default;
+    void open_device();
+    static VkBool32 VKAPI_PTR on_message(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
+                                         const VkDebugUtilsMessengerCallbackDataEXT*, void*);
+
+    VkInstance instance_ = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+    VkDevice device_ = VK_NULL_HANDLE;
+    DeviceDescription description_;
+    std::uint32_t compute_family_ = 0, transfer_family_ = 0;
+    VkQueue compute_queue_ = VK_NULL_HANDLE, transfer_queue_ = VK_NULL_HANDLE;
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
+    std::uint32_t device_local_type_ = 0, upload_type_ = 0, readback_type_ = 0;
+    bool readback_cached_ = true, readback_coherent_ = true;
+    std::atomic<std::uint64_t> validation_count_{0};
+    mutable std::mutex texts_mutex_;
+    std::vector<std::string> validation_texts_;
+};
+
+}  // namespace tandem::detail::vk

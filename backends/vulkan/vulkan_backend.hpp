@@ -1,0 +1,95 @@
+// The Vulkan backend: fused regions as generated compute kernels, recorded into batches (one
+// command buffer, precise buffer barriers between dependent dispatches) and submitted without
+// waiting; a timeline semaphore per batch, watched by one completion thread, finishes them.
+// Inputs with only a host copy are uploaded in the same batch; outputs a host sink wants are
+// copied back in it too.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "backends/backend.hpp"
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/memory.hpp"
+#include "backends/vulkan/pipeline_cache.hpp"
+
+namespace tandem::detail::vk {
+
+struct VulkanOptions {
+    ContextOptions context;
+    std::string pipeline_cache_dir;  ///< "" = memory only
+    std::string test_fault;          ///< "", "compile", "oom" or "device_lost" (tests only)
+    HostPool* pool = nullptr;        ///< where downloads land
+};
+
+struct DeviceStats {
+    std::uint64_t dispatches = 0, batches = 0;
+    std::uint64_t upload_bytes = 0, download_bytes = 0;
+    double kernel_ms = 0;  ///< GPU time of the kernels, from timestamp queries
+};
+
+class VulkanBackend final : public Backend {
+public:
+    /// Throws DeviceError (or ConfigError for a malformed device request) saying why.
+    static std::unique_ptr<VulkanBackend> create(const VulkanOptions& options);
+    ~VulkanBackend() override;
+
+    std::string_view name() const noexcept override { return "vulkan"; }
+    bool on_host() const noexcept override { return false; }
+    void submit(Submission s) override;
+    void flush() override;
+    void download(Value& v) override;
+
+    const Context& context() const noexcept { return *context_; }
+    DeviceStats stats() const;
+    PipelineCacheStats pipeline_stats() const { return pipelines_->stats(); }
+
+private:
+    struct Batch;
+    struct Copy;
+    VulkanBackend() = default;
+    std::shared_ptr<DeviceArray> device_copy(Value& v, Batch& b);
+    Batch& open_batch();
+    void submit_locked();
+    void complete_loop();
+
+    std::shared_ptr<Context> context_;  // shared with every device copy, which may outlive us
+    std::shared_ptr<DeviceHeap> device_heap_, upload_heap_, readback_heap_;
+    std::unique_ptr<PipelineCache> pipelines_;
+    VulkanOptions options_;
+    CodegenOptions codegen_;
+
+    std::mutex record_mutex_;   // recording, the open batch, the command pool
+    std::mutex queue_mutex_;    // vkQueueSubmit on the compute queue
+    CommandPool pool_;
+    Semaphore timeline_;
+    std::uint64_t timeline_value_ = 0;
+    std::unique_ptr<Batch> open_;
+    std::vector<VkCommandBuffer> free_cmds_;
+    std::vector<QueryPool> free_queries_;
+
+    // Kernels by signature (see vulkan_backend.cpp): a region seen before skips code generation
+    // and the pipeline cache's hashing of the source.
+    std::mutex kernels_mutex_;
+    std::unordered_map<std::string, std::pair<Kernel, const ComputePipeline*>> kernels_;
+
+    std::mutex done_mutex_;
+    std::condition_variable done_cv_;
+    std::deque<std::unique_ptr<Batch>> in_flight_;
+    bool stopping_ = false;
+    std::atomic<bool> lost_{false};
+    std::thread completer_;
+
+    mutable std::mutex stats_mutex_;
+    DeviceStats stats_;
+    std::atomic<bool> fault_fired_{false};
+};
+
+}  // namespace tandem::detail::vk

@@ -1,0 +1,738 @@
+// math_f64.glsl -- double-precision elementary functions for Tandem's generated compute shaders.
+//
+// GLSL has no double exp/log/sin/...; these are Tandem's own, written as a libm would be: exact argument
+// reduction, a polynomial on a small interval, and double-double (hi + lo) arithmetic where the last bits
+// matter. Target: within 2 ulp of glibc over the whole double range (tests: /work/f64math/mathtest).
+//
+// Include after the #version line. Needs:
+//   #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+//   SPIR-V capabilities Float64 and Int64 -- Vulkan features shaderFloat64 and shaderInt64.
+// Nothing else (no Float16, no float-controls, no 64-bit atomics).
+//
+// Rules the code relies on (the Vulkan backend must not break them):
+//  * + - * are IEEE round-to-nearest. Division and sqrt are only used as a first guess that an exact
+//    residual corrects, so a driver whose f64 division/sqrt is off by an ulp or two is still fine -- with
+//    one exception: atan2 with |y/x| < 2^-30 returns y/x (or pi -/+ it) from one division, so there it
+//    inherits the device's f64 division rounding (IEEE on lavapipe, NVIDIA, AMD; Vulkan promises less).
+//  * Error-free transforms (two_sum, two_prod, Cody-Waite reduction) are declared `precise`, which glslang
+//    turns into SPIR-V NoContraction: the driver may not fuse or reassociate them. Everything else tolerates
+//    contraction into fma. Do not strip NoContraction decorations, and do not compile with fast-math.
+//  * Denormals: results may be subnormal (exp, pow, ...); a device that flushes f64 denormals returns 0 there,
+//    which is that device's property. Intermediate steps never depend on subnormals (inputs are scaled first).
+//  * No fma(): Vulkan lets fma() round twice ("inherited from OpFMul followed by OpFAdd"), and lavapipe's
+//    f64 fma does. Exact products use Dekker's algorithm. A backend that has verified a single-rounding f64
+//    fma on its device may #define TDM_F64_FMA_IS_FUSED before the include (faster two_prod).
+//
+// Names: tdm_exp tdm_expm1 tdm_log tdm_log2 tdm_log10 tdm_log1p tdm_sin tdm_cos tdm_tan tdm_asin tdm_acos
+// tdm_atan tdm_atan2(y,x) tdm_sinh tdm_cosh tdm_tanh tdm_pow(x,y) tdm_hypot(x,y) tdm_fmod(x,y).
+// Internal helpers are prefixed tdm_f64_ / tdm_dd_.
+
+#ifndef TDM_MATH_F64_GLSL
+#define TDM_MATH_F64_GLSL
+
+// ---------------------------------------------------------------------------------------------------------
+// Bits and special values
+// ---------------------------------------------------------------------------------------------------------
+#define TDM_F64_ABSMASK 0x7FFFFFFFFFFFFFFFL
+#define TDM_F64_EXPMASK 0x7FF0000000000000L
+
+double tdm_f64_inf() { return int64BitsToDouble(TDM_F64_EXPMASK); }
+double tdm_f64_nan() { return int64BitsToDouble(0x7FF8000000000000L); }
+// Bit tests rather than isnan()/isinf(): a driver may not fold those away under "no NaN" assumptions.
+bool tdm_f64_isnan(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) > TDM_F64_EXPMASK; }
+bool tdm_f64_isinf(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) == TDM_F64_EXPMASK; }
+bool tdm_f64_isfinite(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) < TDM_F64_EXPMASK; }
+bool tdm_f64_signbit(double x) { return doubleBitsToInt64(x) < 0L; }
+double tdm_f64_copysign(double x, double s) {
+    return int64BitsToDouble((doubleBitsToInt64(x) & TDM_F64_ABSMASK) | (doubleBitsToInt64(s) & (~TDM_F64_ABSMASK)));
+}
+// 2^k for -1022 <= k <= 1023, built from bits.
+double tdm_f64_pow2i(int k) { return int64BitsToDouble(int64_t(k + 1023) << 52); }
+// floor(log2|x|) for finite nonzero x, subnormals included.
+int tdm_f64_ilogb(double x) {
+    int64_t b = doubleBitsToInt64(x) & TDM_F64_ABSMASK;
+    if (b >= 0x0010000000000000L) return int(b >> 52) - 1023;
+    return int(doubleBitsToInt64(x * 18014398509481984.0LF) >> 52 & 0x7FFL) - 1023 - 54;   // x * 2^54 is normal
+}
+// x * 2^k with a single rounding (only the last multiply can round), for normal x and |k| <= 2100.
+double tdm_f64_scale(double x, int k) {
+    if (k > 1023) {
+        x *= tdm_f64_pow2i(1023); k -= 1023;
+        if (k > 1023) { x *= tdm_f64_pow2i(1023); k = min(k - 1023, 1023); }
+    } else if (k < -1022) {
+        x *= tdm_f64_pow2i(-969); k += 969;   // 2^-969 = 2^-1022 * 2^53: x stays normal here
+        if (k < -1022) { x *= tdm_f64_pow2i(-969); k = max(k + 969, -1022); }
+    }
+    return x * tdm_f64_pow2i(k);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Double-double arithmetic: a dvec2 (hi, lo) with |lo| <= ulp(hi)/2 holds ~106 bits.
+// ---------------------------------------------------------------------------------------------------------
+dvec2 tdm_dd_two_sum(double a, double b) {          // exact: a + b = s + e
+    precise double s = a + b;
+    precise double bb = s - a;
+    precise double e = (a - (s - bb)) + (b - bb);
+    return dvec2(s, e);
+}
+dvec2 tdm_dd_fast_two_sum(double a, double b) {     // exact when |a| >= |b| (or a == 0)
+    precise double s = a + b;
+    precise double e = b - (s - a);
+    return dvec2(s, e);
+}
+#ifdef TDM_F64_FMA_IS_FUSED
+// Only when the backend has checked, on this device, that f64 fma() rounds once (Vulkan does not promise it).
+dvec2 tdm_dd_two_prod(double a, double b) {         // exact (barring underflow): a * b = p + e
+    precise double p = a * b;
+    precise double e = fma(a, b, -p);
+    return dvec2(p, e);
+}
+#else
+// Veltkamp split: a = hi + lo with 26-bit halves, so their products are exact.
+dvec2 tdm_dd_split(double a) {
+    precise double c = 134217729.0LF * a;           // 2^27 + 1
+    precise double hi = c - (c - a);
+    precise double lo = a - hi;
+    return dvec2(hi, lo);
+}
+// Dekker's exact product with plain multiplies and adds: Vulkan's fma() is allowed to round twice
+// (its precision is "inherited from OpFMul followed by OpFAdd"), and lavapipe's does.
+dvec2 tdm_dd_two_prod(double a, double b) {         // exact (barring underflow): a * b = p + e
+    double f = 1.0LF;
+    if (abs(a) > 6.6969287949141707e299LF) { a *= 3.725290298461914e-09LF; f = 268435456.0LF; }   // > 2^996: the split
+    if (abs(b) > 6.6969287949141707e299LF) { b *= 3.725290298461914e-09LF; f *= 268435456.0LF; }  // would overflow
+    dvec2 as = tdm_dd_split(a), bs = tdm_dd_split(b);
+    precise double p = a * b;
+    precise double e = (((as.x * bs.x - p) + as.x * bs.y) + as.y * bs.x) + as.y * bs.y;
+    return dvec2(p, e) * f;
+}
+#endif
+dvec2 tdm_dd_add(dvec2 a, dvec2 b) {
+    dvec2 s = tdm_dd_two_sum(a.x, b.x);
+    dvec2 t = tdm_dd_two_sum(a.y, b.y);
+    precise double lo = s.y + t.x;
+    s = tdm_dd_fast_two_sum(s.x, lo);
+    precise double lo2 = s.y + t.y;
+    return tdm_dd_fast_two_sum(s.x, lo2);
+}
+dvec2 tdm_dd_add_d(dvec2 a, double b) {
+    dvec2 s = tdm_dd_two_sum(a.x, b);
+    precise double lo = s.y + a.y;
+    return tdm_dd_fast_two_sum(s.x, lo);
+}
+dvec2 tdm_dd_mul(dvec2 a, dvec2 b) {
+    dvec2 p = tdm_dd_two_prod(a.x, b.x);
+    precise double lo = p.y + (a.x * b.y + a.y * b.x);
+    return tdm_dd_fast_two_sum(p.x, lo);
+}
+dvec2 tdm_dd_mul_d(dvec2 a, double b) {
+    dvec2 p = tdm_dd_two_prod(a.x, b);
+    precise double lo = p.y + a.y * b;
+    return tdm_dd_fast_two_sum(p.x, lo);
+}
+// a / b: the quotient's residual is computed exactly, so the division only has to be a good first guess.
+dvec2 tdm_dd_div(dvec2 a, dvec2 b) {
+    double q1 = a.x / b.x;
+    dvec2 qb = tdm_dd_two_prod(q1, b.x);
+    precise double r = (a.x - qb.x) - qb.y;         // exact residual a.x - q1*b.x
+    precise double r2 = (r + a.y) - q1 * b.y;
+    double q2 = r2 / b.x;
+    return tdm_dd_fast_two_sum(q1, q2);
+}
+// sqrt of a double-double (a.x >= 0), one Newton correction in double-double.
+dvec2 tdm_dd_sqrt(dvec2 a) {
+    if (a.x <= 0.0LF) return dvec2(0.0LF);
+    double s = sqrt(a.x);
+    dvec2 ss = tdm_dd_two_prod(s, s);
+    precise double e = ((a.x - ss.x) - ss.y) + a.y;
+    return tdm_dd_fast_two_sum(s, e / (2.0LF * s));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Constants (hi + lo splits from a 3000-bit computation)
+// ---------------------------------------------------------------------------------------------------------
+const double TDM_LN2_HI = 6.93147180369123816e-01LF;   // 0x3FE62E42FEE00000: 32 bits, so k*LN2_HI is exact
+const double TDM_LN2_LO = 1.90821492927058770e-10LF;   // ln2 - LN2_HI
+const double TDM_INV_LN2 = 1.44269504088896339e+00LF;
+const dvec2 TDM_INV_LN2_DD = dvec2(1.44269504088896339e+00LF, 2.03552737409310331e-17LF);
+const dvec2 TDM_INV_LN10_DD = dvec2(4.34294481903251817e-01LF, 1.09831965021676507e-17LF);
+const dvec2 TDM_LOG10_2_DD = dvec2(3.01029995663981198e-01LF, -2.80372812778517039e-18LF);
+const dvec2 TDM_PI_DD = dvec2(3.14159265358979312e+00LF, 1.22464679914735321e-16LF);
+const dvec2 TDM_PIO2_DD = dvec2(1.57079632679489656e+00LF, 6.12323399573676604e-17LF);
+const double TDM_PIO4 = 7.85398163397448279e-01LF;
+const double TDM_2OPI = 6.36619772367581382e-01LF;
+
+// ---------------------------------------------------------------------------------------------------------
+// exp family
+// ---------------------------------------------------------------------------------------------------------
+// exp(z.x + z.y) = 2^k * (hi + lo), hi + lo in [0.7, 1.42] with relative error ~2^-57.
+// Cody-Waite: r = z - k*ln2 with ln2 = LN2_HI + LN2_LO (k*LN2_HI exact), then Taylor to r^17 on |r| <= ln2/2.
+// Valid for |z.x| < 1100.
+dvec2 tdm_f64_exp_core(dvec2 z, out int k) {
+    double kd = roundEven(z.x * TDM_INV_LN2);
+    k = int(kd);
+    precise double hi = z.x - kd * TDM_LN2_HI;      // exact
+    precise double lo = z.y - kd * TDM_LN2_LO;
+    dvec2 r = tdm_dd_two_sum(hi, lo);
+    double x = r.x;
+    double p = 2.81145725434552060e-15LF;
+    p = p * x + 4.77947733238738525e-14LF;
+    p = p * x + 7.64716373181981641e-13LF;
+    p = p * x + 1.14707455977297245e-11LF;
+    p = p * x + 1.60590438368216133e-10LF;
+    p = p * x + 2.08767569878681002e-09LF;
+    p = p * x + 2.50521083854417202e-08LF;
+    p = p * x + 2.75573192239858883e-07LF;
+    p = p * x + 2.75573192239858925e-06LF;
+    p = p * x + 2.48015873015873016e-05LF;
+    p = p * x + 1.98412698412698413e-04LF;
+    p = p * x + 1.38888888888888894e-03LF;
+    p = p * x + 8.33333333333333322e-03LF;
+    p = p * x + 4.16666666666666644e-02LF;
+    p = p * x + 1.66666666666666657e-01LF;
+    p = p * x + 0.5LF;
+    // exp(x + lo) - 1 - x = x^2 p + lo (1 + x)
+    double t = (x * x) * p + r.y * (1.0LF + x);
+    dvec2 s = tdm_dd_two_sum(1.0LF, x);
+    return tdm_dd_fast_two_sum(s.x, s.y + t);
+}
+
+double tdm_exp(double x) {
+    if (tdm_f64_isnan(x)) return x + x;
+    if (x > 709.8LF) return tdm_f64_inf();       // exp(709.79) > DBL_MAX
+    if (x < -745.2LF) return 0.0LF;              // below half the smallest subnormal
+    int k;
+    dvec2 e = tdm_f64_exp_core(dvec2(x, 0.0LF), k);
+    return tdm_f64_scale(e.x, k);
+}
+
+// expm1 as a double-double for -40 < x < 40 (relative error ~2^-56).
+dvec2 tdm_f64_expm1_dd(double x) {
+    if (abs(x) <= 0.34657359027997264LF) {
+        // x + x^2/2 + x^3 (1/6 + x/24 + ...), with x^2/2 kept exact
+        double p = 2.81145725434552060e-15LF;
+        p = p * x + 4.77947733238738525e-14LF;
+        p = p * x + 7.64716373181981641e-13LF;
+        p = p * x + 1.14707455977297245e-11LF;
+        p = p * x + 1.60590438368216133e-10LF;
+        p = p * x + 2.08767569878681002e-09LF;
+        p = p * x + 2.50521083854417202e-08LF;
+        p = p * x + 2.75573192239858883e-07LF;
+        p = p * x + 2.75573192239858925e-06LF;
+        p = p * x + 2.48015873015873016e-05LF;
+        p = p * x + 1.98412698412698413e-04LF;
+        p = p * x + 1.38888888888888894e-03LF;
+        p = p * x + 8.33333333333333322e-03LF;
+        p = p * x + 4.16666666666666644e-02LF;
+        p = p * x + 1.66666666666666657e-01LF;
+        dvec2 h = tdm_dd_two_prod(x, x) * 0.5LF;
+        dvec2 s = tdm_dd_two_sum(x, h.x);
+        double t = s.y + (h.y + (x * h.x * 2.0LF) * p);
+        return tdm_dd_fast_two_sum(s.x, t);
+    }
+    int k;
+    dvec2 e = tdm_f64_exp_core(dvec2(x, 0.0LF), k);
+    double sc = tdm_f64_pow2i(k);                 // |k| <= 58: exact scaling
+    return tdm_dd_add_d(e * sc, -1.0LF);
+}
+
+double tdm_expm1(double x) {
+    if (tdm_f64_isnan(x)) return x + x;
+    if (abs(x) < 5.551115123125783e-17LF) return x;     // 2^-54: x + x^2/2 rounds to x (keeps -0)
+    if (x > 40.0LF) return tdm_exp(x);                  // exp(x) - 1 rounds to exp(x)
+    if (x < -40.0LF) return -1.0LF;                     // -1 + e^x rounds to -1
+    return tdm_f64_expm1_dd(x).x;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// log family
+// ---------------------------------------------------------------------------------------------------------
+// log(1 + f) for f = f.x + f.y in [sqrt(1/2)-1, sqrt(2)-1]: s = f/(2+f), log(1+f) = 2 atanh(s)
+// = s (2 + 2/3 s^2 + 2/5 s^4 + ...). |s| <= 0.1716, so the series to s^29 is below 2^-76; the three
+// leading steps run in double-double. Relative error ~2^-100.
+dvec2 tdm_f64_log1p_core(dvec2 f) {
+    dvec2 s = tdm_dd_div(f, tdm_dd_add_d(f, 2.0LF));
+    dvec2 s2 = tdm_dd_mul(s, s);
+    double t = s2.x;
+    double p = 6.89655172413793094e-02LF;
+    p = p * t + 7.40740740740740700e-02LF;
+    p = p * t + 8.00000000000000017e-02LF;
+    p = p * t + 8.69565217391304324e-02LF;
+    p = p * t + 9.52380952380952328e-02LF;
+    p = p * t + 1.05263157894736836e-01LF;
+    p = p * t + 1.17647058823529410e-01LF;
+    p = p * t + 1.33333333333333331e-01LF;
+    p = p * t + 1.53846153846153855e-01LF;
+    p = p * t + 1.81818181818181823e-01LF;
+    p = p * t + 2.22222222222222210e-01LF;
+    p = p * t + 2.85714285714285698e-01LF;          // 2/7
+    dvec2 q = tdm_dd_add(dvec2(4.00000000000000022e-01LF, -2.22044604925031320e-17LF), s2 * p);  // 2/5 + s2 p (s2*p: tiny error ok)
+    q = tdm_dd_add(dvec2(6.66666666666666630e-01LF, 3.70074341541718826e-17LF), tdm_dd_mul(s2, q));  // 2/3
+    q = tdm_dd_add_d(tdm_dd_mul(s2, q), 2.0LF);
+    return tdm_dd_mul(s, q);
+}
+
+// Splits finite x > 0 as 2^e * m with m in [sqrt(1/2), sqrt(2)) and returns log(m) as a double-double.
+dvec2 tdm_f64_log_parts(double x, out int e) {
+    int64_t b = doubleBitsToInt64(x);
+    e = 0;
+    if (b < 0x0010000000000000L) {                    // subnormal: scale up exactly
+        x *= 18014398509481984.0LF;                   // 2^54
+        b = doubleBitsToInt64(x);
+        e = -54;
+    }
+    e += int(b >> 52) - 1023;
+    double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+    if (m > 1.4142135623730951LF) { m *= 0.5LF; e += 1; }
+    return tdm_f64_log1p_core(dvec2(m - 1.0LF, 0.0LF));   // m - 1 is exact
+}
+
+// log(x) as a double-double for finite x > 0.
+dvec2 tdm_f64_log_dd(double x) {
+    int e;
+    dvec2 l = tdm_f64_log_parts(x, e);
+    double ed = double(e);
+    return tdm_dd_add(dvec2(ed * TDM_LN2_HI, ed * TDM_LN2_LO), l);  // ed*LN2_HI exact
+}
+
+// Shared special cases of the logs: returns true and sets r when x is not finite positive.
+bool tdm_f64_log_special(double x, out double r) {
+    if (tdm_f64_isnan(x)) { r = x + x; return true; }
+    if (x == 0.0LF) { r = -tdm_f64_inf(); return true; }
+    if (x < 0.0LF) { r = tdm_f64_nan(); return true; }
+    if (tdm_f64_isinf(x)) { r = x; return true; }
+    return false;
+}
+
+double tdm_log(double x) {
+    double r;
+    if (tdm_f64_log_special(x, r)) return r;
+    return tdm_f64_log_dd(x).x;
+}
+
+double tdm_log2(double x) {
+    double r;
+    if (tdm_f64_log_special(x, r)) return r;
+    int e;
+    dvec2 l = tdm_f64_log_parts(x, e);
+    return tdm_dd_add_d(tdm_dd_mul(l, TDM_INV_LN2_DD), double(e)).x;   // exact powers of 2 stay exact
+}
+
+double tdm_log10(double x) {
+    double r;
+    if (tdm_f64_log_special(x, r)) return r;
+    int e;
+    dvec2 l = tdm_f64_log_parts(x, e);
+    return tdm_dd_add(tdm_dd_mul_d(TDM_LOG10_2_DD, double(e)), tdm_dd_mul(l, TDM_INV_LN10_DD)).x;
+}
+
+double tdm_log1p(double x) {
+    if (tdm_f64_isnan(x)) return x + x;
+    if (x == -1.0LF) return -tdm_f64_inf();
+    if (x < -1.0LF) return tdm_f64_nan();
+    if (tdm_f64_isinf(x)) return x;
+    if (abs(x) < 8.673617379884035e-19LF) return x;     // 2^-60: x - x^2/2 rounds to x (keeps -0, subnormals)
+    if (x > -0.2928932188134524LF && x < 0.4142135623730950LF) return tdm_f64_log1p_core(dvec2(x, 0.0LF)).x;
+    // 1 + x = u.x + u.y exactly; u.x = 2^e m; log(1+x) = e ln2 + log1p((m - 1) + u.y 2^-e)
+    dvec2 u = tdm_dd_two_sum(1.0LF, x);
+    int64_t b = doubleBitsToInt64(u.x);
+    int e = int(b >> 52) - 1023;
+    double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+    if (m > 1.4142135623730951LF) { m *= 0.5LF; e += 1; }
+    dvec2 f = tdm_dd_two_sum(m - 1.0LF, tdm_f64_scale(u.y, -e));
+    dvec2 l = tdm_f64_log1p_core(f);
+    double ed = double(e);
+    return tdm_dd_add(dvec2(ed * TDM_LN2_HI, ed * TDM_LN2_LO), l).x;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Trigonometric functions
+// ---------------------------------------------------------------------------------------------------------
+// 2/pi, 1280 bits, 32 per word, most significant first (word j holds bits 2^-(32j+1) .. 2^-(32j+32)).
+const uint TDM_2OPI_BITS[40] = uint[40](
+    0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u,
+    0xB7246E3Au, 0x424DD2E0u, 0x06492EEAu, 0x09D1921Cu, 0xFE1DEB1Cu, 0xB129A73Eu, 0xE88235F5u, 0x2EBB4484u,
+    0xE99C7026u, 0xB45F7E41u, 0x3991D639u, 0x835339F4u, 0x9C845F8Bu, 0xBDF9283Bu, 0x1FF897FFu, 0xDE05980Fu,
+    0xEF2F118Bu, 0x5A0A6D1Fu, 0x6D367ECFu, 0x27CB09B7u, 0x4F463F66u, 0x9E5FEA2Du, 0x7527BAC7u, 0xEBE5F17Bu,
+    0x3D0739F7u, 0x8A5292EAu, 0x6BFB5FB1u, 0x1F8D5D08u, 0x56033046u, 0xFC7B6BABu, 0xF0CFBC20u, 0x9AF4361Du);
+
+// Payne-Hanek for |x| >= 2^20: x = M 2^E (M a 53-bit integer), and x*2/pi mod 4 is the integer product of M
+// with the 224 bits of 2/pi that matter for this E (earlier bits give multiples of 4, later ones < 2^-137).
+// Returns the quadrant; r = (fraction in [-1/2, 1/2)) * pi/2 as a double-double.
+int tdm_f64_rem_pio2_large(double x, out dvec2 r) {
+    int64_t b = doubleBitsToInt64(x) & TDM_F64_ABSMASK;
+    int E = int(b >> 52) - 1075;
+    uint64_t M = uint64_t((b & 0x000FFFFFFFFFFFFFL) | 0x0010000000000000L);
+    int j0 = E >= 34 ? (E - 34) / 32 + 1 : 0;
+    int sh = 32 * (j0 + 7) - E;                      // fractional bits of the product; 191..256
+    uint m0 = uint(M & 0xFFFFFFFFUL), m1 = uint(M >> 32);
+    uint64_t A[7], B[7];
+    for (int i = 0; i < 7; i++) {                   // limb i (least significant first) = word j0+6-i
+        uint w = TDM_2OPI_BITS[j0 + 6 - i];
+        A[i] = uint64_t(m0) * uint64_t(w);
+        B[i] = uint64_t(m1) * uint64_t(w);
+    }
+    uint p[10];
+    uint64_t acc = 0UL;
+    for (int k = 0; k < 10; k++) {
+        if (k < 7) acc += A[k] & 0xFFFFFFFFUL;
+        if (k >= 1 && k <= 7) acc += (A[k - 1] >> 32) + (B[k - 1] & 0xFFFFFFFFUL);
+        if (k >= 2 && k <= 8) acc += B[k - 2] >> 32;
+        p[k] = uint(acc & 0xFFFFFFFFUL);
+        acc >>= 32;
+    }
+    // 32 bits of the product starting at bit position pos (pos >= 0)
+    uint c[5];
+    for (int t = 0; t < 5; t++) {
+        int pos = sh - 128 + 32 * t;                 // c[0..3]: fraction, low to high; c[4]: integer bits
+        int i = pos >> 5, o = pos & 31;
+        uint64_t v = (uint64_t(i + 1 < 10 ? p[i + 1] : 0u) << 32) | uint64_t(p[i]);
+        c[t] = uint(v >> o);
+    }
+    int q = int(c[4] & 3u);
+    double sgn = 1.0LF;
+    if ((c[3] & 0x80000000u) != 0u) {                // fraction >= 1/2: use fraction - 1, next quadrant
+        q += 1;
+        sgn = -1.0LF;
+        // 128-bit two's complement negation
+        uint carry = 1u;
+        for (int t = 0; t < 4; t++) {
+            uint nv = ~c[t] + carry;
+            carry = (carry == 1u && nv == 0u) ? 1u : 0u;
+            c[t] = nv;
+        }
+    }
+    dvec2 f = tdm_dd_two_sum(double(c[3]) * 2.3283064365386963e-10LF, double(c[2]) * 5.421010862427522e-20LF);
+    f = tdm_dd_add_d(f, double(c[1]) * 1.2621774483536189e-29LF);     // 2^-96
+    f = tdm_dd_add_d(f, double(c[0]) * 2.9387358770557188e-39LF);     // 2^-128
+    r = tdm_dd_mul(f * sgn, TDM_PIO2_DD);
+    if (x < 0.0LF) { r = -r; q = -q; }
+    return q & 3;
+}
+
+// x = q pi/2 + r, |r| <= ~pi/4, r as a double-double. Returns q mod 4.
+int tdm_f64_rem_pio2(double x, out dvec2 r) {
+    double a = abs(x);
+    if (a <= TDM_PIO4) { r = dvec2(x, 0.0LF); return 0; }
+    if (a < 1647099.0LF) {                           // k < 2^20: 4-part Cody-Waite, pi/2 to 2^-152
+        double kd = roundEven(x * TDM_2OPI);
+        precise double t = x - kd * 1.57079632673412561e+00LF;     // 33-bit part: exact product and difference
+        r = tdm_dd_two_sum(t, -(kd * 6.07710050630396598e-11LF));  // 33-bit part: exact product
+        r = tdm_dd_add_d(r, -(kd * 2.02226624871116646e-21LF));   // 33-bit part: exact product
+        r = tdm_dd_add_d(r, -(kd * 8.47842766036889957e-32LF));
+        return int(kd) & 3;
+    }
+    return tdm_f64_rem_pio2_large(x, r);
+}
+
+// sin(r.x + r.y), |r| <= ~pi/4, as a double-double: Taylor to r^21 (truncation < 2^-70).
+dvec2 tdm_f64_sin_kernel(dvec2 r) {
+    double x = r.x, x2 = x * x;
+    double p = 1.95729410633912626e-20LF;
+    p = p * x2 - 8.22063524662432950e-18LF;
+    p = p * x2 + 2.81145725434552060e-15LF;
+    p = p * x2 - 7.64716373181981641e-13LF;
+    p = p * x2 + 1.60590438368216133e-10LF;
+    p = p * x2 - 2.50521083854417202e-08LF;
+    p = p * x2 + 2.75573192239858925e-06LF;
+    p = p * x2 - 1.98412698412698413e-04LF;
+    p = p * x2 + 8.33333333333333322e-03LF;
+    p = p * x2 - 1.66666666666666657e-01LF;
+    double t = (x * x2) * p + r.y * (1.0LF - 0.5LF * x2);   // sin'(x) = cos x carries the low part
+    return tdm_dd_fast_two_sum(x, t);
+}
+
+// cos(r.x + r.y), |r| <= ~pi/4: 1 - x^2/2 with x^2/2 exact, then Taylor to r^22.
+dvec2 tdm_f64_cos_kernel(dvec2 r) {
+    double x = r.x, x2 = x * x;
+    double p = -8.89679139245057408e-22LF;
+    p = p * x2 + 4.11031762331216484e-19LF;
+    p = p * x2 - 1.56192069685862253e-16LF;
+    p = p * x2 + 4.77947733238738525e-14LF;
+    p = p * x2 - 1.14707455977297245e-11LF;
+    p = p * x2 + 2.08767569878681002e-09LF;
+    p = p * x2 - 2.75573192239858883e-07LF;
+    p = p * x2 + 2.48015873015873016e-05LF;
+    p = p * x2 - 1.38888888888888894e-03LF;
+    p = p * x2 + 4.16666666666666644e-02LF;
+    dvec2 h = tdm_dd_two_prod(x, x) * 0.5LF;
+    dvec2 w = tdm_dd_two_sum(1.0LF, -h.x);
+    double t = w.y + (((x2 * x2) * p - h.y) - x * r.y);
+    return tdm_dd_fast_two_sum(w.x, t);
+}
+
+double tdm_sin(double x) {
+    if (!tdm_f64_isfinite(x)) return tdm_f64_isnan(x) ? x : tdm_f64_nan();   // not x - x: may fold to 0
+    if (abs(x) < 7.450580596923828e-09LF) return x;  // 2^-27: x - x^3/6 rounds to x (keeps -0)
+    dvec2 r;
+    int q = tdm_f64_rem_pio2(x, r);
+    dvec2 v = (q & 1) == 0 ? tdm_f64_sin_kernel(r) : tdm_f64_cos_kernel(r);
+    return (q & 2) == 0 ? v.x : -v.x;
+}
+
+double tdm_cos(double x) {
+    if (!tdm_f64_isfinite(x)) return tdm_f64_isnan(x) ? x : tdm_f64_nan();
+    if (abs(x) < 7.450580596923828e-09LF) return 1.0LF;
+    dvec2 r;
+    int q = tdm_f64_rem_pio2(x, r);
+    dvec2 v = (q & 1) == 0 ? tdm_f64_cos_kernel(r) : tdm_f64_sin_kernel(r);
+    return (((q + 1) & 2) == 0) ? v.x : -v.x;
+}
+
+double tdm_tan(double x) {
+    if (!tdm_f64_isfinite(x)) return tdm_f64_isnan(x) ? x : tdm_f64_nan();
+    if (abs(x) < 7.450580596923828e-09LF) return x;  // x + x^3/3 rounds to x
+    dvec2 r;
+    int q = tdm_f64_rem_pio2(x, r);
+    dvec2 s = tdm_f64_sin_kernel(r), c = tdm_f64_cos_kernel(r);
+    // sin and cos to ~2^-57 each, then a double-double quotient: one final rounding
+    return (q & 1) == 0 ? tdm_dd_div(s, c).x : -tdm_dd_div(c, s).x;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Inverse trigonometric functions: all reduce to atan(a/b) with a, b >= 0 as double-doubles.
+// ---------------------------------------------------------------------------------------------------------
+// atan(j/8), j = 0..8
+const dvec2 TDM_ATAN_J8[9] = dvec2[9](
+    dvec2(0.0LF, 0.0LF),
+    dvec2(1.24354994546761438e-01LF, -3.12532414245393831e-18LF),
+    dvec2(2.44978663126864143e-01LF, 1.06987556187344514e-17LF),
+    dvec2(3.58770670270572245e-01LF, -2.46238155826386349e-17LF),
+    dvec2(4.63647609000806094e-01LF, 2.26987774529616871e-17LF),
+    dvec2(5.58599315343562441e-01LF, -5.45563054859162639e-18LF),
+    dvec2(6.43501108793284371e-01LF, 1.58347850514442862e-17LF),
+    dvec2(7.18829999621624527e-01LF, -2.14783884444569830e-17LF),
+    dvec2(7.85398163397448279e-01LF, 3.06161699786838302e-17LF));
+
+// atan(t) for t in [0, 1] (t slightly above 1 is fine): atan(t) = atan(c) + atan((t - c)/(1 + t c)) with
+// c = j/8 the nearest eighth, so the reduced argument is <= 1/16 and Taylor to u^21 is below 2^-70.
+dvec2 tdm_f64_atan_unit(dvec2 t) {
+    int j = int(roundEven(t.x * 8.0LF));
+    dvec2 u = t;
+    if (j > 0) {
+        double c = double(j) * 0.125LF;
+        dvec2 num = tdm_dd_two_sum(t.x - c, t.y);   // t.x - c is exact (Sterbenz)
+        dvec2 den = tdm_dd_add_d(tdm_dd_mul_d(t, c), 1.0LF);
+        u = tdm_dd_div(num, den);
+    }
+    double x = u.x, x2 = x * x;
+    double p = 4.76190476190476164e-02LF;
+    p = p * x2 - 5.26315789473684181e-02LF;
+    p = p * x2 + 5.88235294117647051e-02LF;
+    p = p * x2 - 6.66666666666666657e-02LF;
+    p = p * x2 + 7.69230769230769273e-02LF;
+    p = p * x2 - 9.09090909090909116e-02LF;
+    p = p * x2 + 1.11111111111111105e-01LF;
+    p = p * x2 - 1.42857142857142849e-01LF;
+    p = p * x2 + 2.00000000000000011e-01LF;
+    p = p * x2 - 3.33333333333333315e-01LF;
+    double tail = (x * x2) * p + u.y * (1.0LF - x2);   // atan'(x) = 1/(1+x^2) carries the low part
+    dvec2 a = tdm_dd_fast_two_sum(x, tail);
+    return j > 0 ? tdm_dd_add(TDM_ATAN_J8[j], a) : a;
+}
+
+// atan(a/b) in [0, pi/2] for a, b >= 0 (not both zero), normal-range double-doubles.
+dvec2 tdm_f64_atan_ratio(dvec2 a, dvec2 b) {
+    if (a.x <= b.x) return tdm_f64_atan_unit(tdm_dd_div(a, b));
+    return tdm_dd_add(TDM_PIO2_DD, -tdm_f64_atan_unit(tdm_dd_div(b, a)));
+}
+
+double tdm_atan(double x) {
+    if (tdm_f64_isnan(x)) return x + x;
+    double a = abs(x);
+    if (a < 7.450580596923828e-09LF) return x;      // x - x^3/3 rounds to x
+    if (a > 1.8014398509481984e16LF)                // 2^54: pi/2 - 1/x rounds to pi/2 (also for Inf)
+        return tdm_f64_copysign(TDM_PIO2_DD.x, x);
+    double r = tdm_f64_atan_ratio(dvec2(a, 0.0LF), dvec2(1.0LF, 0.0LF)).x;
+    return tdm_f64_copysign(r, x);
+}
+
+double tdm_atan2(double y, double x) {
+    if (tdm_f64_isnan(x) || tdm_f64_isnan(y)) return x + y;
+    double ay = abs(y), ax = abs(x);
+    bool xneg = tdm_f64_signbit(x);
+    double r;
+    if (ay == 0.0LF) {
+        r = xneg ? TDM_PI_DD.x : 0.0LF;              // atan2(+-0, -0 or x<0) = +-pi, otherwise +-0
+    } else if (ax == 0.0LF) {
+        r = TDM_PIO2_DD.x;
+    } else if (tdm_f64_isinf(ay)) {
+        r = tdm_f64_isinf(ax) ? (xneg ? 2.35619449019234484e+00LF : TDM_PIO4) : TDM_PIO2_DD.x;
+    } else if (tdm_f64_isinf(ax)) {
+        r = xneg ? TDM_PI_DD.x : 0.0LF;
+    } else if (ay < ax * 9.313225746154785e-10LF) {
+        // |y/x| < 2^-30: atan(t) = t - t^3/3 rounds to t = y/x, one correctly rounded division (also when
+        // t is subnormal, where double-double residuals would underflow)
+        double t = ay / ax;
+        r = xneg ? tdm_dd_add_d(TDM_PI_DD, -t).x : t;
+    } else if (ax < ay * 9.313225746154785e-10LF) {
+        double t = ax / ay;                          // atan = pi/2 -+ t
+        r = tdm_dd_add_d(TDM_PIO2_DD, xneg ? t : -t).x;
+    } else {
+        // scale so the larger is in [1, 2) (exact: the smaller stays >= 2^-31), then double-double atan
+        double m = max(ax, ay);
+        int e = tdm_f64_ilogb(m);
+        ax = tdm_f64_scale(ax, -e); ay = tdm_f64_scale(ay, -e);
+        dvec2 a = tdm_f64_atan_ratio(dvec2(ay, 0.0LF), dvec2(ax, 0.0LF));
+        r = xneg ? tdm_dd_add(TDM_PI_DD, -a).x : a.x;
+    }
+    return tdm_f64_copysign(r, y);
+}
+
+// sqrt(1 - a^2) as a double-double, 0 <= a <= 1: a^2 is exact as a double-double, so no cancellation loss.
+dvec2 tdm_f64_sqrt_1m_sq(double a) {
+    dvec2 sq = tdm_dd_two_prod(a, a);
+    return tdm_dd_sqrt(tdm_dd_add_d(-sq, 1.0LF));
+}
+
+double tdm_asin(double x) {
+    if (tdm_f64_isnan(x)) return x + x;
+    double a = abs(x);
+    if (a > 1.0LF) return tdm_f64_nan();
+    if (a < 7.450580596923828e-09LF) return x;      // x + x^3/6 rounds to x
+    dvec2 s = tdm_f64_sqrt_1m_sq(a);
+    double r = tdm_f64_atan_ratio(dvec2(a, 0.0LF), s).x;   // asin a = atan(a / sqrt(1 - a^2))
+    return tdm_f64_copysign(r, x);
+}
+
+double tdm_acos(double x) {
+    if (tdm_f64_isnan(x)) return x + x;
+    double a = abs(x);
+    if (a > 1.0LF) return tdm_f64_nan();
+    dvec2 s = tdm_f64_sqrt_1m_sq(a);
+    dvec2 r = tdm_f64_atan_ratio(s, dvec2(a, 0.0LF));      // acos a = atan(sqrt(1 - a^2) / a)
+    return x < 0.0LF ? tdm_dd_add(TDM_PI_DD, -r).x : r.x;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Hyperbolic functions
+// ---------------------------------------------------------------------------------------------------------
+double tdm_sinh(double x) {
+    if (!tdm_f64_isfinite(x)) return x + x;          // NaN, +-Inf
+    double a = abs(x);
+    if (a < 7.450580596923828e-09LF) return x;       // x + x^3/6 rounds to x
+    double r;
+    if (a < 22.0LF) {
+        // sinh a = (u + u/(u+1))/2 with u = expm1(a): no cancellation for small a
+        dvec2 u = tdm_f64_expm1_dd(a);
+        r = 0.5LF * tdm_dd_add(u, tdm_dd_div(u, tdm_dd_add_d(u, 1.0LF))).x;
+    } else if (a < 711.0LF) {
+        int k;                                       // e^-a is below 2^-63 relative: sinh a = e^a / 2
+        dvec2 e = tdm_f64_exp_core(dvec2(a, 0.0LF), k);
+        r = tdm_f64_scale(e.x, k - 1);
+    } else {
+        r = tdm_f64_inf();
+    }
+    return tdm_f64_copysign(r, x);
+}
+
+double tdm_cosh(double x) {
+    if (tdm_f64_isnan(x)) return x + x;
+    double a = abs(x);
+    if (a < 7.450580596923828e-09LF) return 1.0LF;
+    if (a >= 711.0LF) return tdm_f64_inf();
+    int k;
+    dvec2 e = tdm_f64_exp_core(dvec2(a, 0.0LF), k);
+    if (a >= 22.0LF) return tdm_f64_scale(e.x, k - 1);
+    dvec2 E = e * tdm_f64_pow2i(k);                   // exact
+    return 0.5LF * tdm_dd_add(E, tdm_dd_div(dvec2(1.0LF, 0.0LF), E)).x;
+}
+
+double tdm_tanh(double x) {
+    if (tdm_f64_isnan(x)) return x + x;
+    double a = abs(x);
+    if (a < 7.450580596923828e-09LF) return x;       // x - x^3/3 rounds to x
+    double r;
+    if (a > 22.0LF) {
+        r = 1.0LF;                                   // 1 - 2e^-2a rounds to 1
+    } else {
+        dvec2 u = tdm_f64_expm1_dd(2.0LF * a);       // tanh a = u / (u + 2)
+        r = tdm_dd_div(u, tdm_dd_add_d(u, 2.0LF)).x;
+    }
+    return tdm_f64_copysign(r, x);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// pow, hypot, fmod
+// ---------------------------------------------------------------------------------------------------------
+// 0: y not an integer, 1: odd integer, 2: even integer (y finite)
+int tdm_f64_int_kind(double y) {
+    if (floor(y) != y) return 0;
+    if (abs(y) >= 9007199254740992.0LF) return 2;   // 2^53 and above: all even
+    return (int64_t(y) & 1L) != 0L ? 1 : 2;
+}
+
+// pow(x, y) = exp(y log|x|): log as a double-double (~2^-100), the product exact to ~2^-106, and exp of a
+// double-double argument, so the 1/2^53 relative error needed near |y log x| = 709 is met.
+double tdm_pow(double x, double y) {
+    if (y == 0.0LF) return 1.0LF;                    // even for NaN x
+    if (x == 1.0LF) return 1.0LF;                    // even for NaN y
+    if (tdm_f64_isnan(x) || tdm_f64_isnan(y)) return x + y;
+    double ax = abs(x);
+    if (tdm_f64_isinf(y)) {
+        if (ax == 1.0LF) return 1.0LF;               // pow(-1, +-Inf) = 1
+        return ((ax < 1.0LF) == (y < 0.0LF)) ? tdm_f64_inf() : 0.0LF;
+    }
+    int yk = tdm_f64_int_kind(y);
+    bool negres = tdm_f64_signbit(x) && yk == 1;     // odd integer y keeps the sign of x (also of -0, -Inf)
+    if (ax == 0.0LF || tdm_f64_isinf(ax)) {
+        bool big = (ax == 0.0LF) == (y < 0.0LF);     // 0^neg and Inf^pos are Inf
+        double r = big ? tdm_f64_inf() : 0.0LF;
+        return negres ? -r : r;
+    }
+    if (x < 0.0LF && yk == 0) return tdm_f64_nan();  // negative base, non-integer exponent
+    dvec2 l = tdm_f64_log_dd(ax);
+    double zh = y * l.x;
+    double r;
+    if (zh > 710.0LF) r = tdm_f64_inf();
+    else if (zh < -746.0LF) r = 0.0LF;
+    else {
+        dvec2 z = tdm_dd_two_prod(y, l.x);
+        z = tdm_dd_fast_two_sum(z.x, z.y + y * l.y);
+        int k;
+        dvec2 e = tdm_f64_exp_core(z, k);
+        r = tdm_f64_scale(e.x, k);
+    }
+    return negres ? -r : r;
+}
+
+// hypot: scale so the larger is in [1, 2), sum the exact squares as a double-double, double-double sqrt.
+double tdm_hypot(double x, double y) {
+    if (tdm_f64_isinf(x) || tdm_f64_isinf(y)) return tdm_f64_inf();   // even if the other is NaN
+    if (tdm_f64_isnan(x) || tdm_f64_isnan(y)) return x + y;
+    double a = max(abs(x), abs(y)), b = min(abs(x), abs(y));
+    if (b == 0.0LF) return a;
+    int e = tdm_f64_ilogb(a);
+    a = tdm_f64_scale(a, -e);                         // exact, a in [1, 2)
+    b = tdm_f64_scale(b, -e);                         // may round only when b/a < 2^-1000 (then irrelevant)
+    dvec2 s = tdm_dd_add(tdm_dd_two_prod(a, a), tdm_dd_two_prod(b, b));
+    dvec2 r = tdm_dd_sqrt(s);
+    return tdm_f64_scale(r.x, e);
+}
+
+// fmod: exact, in integers. |x| = mx 2^ex, |y| = my 2^ey (53-bit integer significands, subnormals
+// unnormalised); (mx 2^(ex-ey)) mod my is built 10 bits at a time, so the remainder never leaves uint64.
+double tdm_fmod(double x, double y) {
+    if (tdm_f64_isnan(x) || tdm_f64_isnan(y) || tdm_f64_isinf(x) || y == 0.0LF) return tdm_f64_nan();
+    int64_t bx = doubleBitsToInt64(x) & TDM_F64_ABSMASK;
+    int64_t by = doubleBitsToInt64(y) & TDM_F64_ABSMASK;
+    if (bx < by) return x;                           // |x| < |y| (includes y = Inf, x = +-0)
+    int ex = int(bx >> 52), ey = int(by >> 52);
+    uint64_t mx = uint64_t(bx & 0x000FFFFFFFFFFFFFL), my = uint64_t(by & 0x000FFFFFFFFFFFFFL);
+    if (ex == 0) ex = 1; else mx |= 0x0010000000000000UL;
+    if (ey == 0) ey = 1; else my |= 0x0010000000000000UL;
+    uint64_t rm = mx % my;
+    for (int d = ex - ey; d > 0 && rm != 0UL; ) {
+        int s = min(d, 10);
+        rm = (rm << s) % my;
+        d -= s;
+    }
+    if (rm == 0UL) return tdm_f64_copysign(0.0LF, x);
+    // rm 2^(ey-1075): normalise (exact; may end subnormal)
+    int e = ey;
+    while (rm < 0x0010000000000000UL && e > 1) { rm <<= 1; e--; }
+    int64_t bits = rm >= 0x0010000000000000UL ? ((int64_t(e) << 52) | int64_t(rm & 0x000FFFFFFFFFFFFFUL)) : int64_t(rm);
+    return tdm_f64_copysign(int64BitsToDouble(bits), x);
+}
+
+#endif // TDM_MATH_F64_GLSL
