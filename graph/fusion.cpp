@@ -1,11 +1,9 @@
 #include "graph/fusion.hpp"
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace tandem::detail {
 
@@ -41,29 +39,38 @@ bool reaches(const std::vector<Group>& groups, std::size_t from, std::size_t to)
 
 }  // namespace
 
-std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<Node*>& targets,
+std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<Node*>& targets, std::uint64_t mark,
                          const FusionOptions& options) {
     constexpr std::size_t kFolded = SIZE_MAX;
-    std::unordered_map<const Node*, std::size_t> pos;
-    for (std::size_t i = 0; i < pending.size(); ++i) pos.emplace(pending[i], i);
-    std::unordered_set<const Node*> wanted(targets.begin(), targets.end());
+    constexpr std::size_t kOutside = SIZE_MAX;
+    // Position of a node in `pending`, or kOutside (computed or in flight already).
+    auto pos = [&](const Node* n) { return n->plan_mark == mark ? n->plan_index : kOutside; };
+    std::vector<bool> wanted(pending.size(), false);
+    for (Node* t : targets)
+        if (pos(t) != kOutside) wanted[pos(t)] = true;
 
     std::vector<std::size_t> group_of(pending.size(), kFolded);
     std::vector<Group> groups;
-    std::map<std::vector<std::int64_t>, std::vector<std::size_t>> by_shape;
+    // Groups by shape; plans have few distinct shapes, so a short list beats a map.
+    std::vector<std::pair<const Shape*, std::vector<std::size_t>>> by_shape;
+    auto groups_of_shape = [&](const Shape& shape) -> std::vector<std::size_t>& {
+        for (auto& [s, gs] : by_shape)
+            if (*s == shape) return gs;
+        return by_shape.emplace_back(&shape, std::vector<std::size_t>{}).second;
+    };
 
     for (std::size_t i = 0; i < pending.size(); ++i) {
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
-        if (n->op == OpKind::Constant && !wanted.count(n)) continue;
+        if (n->op == OpKind::Constant && !wanted[i]) continue;
         std::vector<std::size_t> reads;
         for (auto& in : n->inputs) {
-            auto it = pos.find(in.get());
-            if (it != pos.end() && group_of[it->second] != kFolded) reads.push_back(group_of[it->second]);
+            std::size_t k = pos(in.get());
+            if (k != kOutside && group_of[k] != kFolded) reads.push_back(group_of[k]);
         }
         std::size_t chosen = kFolded;
         if (options.fuse) {
-            auto& same_shape = by_shape[n->shape.dims()];
+            auto& same_shape = groups_of_shape(n->shape);
             for (auto g = same_shape.rbegin(); g != same_shape.rend() && chosen == kFolded; ++g) {
                 bool acyclic = std::none_of(reads.begin(), reads.end(),
                                             [&](std::size_t q) { return q != *g && reaches(groups, q, *g); });
@@ -73,7 +80,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         if (chosen == kFolded) {
             chosen = groups.size();
             groups.push_back({n->shape, {}, {}});
-            by_shape[n->shape.dims()].push_back(chosen);
+            groups_of_shape(n->shape).push_back(chosen);
         }
         group_of[i] = chosen;
         groups[chosen].members.push_back(i);
@@ -85,20 +92,22 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     std::vector<bool> is_output(pending.size(), false);
     for (std::size_t i = 0; i < pending.size(); ++i) {
         if (group_of[i] == kFolded) continue;
-        if (wanted.count(pending[i])) is_output[i] = true;
+        if (wanted[i]) is_output[i] = true;
         for (auto& in : pending[i]->inputs) {
-            auto it = pos.find(in.get());
-            if (it != pos.end() && group_of[it->second] != kFolded && group_of[it->second] != group_of[i])
-                is_output[it->second] = true;
+            std::size_t k = pos(in.get());
+            if (k != kOutside && group_of[k] != kFolded && group_of[k] != group_of[i]) is_output[k] = true;
         }
     }
 
     std::vector<Region> regions;
     regions.reserve(groups.size());
-    for (const Group& g : groups) {
+    // Value index of a pending node within its own region.
+    std::vector<std::uint32_t> value_of(pending.size(), UINT32_MAX);
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+        const Group& g = groups[gi];
         Region r;
         r.shape = g.shape;
-        std::unordered_map<const Node*, std::uint32_t> value_of, input_of;
+        std::unordered_map<const Node*, std::uint32_t> input_of;
         for (std::size_t m : g.members) {
             const Node* n = pending[m];
             Instr ins{n->op, n->dtype, DType::f64, {}, n->attr};
@@ -111,9 +120,9 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 if (in->op == OpKind::Constant) {
                     a.kind = Arg::Kind::Scalar;
                     a.scalar = immediate(*in);
-                } else if (auto v = value_of.find(in); v != value_of.end()) {
+                } else if (std::size_t at = pos(in); at != kOutside && group_of[at] == gi) {
                     a.kind = Arg::Kind::Value;
-                    a.index = v->second;
+                    a.index = value_of[at];
                 } else {
                     auto [it, fresh] = input_of.try_emplace(in, static_cast<std::uint32_t>(r.inputs.size()));
                     if (fresh) r.inputs.push_back(n->inputs[k]);
@@ -125,7 +134,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             ins.compute = n->inputs.empty() ? (n->dtype == DType::f32 ? DType::f32 : DType::f64)
                                             : compute_dtype(n->op, operand_types);
             auto index = static_cast<std::uint32_t>(r.program.size());
-            value_of.emplace(n, index);
+            value_of[m] = index;
             r.program.push_back(ins);
             if (is_output[m]) {
                 // Outputs hold owning references: the region keeps its nodes alive while in flight.

@@ -45,6 +45,10 @@ struct Node : std::enable_shared_from_this<Node> {
     std::size_t hash = 0;
     RuntimeImpl* runtime = nullptr;
     Evaluation eval;
+    /// Scratch of the plan being made (scheduler lock): the node's position in the plan's pending
+    /// list, valid when plan_mark is that plan's mark. Spares the planner hash-set lookups.
+    std::uint64_t plan_mark = 0;
+    std::size_t plan_index = 0;
 
     Node(OpKind o, DType t, Shape s) : op(o), dtype(t), shape(std::move(s)) {}
     ~Node();

@@ -14,11 +14,17 @@ namespace {
 
 /// Post-order walk from the targets over the nodes that are neither computed nor in flight:
 /// the inputs of a pending node come before it. Iterative, since graphs built in loops are deep.
-std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targets) {
+/// Marks each node it returns with `mark` and its position (Node::plan_mark, plan_index).
+std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targets, std::uint64_t mark) {
     std::vector<Node*> order;
-    std::unordered_set<Node*> seen;
     std::vector<std::pair<Node*, std::size_t>> stack;
-    auto wanted = [&](Node* n) { return !n->eval.done() && !n->eval.pending && seen.insert(n).second; };
+    constexpr std::size_t kVisiting = SIZE_MAX;
+    auto wanted = [&](Node* n) {
+        if (n->plan_mark == mark || n->eval.done() || n->eval.pending) return false;
+        n->plan_mark = mark;
+        n->plan_index = kVisiting;
+        return true;
+    };
     for (auto& t : targets) {
         if (!wanted(t.get())) continue;
         stack.emplace_back(t.get(), 0);
@@ -28,6 +34,7 @@ std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targe
                 Node* child = n->inputs[next++].get();
                 if (wanted(child)) stack.emplace_back(child, 0);
             } else {
+                n->plan_index = order.size();
                 order.push_back(n);
                 stack.pop_back();
             }
@@ -98,14 +105,15 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
     Deferred after;
     {
         std::lock_guard lock(mutex_);
-        std::vector<Node*> pending = pending_nodes(targets);
+        const std::uint64_t mark = ++plan_mark_;
+        std::vector<Node*> pending = pending_nodes(targets, mark);
         if (!pending.empty()) {
             plans_.fetch_add(1, std::memory_order_relaxed);
-            std::unordered_set<Node*> in_plan(pending.begin(), pending.end()), wanted_set;
+            std::unordered_set<Node*> wanted_set;
             std::vector<Node*> wanted;
             for (auto& t : targets)
-                if (in_plan.count(t.get()) && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
-            std::vector<Region> regions = fuse(pending, wanted, {options_.fuse});
+                if (t->plan_mark == mark && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
+            std::vector<Region> regions = fuse(pending, wanted, mark, {options_.fuse});
             std::vector<JobPtr> jobs;
             std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
             for (Region& r : regions) {

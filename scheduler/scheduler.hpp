@@ -94,6 +94,7 @@ private:
     std::mutex mutex_;
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
+    std::uint64_t plan_mark_ = 0;  // marks the nodes of the plan being made (under the lock)
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
         elements_{0};
     WorkQueue workers_;  // last: its threads stop before the rest is destroyed
