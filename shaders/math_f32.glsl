@@ -12,12 +12,19 @@
 // atan(NaN) = 0, sinh/cosh overflow early, pow/tanh/atan2 likewise beyond 4 ulp. So on lavapipe nothing
 // is defined and every function below takes its own path.
 //
-// Own path: the value is computed by the f64 library (math_f64.glsl, included here) and rounded once to
-// float. The f64 result is within ~0.8 ulp of double, so the float result is correctly rounded except in
-// rare double-rounding cases (measured max 0.5 + 2^-28 ulp). This needs the f64 requirements (shaderFloat64,
-// shaderInt64, GL_EXT_shader_explicit_arithmetic_types_int64). Devices without shaderFloat64 need
-// float-native versions (not written yet); devices with slow f64 pay the f64 rate for these functions only.
-//
+// Own path: exp is float-native (Cody-Waite in float, degree-7 polynomial, < 1.1 ulp); log, sin, cos, tanh are
+// computed in plain double with short polynomials and rounded once to float (<= 0.5 ulp + 1e-4 from exact);
+// the inputs outside their fast ranges (NaN, Inf, huge sin/cos arguments, overflow edges) and every other
+// function go through the f64 library (math_f64.glsl, included here) and are rounded once to float (the f64
+// result is within ~0.8 ulp of double, so the float result is correctly rounded except in rare
+// double-rounding cases). Exhaustive check on the H100 (all 2^32 floats vs glibc 2.39): exp/log/sin/cos max
+// 1 ulp, tanh max 2 ulp (glibc's tanhf is itself 2 ulp off), no special-value mismatch. This needs the f64
+// requirements (shaderFloat64, shaderInt64, GL_EXT_shader_explicit_arithmetic_types_int64). Devices without
+// shaderFloat64 need float-native versions (not written yet).
+// fp32 denormals: NVIDIA's Vulkan driver flushes them in fp32 arithmetic (and in the f32->f64 conversion of
+// an input); exp (subnormal results scaled in double), log (subnormal inputs decoded from the bits), sin and
+// tanh (tiny x returned as is) still give glibc's subnormal results there.
+
 // Include after math_f64.glsl (same #version/#extension requirements).
 
 #ifndef TDM_MATH_F32_GLSL
@@ -27,20 +34,73 @@
 #error "math_f32.glsl: paste math_f64.glsl before this file (its own paths call the f64 functions)"
 #endif
 
+// Float-native exp for -103.9 < x < 88.7: Cody-Waite r = x - k ln2 with ln2 = LN2HI + LN2LO (LN2HI has 15
+// bits, so k*LN2HI and x - k*LN2HI are exact), Taylor to r^7 (truncation < 2^-27 on |r| <= ln2/2), then 2^k
+// in two exact factors for k in [-125, 128] (one rounding in all); subnormal results (k < -125) are scaled in
+// double and rounded twice (< 1.5 ulp). Measured < 1.03 ulp from exact. x < -104 gives 0 (exp x < 2^-150);
+// the rest (NaN, +Inf, the overflow edge, the last underflow band) goes through the f64 exp.
 float tdm_expf(float x) {
 #ifdef TDM_F32_BUILTIN_EXP
     return exp(x);
 #else
+    if (x > -103.9f && x < 88.7f) {
+        float kf = roundEven(x * 1.44269502162933349609f);
+        // precise: without it the H100 driver gave 5-ulp errors (as if kf*LN2HI + kf*LN2LO were folded into
+        // kf*float(ln2))
+        precise float hi = x - kf * 0.693145751953125f;     // exact
+        precise float r = hi - kf * 1.42860682030941723212e-06f;
+        float p = 1.98412698412698413e-04f;
+        p = p * r + 1.38888888888888894e-03f;
+        p = p * r + 8.33333333333333322e-03f;
+        p = p * r + 4.16666666666666644e-02f;
+        p = p * r + 1.66666666666666657e-01f;
+        p = p * r + 0.5f;
+        float e = 1.0f + (r + (r * r) * p);
+        int k = int(kf);
+        // subnormal results: scale in double and convert (one more rounding). Float multiplies would flush
+        // them to 0 on devices that flush fp32 denormals (NVIDIA does in Vulkan; the f64->f32 conversion
+        // keeps them there).
+        if (k < -125) return float(double(e) * tdm_f64_pow2i(k));
+        int k1 = k >> 1;                             // k = 128 needs two factors
+        return (e * intBitsToFloat((k1 + 127) << 23)) * intBitsToFloat((k - k1 + 127) << 23);
+    }
+    if (x < -104.0f) return 0.0f;                   // also -Inf
     return float(tdm_exp(double(x)));
 #endif
 }
 float tdm_expm1f(float x) {
     return float(tdm_expm1(double(x)));        // no GLSL builtin
 }
+// log of a float in plain double, rounded once to float: every positive finite float (subnormals included)
+// is a normal double, x = 2^k (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)), s = f/(2+f) (|s| <= 0.1716),
+// log(1+f) = 2s + s z (2/3 + 2/5 z + ... + 2/15 z^6), z = s^2: truncation < 2e-12 relative. 0, negatives,
+// +Inf and NaN go through the f64 log.
+// (Subnormal inputs are decoded from their bits, so they work even where the device flushes fp32 denormals.)
 float tdm_logf(float x) {
 #ifdef TDM_F32_BUILTIN_LOG
     return log(x);
 #else
+    int bi = floatBitsToInt(x);
+    if (bi > 0 && bi < 0x7F800000) {                 // +subnormal .. FLT_MAX, by bits: a device that flushes
+        // fp32 denormals would see a subnormal x as 0 in a comparison or a conversion, so rebuild it exactly
+        double xd = bi < 0x00800000 ? double(bi) * 1.4012984643248171e-45LF : double(x);   // 2^-149
+        int64_t b = doubleBitsToInt64(xd);
+        int k = int(b >> 52) - 1023;
+        double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+        if (m > 1.4142135623730951LF) { m *= 0.5LF; k += 1; }
+        double f = m - 1.0LF;                        // exact
+        double s = f / (2.0LF + f);
+        double z = s * s;
+        double p = 1.33333333333333333e-01LF;        // 2/15
+        p = p * z + 1.53846153846153846e-01LF;       // 2/13
+        p = p * z + 1.81818181818181818e-01LF;       // 2/11
+        p = p * z + 2.22222222222222222e-01LF;       // 2/9
+        p = p * z + 2.85714285714285714e-01LF;       // 2/7
+        p = p * z + 4.00000000000000000e-01LF;       // 2/5
+        p = p * z + 6.66666666666666667e-01LF;       // 2/3
+        return float(double(k) * 6.93147180559945286e-01LF + (2.0LF * s + (s * z) * p));
+    }
+    if (bi < 0 && (bi & 0x7FFFFFFF) != 0) return uintBitsToFloat(0x7FC00000u);   // x < 0 (subnormal too), NaN
     return float(tdm_log(double(x)));
 #endif
 }
@@ -57,10 +117,59 @@ float tdm_log10f(float x) {
 float tdm_log1pf(float x) {
     return float(tdm_log1p(double(x)));        // no GLSL builtin
 }
+// sin/cos of a float in plain double (as glibc's sinf/cosf do), rounded once to float. For |x| < 1647099
+// (k < 2^20): r = x - k pi/2 with pi/2 = P1 + P1T (P1 33 bits: k*P1 and x - k*P1 exact), absolute error
+// < 2^-65; the float closest to a multiple of pi/2 in that range (found by trying all of them) is
+// x = 252.898209 with |r| = 2^-27.8, so r is always good to 2^-37 relative. Taylor polynomials on
+// |r| <= pi/4: relative error < 1e-11, so the float result is within 0.5 ulp + 1e-4 ulp of exact. Larger |x|,
+// NaN and +-Inf use the f64 path (Payne-Hanek).
+// sin r (Taylor to r^13) and cos r (Taylor to r^12) for |r| <= pi/4. Two polynomials behind a branch: on the
+// H100 this measured faster than one polynomial with selected coefficients (the f64 kernel's choice), the
+// selects of double constants costing more than the divergence.
+double tdm_f32_sin_poly(double r) {
+    double z = r * r;
+    double p = 1.60590438368216133e-10LF;
+    p = p * z - 2.50521083854417202e-08LF;
+    p = p * z + 2.75573192239858925e-06LF;
+    p = p * z - 1.98412698412698413e-04LF;
+    p = p * z + 8.33333333333333322e-03LF;
+    p = p * z - 1.66666666666666657e-01LF;
+    return r + (r * z) * p;
+}
+double tdm_f32_cos_poly(double r) {
+    double z = r * r;
+    double p = 2.08767569878681002e-09LF;
+    p = p * z - 2.75573192239858883e-07LF;
+    p = p * z + 2.48015873015873016e-05LF;
+    p = p * z - 1.38888888888888894e-03LF;
+    p = p * z + 4.16666666666666644e-02LF;
+    p = p * z - 0.5LF;
+    return 1.0LF + z * p;
+}
+// x = q pi/2 + r for |x| < 1647099; |x| <= pi/4 gives r = x exactly (keeps -0).
+double tdm_f32_rem_pio2(float x, out int q) {
+    double xd = double(x);
+    q = 0;
+    if (abs(x) <= 0.785398163f) return xd;
+    double kd = roundEven(xd * 6.36619772367581382e-01LF);
+    q = int(kd) & 3;
+    // precise: without it the H100 driver gave 4000-ulp errors near k pi/2 (as if kd*P1 + kd*P1T were folded
+    // into kd*double(pi/2))
+    precise double t = xd - kd * 1.57079632673412561e+00LF;   // exact
+    precise double r = t - kd * 6.077100506506192e-11LF;
+    return r;
+}
 float tdm_sinf(float x) {
 #ifdef TDM_F32_BUILTIN_SIN
     return sin(x);
 #else
+    if (abs(x) < 1647099.0f) {                                  // false for NaN, +-Inf
+        if (abs(x) < 2.44140625e-4f) return x;                  // 2^-12: sin x rounds to x (keeps -0)
+        int q;
+        double r = tdm_f32_rem_pio2(x, q);
+        double v = (q & 1) == 0 ? tdm_f32_sin_poly(r) : tdm_f32_cos_poly(r);
+        return float((q & 2) == 0 ? v : -v);
+    }
     return float(tdm_sin(double(x)));
 #endif
 }
@@ -68,6 +177,12 @@ float tdm_cosf(float x) {
 #ifdef TDM_F32_BUILTIN_COS
     return cos(x);
 #else
+    if (abs(x) < 1647099.0f) {
+        int q;
+        double r = tdm_f32_rem_pio2(x, q);
+        double v = (q & 1) == 0 ? tdm_f32_cos_poly(r) : tdm_f32_sin_poly(r);
+        return float(((q + 1) & 2) == 0 ? v : -v);
+    }
     return float(tdm_cos(double(x)));
 #endif
 }
@@ -120,10 +235,39 @@ float tdm_coshf(float x) {
     return float(tdm_cosh(double(x)));
 #endif
 }
+// tanh of a float in plain double: tanh a = u / (u + 2) with u = expm1(2a) = 2^k (1 + q) - 1, where
+// 2a = k ln2 + r (|r| <= ln2/2; k <= 27, so the ln2 rounding costs < 1e-15 relative) and
+// q = expm1(r) = r + r^2 P(r) (Taylor to r^13, < 1e-17). For k = 0, u = q with no cancellation; for k >= 1
+// u = 2^k q + (2^k - 1) (exact terms, one rounding). Relative error < 1e-13, far below float's needs.
+// |x| < 2^-12 returns x (tanh x rounds to x); |x| >= 9.5 gives +-1 (1 - tanh < 2^-26); NaN via f64.
 float tdm_tanhf(float x) {
 #ifdef TDM_F32_BUILTIN_TANH
     return tanh(x);
 #else
+    float a = abs(x);
+    if (a < 9.5f) {                                  // false for NaN
+        if (a < 2.44140625e-4f) return x;            // keeps -0
+        double y = 2.0LF * double(a);
+        double kd = roundEven(y * 1.44269504088896339e+00LF);
+        double r = y - kd * 6.93147180559945286e-01LF;
+        double p = 2.08767569878681002e-09LF;        // 1/13!
+        p = p * r + 2.50521083854417202e-08LF;
+        p = p * r + 2.75573192239858883e-07LF;
+        p = p * r + 2.75573192239858925e-06LF;
+        p = p * r + 2.48015873015873016e-05LF;
+        p = p * r + 1.98412698412698413e-04LF;
+        p = p * r + 1.38888888888888894e-03LF;
+        p = p * r + 8.33333333333333322e-03LF;
+        p = p * r + 4.16666666666666644e-02LF;
+        p = p * r + 1.66666666666666657e-01LF;
+        p = p * r + 0.5LF;
+        double q = r + (r * r) * p;
+        double sc = tdm_f64_pow2i(int(kd));
+        double u = sc * q + (sc - 1.0LF);
+        float t = float(u / (u + 2.0LF));
+        return x < 0.0f ? -t : t;
+    }
+    if (a >= 9.5f) return x < 0.0f ? -1.0f : 1.0f;  // +-Inf included
     return float(tdm_tanh(double(x)));
 #endif
 }
