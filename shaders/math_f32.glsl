@@ -22,8 +22,10 @@
 // requirements (shaderFloat64, shaderInt64, GL_EXT_shader_explicit_arithmetic_types_int64). Devices without
 // shaderFloat64 need float-native versions (not written yet).
 // fp32 denormals: NVIDIA's Vulkan driver flushes them in fp32 arithmetic (and in the f32->f64 conversion of
-// an input); exp (subnormal results scaled in double), log (subnormal inputs decoded from the bits), sin and
-// tanh (tiny x returned as is) still give glibc's subnormal results there.
+// an input); every f32 function that goes through f64 converts with tdm_f32_to_f64 / tdm_f64_to_f32 (exact
+// for subnormal inputs and correctly rounded subnormal results, built from the bits), log decodes subnormal
+// inputs from the bits, sin and tanh return tiny x as is: all give glibc's subnormal results there (H100:
+// mathtest --f32, all 19 functions, 0 special mismatches).
 
 // Include after math_f64.glsl (same #version/#extension requirements).
 
@@ -33,6 +35,26 @@
 #ifndef TDM_MATH_F64_GLSL
 #error "math_f32.glsl: paste math_f64.glsl before this file (its own paths call the f64 functions)"
 #endif
+
+// Exact conversions between float and double that do not depend on the device's fp32 denormal handling.
+// NVIDIA's Vulkan driver flushes fp32 subnormals to 0 in float->double conversion (and in fp32 arithmetic),
+// so tdm_f32_to_f64 rebuilds a subnormal input from its bits: double(mantissa) * 2^-149 is exact in double.
+// tdm_f64_to_f32 rounds a double to float once (to nearest even, as float(d) does in IEEE arithmetic) and
+// builds a subnormal result from its bits: round(|d| * 2^149) is the subnormal's mantissa (2^23 gives the
+// smallest normal float's bits, as it should). Every f32 function that goes through f64 uses this pair.
+double tdm_f32_to_f64(float x) {
+    uint b = floatBitsToUint(x);
+    if ((b & 0x7F800000u) != 0u) return double(x);                        // normal, Inf, NaN: exact
+    precise double m = double(b & 0x007FFFFFu) * 1.4012984643248171e-45LF;  // 2^-149, exact
+    return (b & 0x80000000u) != 0u ? -m : m;                               // keeps -0
+}
+float tdm_f64_to_f32(double d) {
+    precise double a = abs(d);
+    if (!(a < 1.1754943508222875e-38LF)) return float(d);                 // >= 2^-126, Inf, NaN
+    precise double r = roundEven(a * 7.1362384635297994e+44LF);            // 2^149: exact scaling
+    uint sign = uint(doubleBitsToUint64(d) >> 32) & 0x80000000u;
+    return uintBitsToFloat(sign | uint(r));
+}
 
 // Float-native exp for -103.9 < x < 88.7: Cody-Waite r = x - k ln2 with ln2 = LN2HI + LN2LO (LN2HI has 15
 // bits, so k*LN2HI and x - k*LN2HI are exact), Taylor to r^7 (truncation < 2^-27 on |r| <= ln2/2), then 2^k
@@ -60,16 +82,16 @@ float tdm_expf(float x) {
         // subnormal results: scale in double and convert (one more rounding). Float multiplies would flush
         // them to 0 on devices that flush fp32 denormals (NVIDIA does in Vulkan; the f64->f32 conversion
         // keeps them there).
-        if (k < -125) return float(double(e) * tdm_f64_pow2i(k));
+        if (k < -125) return tdm_f64_to_f32(double(e) * tdm_f64_pow2i(k));
         int k1 = k >> 1;                             // k = 128 needs two factors
         return (e * intBitsToFloat((k1 + 127) << 23)) * intBitsToFloat((k - k1 + 127) << 23);
     }
     if (x < -104.0f) return 0.0f;                   // also -Inf
-    return float(tdm_exp(double(x)));
+    return tdm_f64_to_f32(tdm_exp(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_expm1f(float x) {
-    return float(tdm_expm1(double(x)));        // no GLSL builtin
+    return tdm_f64_to_f32(tdm_expm1(tdm_f32_to_f64(x)));        // no GLSL builtin
 }
 // log of a float in plain double, rounded once to float: every positive finite float (subnormals included)
 // is a normal double, x = 2^k (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)), s = f/(2+f) (|s| <= 0.1716),
@@ -101,21 +123,21 @@ float tdm_logf(float x) {
         return float(double(k) * 6.93147180559945286e-01LF + (2.0LF * s + (s * z) * p));
     }
     if (bi < 0 && (bi & 0x7FFFFFFF) != 0) return uintBitsToFloat(0x7FC00000u);   // x < 0 (subnormal too), NaN
-    return float(tdm_log(double(x)));
+    return tdm_f64_to_f32(tdm_log(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_log2f(float x) {
 #ifdef TDM_F32_BUILTIN_LOG2
     return log2(x);
 #else
-    return float(tdm_log2(double(x)));
+    return tdm_f64_to_f32(tdm_log2(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_log10f(float x) {
-    return float(tdm_log10(double(x)));        // no GLSL builtin
+    return tdm_f64_to_f32(tdm_log10(tdm_f32_to_f64(x)));        // no GLSL builtin
 }
 float tdm_log1pf(float x) {
-    return float(tdm_log1p(double(x)));        // no GLSL builtin
+    return tdm_f64_to_f32(tdm_log1p(tdm_f32_to_f64(x)));        // no GLSL builtin
 }
 // sin/cos of a float in plain double (as glibc's sinf/cosf do), rounded once to float. For |x| < 1647099
 // (k < 2^20): r = x - k pi/2 with pi/2 = P1 + P1T (P1 33 bits: k*P1 and x - k*P1 exact), absolute error
@@ -170,7 +192,7 @@ float tdm_sinf(float x) {
         double v = (q & 1) == 0 ? tdm_f32_sin_poly(r) : tdm_f32_cos_poly(r);
         return float((q & 2) == 0 ? v : -v);
     }
-    return float(tdm_sin(double(x)));
+    return tdm_f64_to_f32(tdm_sin(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_cosf(float x) {
@@ -183,56 +205,56 @@ float tdm_cosf(float x) {
         double v = (q & 1) == 0 ? tdm_f32_cos_poly(r) : tdm_f32_sin_poly(r);
         return float(((q + 1) & 2) == 0 ? v : -v);
     }
-    return float(tdm_cos(double(x)));
+    return tdm_f64_to_f32(tdm_cos(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_tanf(float x) {
 #ifdef TDM_F32_BUILTIN_TAN
     return tan(x);
 #else
-    return float(tdm_tan(double(x)));
+    return tdm_f64_to_f32(tdm_tan(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_asinf(float x) {
 #ifdef TDM_F32_BUILTIN_ASIN
     return asin(x);
 #else
-    return float(tdm_asin(double(x)));
+    return tdm_f64_to_f32(tdm_asin(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_acosf(float x) {
 #ifdef TDM_F32_BUILTIN_ACOS
     return acos(x);
 #else
-    return float(tdm_acos(double(x)));
+    return tdm_f64_to_f32(tdm_acos(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_atanf(float x) {
 #ifdef TDM_F32_BUILTIN_ATAN
     return atan(x);
 #else
-    return float(tdm_atan(double(x)));
+    return tdm_f64_to_f32(tdm_atan(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_atan2f(float y, float x) {
 #ifdef TDM_F32_BUILTIN_ATAN2
     return atan(y, x);
 #else
-    return float(tdm_atan2(double(y), double(x)));
+    return tdm_f64_to_f32(tdm_atan2(tdm_f32_to_f64(y), tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_sinhf(float x) {
 #ifdef TDM_F32_BUILTIN_SINH
     return sinh(x);
 #else
-    return float(tdm_sinh(double(x)));
+    return tdm_f64_to_f32(tdm_sinh(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_coshf(float x) {
 #ifdef TDM_F32_BUILTIN_COSH
     return cosh(x);
 #else
-    return float(tdm_cosh(double(x)));
+    return tdm_f64_to_f32(tdm_cosh(tdm_f32_to_f64(x)));
 #endif
 }
 // tanh of a float in plain double: tanh a = u / (u + 2) with u = expm1(2a) = 2^k (1 + q) - 1, where
@@ -268,21 +290,21 @@ float tdm_tanhf(float x) {
         return x < 0.0f ? -t : t;
     }
     if (a >= 9.5f) return x < 0.0f ? -1.0f : 1.0f;  // +-Inf included
-    return float(tdm_tanh(double(x)));
+    return tdm_f64_to_f32(tdm_tanh(tdm_f32_to_f64(x)));
 #endif
 }
 float tdm_powf(float x, float y) {
 #ifdef TDM_F32_BUILTIN_POW
     return pow(x, y);
 #else
-    return float(tdm_pow(double(x), double(y)));
+    return tdm_f64_to_f32(tdm_pow(tdm_f32_to_f64(x), tdm_f32_to_f64(y)));
 #endif
 }
 float tdm_hypotf(float x, float y) {
-    return float(tdm_hypot(double(x), double(y)));   // no GLSL builtin
+    return tdm_f64_to_f32(tdm_hypot(tdm_f32_to_f64(x), tdm_f32_to_f64(y)));   // no GLSL builtin
 }
 float tdm_fmodf(float x, float y) {
-    return float(tdm_fmod(double(x), double(y)));     // exact in double, so exact in float
+    return tdm_f64_to_f32(tdm_fmod(tdm_f32_to_f64(x), tdm_f32_to_f64(y)));     // exact in double, so exact in float
 }
 
 #endif // TDM_MATH_F32_GLSL
