@@ -289,6 +289,9 @@ Metrics Runtime::metrics() const {
         m.upload_bytes = d.upload_bytes;
         m.download_bytes = d.download_bytes;
         m.kernel_ms = d.kernel_ms;
+        m.upload_ms = d.upload_ms;
+        m.download_ms = d.download_ms;
+        m.copy_queue_submits = d.copy_queue_submits;
         auto p = v->pipeline_stats();
         m.pipeline_hits = p.hits;
         m.pipeline_disk_hits = p.disk_hits;

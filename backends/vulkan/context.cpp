@@ -229,6 +229,7 @@ DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
         d.buffer_device_address = f12.bufferDeviceAddress;
         d.timeline_semaphore = f12.timelineSemaphore;
         d.storage_8bit = f12.storageBuffer8BitAccess;
+        d.host_query_reset = f12.hostQueryReset;
     } else {
         vkGetPhysicalDeviceFeatures(physical, &core);
         d.driver = "driver version " + std::to_string(props.driverVersion);
@@ -251,6 +252,10 @@ DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
     if (compute && families[*compute].timestampValidBits > 0) {
         d.timestamp_period_ns = props.limits.timestampPeriod;
         d.timestamp_valid_bits = families[*compute].timestampValidBits;
+    }
+    if (compute) {
+        const std::uint32_t transfer = pick_transfer_family(families).value_or(*compute);
+        if (props.limits.timestampPeriod > 0) d.transfer_timestamp_bits = families[transfer].timestampValidBits;
     }
 
     std::vector<std::string> missing;
@@ -449,6 +454,7 @@ void Context::open_device() {
     f12.bufferDeviceAddress = VK_TRUE;
     f12.timelineSemaphore = VK_TRUE;
     f12.storageBuffer8BitAccess = VK_TRUE;
+    f12.hostQueryReset = description_.host_query_reset ? VK_TRUE : VK_FALSE;
     VkPhysicalDeviceFeatures2 features{};
     features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     features.pNext = &f12;

@@ -35,6 +35,8 @@ struct DeviceDescription {
     std::uint32_t max_workgroup_invocations = 0;
     double timestamp_period_ns = 0;              ///< 0: no timestamps on the compute queue
     std::uint32_t timestamp_valid_bits = 0;      ///< of the compute family's timestamps (mask with it)
+    std::uint32_t transfer_timestamp_bits = 0;   ///< of the transfer family's (= compute's without one)
+    bool host_query_reset = false;               ///< vkResetQueryPool from the host (transfer queues cannot reset)
     bool float64 = false, int64 = false;
     bool buffer_device_address = false, timeline_semaphore = false, storage_8bit = false;
     struct QueueFamily {

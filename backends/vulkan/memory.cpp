@@ -36,6 +36,10 @@ DeviceArray::~DeviceArray() {
     if (heap_) heap_->release(block_, offset_, reserved_);
 }
 
+void DeviceArray::invalidate() const {
+    if (heap_) heap_->invalidate(block_, offset_, reserved_);
+}
+
 DeviceHeap::DeviceHeap(const Context& context, Kind kind, VkDeviceSize block_bytes, VkDeviceSize cached_free_bytes)
     : context_(context),
       kind_(kind),
@@ -64,6 +68,22 @@ DeviceHeap::DeviceHeap(const Context& context, Kind kind, VkDeviceSize block_byt
     }
     max_block_ = max_block_ / kAlign * kAlign;
     block_bytes_ = std::min(block_bytes_, max_block_);
+    if (kind_ == Kind::readback && !context_.readback_coherent())
+        noncoherent_atom_ = std::max<VkDeviceSize>(base.limits.nonCoherentAtomSize, 1);
+}
+
+void DeviceHeap::invalidate(std::uint32_t block, VkDeviceSize offset, VkDeviceSize reserved) const {
+    if (noncoherent_atom_ == 0) return;
+    VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, VK_NULL_HANDLE, 0, 0};
+    {
+        std::lock_guard lock(mutex_);
+        const Block& b = *blocks_[block];
+        range.memory = b.memory.get();
+        range.offset = offset / noncoherent_atom_ * noncoherent_atom_;
+        const VkDeviceSize end = (offset + reserved + noncoherent_atom_ - 1) / noncoherent_atom_ * noncoherent_atom_;
+        range.size = end >= b.size ? VK_WHOLE_SIZE : end - range.offset;
+    }
+    check(vkInvalidateMappedMemoryRanges(context_.device(), 1, &range), "vkInvalidateMappedMemoryRanges");
 }
 
 DeviceHeap::~DeviceHeap() = default;

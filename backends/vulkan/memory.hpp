@@ -31,6 +31,9 @@ public:
     VkDeviceAddress address() const noexcept { return address_; }
     /// Host pointer for host-visible memory (staging, readback); null for device-local.
     void* mapped() const noexcept { return mapped_; }
+    /// Makes device writes to readback memory visible to mapped() (vkInvalidateMappedMemoryRanges
+    /// where the memory is not host-coherent; nothing where it is). Call after the copy finished.
+    void invalidate() const;
 
 private:
     friend class DeviceHeap;
@@ -72,6 +75,7 @@ private:
     friend class DeviceArray;
     struct Block;
     void release(std::uint32_t block, VkDeviceSize offset, VkDeviceSize reserved) noexcept;
+    void invalidate(std::uint32_t block, VkDeviceSize offset, VkDeviceSize reserved) const;
     std::unique_ptr<Block> make_block(VkDeviceSize size, VkDeviceSize requested) const;
     bool carve(DeviceArray& array, std::uint32_t first, std::uint32_t last);  // first fit in blocks [first, last); mutex_ held
     bool drop_free_blocks();              // gives wholly free blocks back to Vulkan
@@ -83,6 +87,7 @@ private:
     VkDeviceSize cached_free_bytes_;
     VkDeviceSize max_block_ = 0;          // the heap's size, and maxBufferSize on Vulkan 1.3
     std::uint32_t memory_type_ = 0;
+    VkDeviceSize noncoherent_atom_ = 0;   // 0: host-coherent memory, nothing to invalidate
     mutable std::mutex mutex_;
     std::vector<std::unique_ptr<Block>> blocks_;
     HeapStats stats_;

@@ -10,7 +10,50 @@ namespace tandem::detail::vk {
 
 namespace {
 constexpr std::uint32_t kMaxDispatchesPerBatch = 64;
+/// Timed spans (dispatches and in-batch copies) one batch's query pool holds, two queries each.
+constexpr std::uint32_t kMaxSpansPerBatch = 2 * kMaxDispatchesPerBatch;
 constexpr VkDeviceSize kBlockBytes = VkDeviceSize{256} << 20;
+/// Copies of at least this many bytes go to the copy queue in submissions of their own, where
+/// they overlap compute; smaller ones ride in the compute batch, where they cost no submission
+/// (a submission costs ~10 us of host time; 1 MiB takes ~40 us over PCIe 4).
+constexpr VkDeviceSize kQueueCopyBytes = VkDeviceSize{1} << 20;
+
+std::uint64_t ticks(std::uint64_t from, std::uint64_t to, std::uint32_t valid_bits) {
+    const std::uint64_t mask = valid_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << valid_bits) - 1;
+    return (to - from) & mask;
+}
+
+Semaphore make_timeline(VkDevice device) {
+    VkSemaphoreTypeCreateInfo tci{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO, nullptr, VK_SEMAPHORE_TYPE_TIMELINE, 0};
+    VkSemaphoreCreateInfo sci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &tci, 0};
+    VkSemaphore sem = VK_NULL_HANDLE;
+    check(vkCreateSemaphore(device, &sci, nullptr, &sem), "vkCreateSemaphore (timeline)");
+    return Semaphore(device, sem);
+}
+
+CommandPool make_pool(VkDevice device, std::uint32_t family) {
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
+                                VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, family};
+    VkCommandPool pool = VK_NULL_HANDLE;
+    check(vkCreateCommandPool(device, &pci, nullptr, &pool), "vkCreateCommandPool");
+    return CommandPool(device, pool);
+}
+
+/// Waits until every semaphore reached its value; VK_TIMEOUT is not an error, only slow.
+VkResult wait_all(VkDevice device, std::initializer_list<std::pair<VkSemaphore, std::uint64_t>> waits) {
+    VkSemaphore sems[4];
+    std::uint64_t values[4];
+    std::uint32_t n = 0;
+    for (auto [sem, value] : waits)
+        if (sem != VK_NULL_HANDLE) {
+            sems[n] = sem;
+            values[n++] = value;
+        }
+    VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, nullptr, 0, n, sems, values};
+    VkResult res = VK_TIMEOUT;
+    while (res == VK_TIMEOUT) res = vkWaitSemaphores(device, &wi, 1'000'000'000ull);
+    return res;
+}
 
 void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage,
              VkAccessFlags dst) {
@@ -49,21 +92,38 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
 
 }  // namespace
 
-/// A value's device copy made by this backend.
 /// A value's device copy made by this backend. It keeps the device alive: a value may outlive
 /// the runtime that computed it (members are destroyed last to first: the array, then the
-/// context).
+/// context). `ready_at` is the compute timeline value of the batch that writes it (0: none) and
+/// `uploaded_at` the upload timeline value of the copy-queue upload that fills it (0: none):
+/// what later readers wait for.
 struct VulkanBackend::Copy final : DeviceCopy {
-    Copy(std::shared_ptr<Context> c, std::shared_ptr<DeviceArray> a) : context(std::move(c)), array(std::move(a)) {}
+    Copy(std::shared_ptr<Context> c, std::shared_ptr<DeviceArray> a, std::uint64_t ready, std::uint64_t uploaded)
+        : context(std::move(c)), array(std::move(a)), ready_at(ready), uploaded_at(uploaded) {}
     std::shared_ptr<Context> context;
     std::shared_ptr<DeviceArray> array;
+    std::uint64_t ready_at, uploaded_at;
+};
+
+/// One command buffer of copies on the copy queue, timed by two timestamps.
+struct VulkanBackend::CopyJob {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    QueryPool queries;
+    Span kind = Span::upload;
+    std::uint64_t signal = 0;                  // on upload_timeline_ or download_timeline_
+    std::vector<std::shared_ptr<void>> keep;   // staging the copies read
 };
 
 struct VulkanBackend::Batch {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     QueryPool queries;
+    std::vector<Span> spans;                   // what each pair of queries timed
     std::uint32_t dispatches = 0;
-    std::uint64_t signal = 0;
+    std::uint64_t signal = 0;                  // on timeline_, fixed when the batch opens
+    std::uint64_t upload_wait = 0;             // upload_timeline_ value the batch waits for
+    std::vector<std::unique_ptr<CopyJob>> uploads;  // copy-queue uploads it reads (retired with it)
+    std::unique_ptr<CopyJob> readback;         // copy-queue readbacks of its outputs, after it
+    std::exception_ptr error;                  // set when a submission failed
     struct Item {
         std::function<void(std::exception_ptr)> done;
         const Region* region;
@@ -72,6 +132,19 @@ struct VulkanBackend::Batch {
     };
     std::vector<Item> items;
     std::vector<std::shared_ptr<void>> keep;  // staging and arrays the recorded work reads
+
+    /// Opens a timed span: the query index of its start, or -1 when untimed.
+    int begin_span(Span kind) {
+        if (!queries || spans.size() >= kMaxSpansPerBatch) return -1;
+        const auto q = static_cast<std::uint32_t>(2 * spans.size());
+        spans.push_back(kind);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries.get(), q);
+        return static_cast<int>(q);
+    }
+    void end_span(int q) {
+        if (q >= 0)
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries.get(), static_cast<std::uint32_t>(q + 1));
+    }
 };
 
 std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& options) {
@@ -92,16 +165,13 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
     b->codegen_.workgroup_size = std::min<std::uint32_t>(256, std::max<std::uint32_t>(64, d.max_workgroup_invocations / 4));
     b->codegen_.elements_per_thread = d.type == "cpu" ? 16 : 4;
 
-    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
-                                VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, c.compute_family()};
-    VkCommandPool pool = VK_NULL_HANDLE;
-    check(vkCreateCommandPool(c.device(), &pci, nullptr, &pool), "vkCreateCommandPool");
-    b->pool_ = CommandPool(c.device(), pool);
-    VkSemaphoreTypeCreateInfo tci{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO, nullptr, VK_SEMAPHORE_TYPE_TIMELINE, 0};
-    VkSemaphoreCreateInfo sci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &tci, 0};
-    VkSemaphore sem = VK_NULL_HANDLE;
-    check(vkCreateSemaphore(c.device(), &sci, nullptr, &sem), "vkCreateSemaphore (timeline)");
-    b->timeline_ = Semaphore(c.device(), sem);
+    b->pool_ = make_pool(c.device(), c.compute_family());
+    b->copy_pool_ = make_pool(c.device(), c.transfer_family());
+    b->timeline_ = make_timeline(c.device());
+    b->upload_timeline_ = make_timeline(c.device());
+    b->download_timeline_ = make_timeline(c.device());
+    // A transfer-only queue cannot reset queries in a command buffer: it needs hostQueryReset.
+    b->copy_timestamps_ = d.transfer_timestamp_bits > 0 && (d.host_query_reset || !c.has_transfer_queue());
     b->completer_ = std::thread([p = b.get()] { p->complete_loop(); });
     return b;
 }
@@ -117,7 +187,9 @@ VulkanBackend::~VulkanBackend() {
     if (context_) vkDeviceWaitIdle(context_->device());
     std::lock_guard lock(record_mutex_);
     for (VkCommandBuffer cmd : free_cmds_) vkFreeCommandBuffers(context_->device(), pool_.get(), 1, &cmd);
+    for (VkCommandBuffer cmd : free_copy_cmds_) vkFreeCommandBuffers(context_->device(), copy_pool_.get(), 1, &cmd);
     free_cmds_.clear();
+    free_copy_cmds_.clear();
 }
 
 VulkanBackend::Batch& VulkanBackend::open_batch() {
@@ -136,7 +208,7 @@ VulkanBackend::Batch& VulkanBackend::open_batch() {
         free_queries_.pop_back();
     } else if (context_->description().timestamp_period_ns > 0) {
         VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, nullptr, 0, VK_QUERY_TYPE_TIMESTAMP,
-                                 2 * kMaxDispatchesPerBatch, 0};
+                                 2 * kMaxSpansPerBatch, 0};
         VkQueryPool q = VK_NULL_HANDLE;
         check(vkCreateQueryPool(context_->device(), &qi, nullptr, &q), "vkCreateQueryPool");
         b->queries = QueryPool(context_->device(), q);
@@ -144,19 +216,103 @@ VulkanBackend::Batch& VulkanBackend::open_batch() {
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
                                 VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
     check(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
-    if (b->queries) vkCmdResetQueryPool(b->cmd, b->queries.get(), 0, 2 * kMaxDispatchesPerBatch);
+    if (b->queries) vkCmdResetQueryPool(b->cmd, b->queries.get(), 0, 2 * kMaxSpansPerBatch);
     // Whatever earlier batches wrote is visible to this one (same queue, submission order).
     barrier(b->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                 VK_ACCESS_TRANSFER_WRITE_BIT);
+    // Batches are submitted in the order they open, so the timeline values rise as they must.
+    b->signal = ++timeline_value_;
     open_ = std::move(b);
     return *open_;
 }
 
+std::unique_ptr<VulkanBackend::CopyJob> VulkanBackend::open_copy(Span kind) {
+    auto job = std::make_unique<CopyJob>();
+    job->kind = kind;
+    if (!free_copy_cmds_.empty()) {
+        job->cmd = free_copy_cmds_.back();
+        free_copy_cmds_.pop_back();
+    } else {
+        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, copy_pool_.get(),
+                                       VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+        check(vkAllocateCommandBuffers(context_->device(), &ai, &job->cmd), "vkAllocateCommandBuffers (copy)");
+    }
+    if (copy_timestamps_) {
+        if (!free_copy_queries_.empty()) {
+            job->queries = std::move(free_copy_queries_.back());
+            free_copy_queries_.pop_back();
+        } else {
+            VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, nullptr, 0, VK_QUERY_TYPE_TIMESTAMP, 2, 0};
+            VkQueryPool q = VK_NULL_HANDLE;
+            check(vkCreateQueryPool(context_->device(), &qi, nullptr, &q), "vkCreateQueryPool (copy)");
+            job->queries = QueryPool(context_->device(), q);
+        }
+    }
+    const bool host_reset = job->queries && context_->description().host_query_reset;
+    if (host_reset) vkResetQueryPool(context_->device(), job->queries.get(), 0, 2);  // not in use: recycled after completion
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
+                                VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
+    check(vkBeginCommandBuffer(job->cmd, &bi), "vkBeginCommandBuffer (copy)");
+    if (job->queries) {
+        if (!host_reset) vkCmdResetQueryPool(job->cmd, job->queries.get(), 0, 2);  // the compute queue: allowed
+        vkCmdWriteTimestamp(job->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, job->queries.get(), 0);
+    }
+    return job;
+}
+
+void VulkanBackend::submit_copy(CopyJob& job, VkSemaphore wait, std::uint64_t wait_value, VkSemaphore signal) {
+    if (job.kind == Span::download)
+        barrier(job.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                VK_ACCESS_HOST_READ_BIT);
+    if (job.queries) vkCmdWriteTimestamp(job.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, job.queries.get(), 1);
+    check(vkEndCommandBuffer(job.cmd), "vkEndCommandBuffer (copy)");
+    const bool waits = wait != VK_NULL_HANDLE && wait_value > 0;
+    const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_TRANSFER_BIT;
+    VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO, nullptr, waits ? 1u : 0u,
+                                     &wait_value, 1, &job.signal};
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, &ti, waits ? 1u : 0u, &wait, &stage, 1, &job.cmd, 1, &signal};
+    {
+        std::lock_guard qlock(queue_mutex_);
+        check(vkQueueSubmit(context_->transfer_queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit (copy queue)");
+    }
+    std::lock_guard slock(stats_mutex_);
+    ++stats_.copy_queue_submits;
+}
+
+void VulkanBackend::add_time(Span kind, double ms) {
+    std::lock_guard slock(stats_mutex_);
+    (kind == Span::kernel ? stats_.kernel_ms : kind == Span::upload ? stats_.upload_ms : stats_.download_ms) += ms;
+}
+
+/// After its submission finished (or never happened): the copy's time, and its command buffer
+/// and queries back to the free lists.
+void VulkanBackend::retire_copy(std::unique_ptr<CopyJob> job) {
+    if (!job) return;
+    const DeviceDescription& d = context_->description();
+    std::uint64_t ts[2] = {0, 0};
+    if (job->queries && vkGetQueryPoolResults(context_->device(), job->queries.get(), 0, 2, sizeof ts, ts,
+                                              sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+        add_time(job->kind, static_cast<double>(ticks(ts[0], ts[1], d.transfer_timestamp_bits)) * d.timestamp_period_ns / 1e6);
+    std::lock_guard lock(record_mutex_);
+    recycle_copy_locked(*job);
+}
+
+void VulkanBackend::recycle_copy_locked(CopyJob& job) {
+    vkResetCommandBuffer(job.cmd, 0);
+    free_copy_cmds_.push_back(job.cmd);
+    job.cmd = VK_NULL_HANDLE;
+    if (job.queries) free_copy_queries_.push_back(std::move(job.queries));
+}
+
 std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
-    if (auto d = v.device()) return static_cast<Copy&>(*d).array;
+    if (auto d = v.device()) {
+        auto& copy = static_cast<Copy&>(*d);
+        b.upload_wait = std::max(b.upload_wait, copy.uploaded_at);
+        return copy.array;
+    }
     auto host = v.host();
     if (!host) throw Error("vulkan: an input has neither a host nor a device copy (scheduler bug)");
     const VkDeviceSize bytes = std::max<VkDeviceSize>(v.bytes(), 1);
@@ -164,11 +320,32 @@ std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
     auto staging = upload_heap_->allocate(bytes);
     if (v.bytes()) std::memcpy(staging->mapped(), host->data(), v.bytes());
     VkBufferCopy region{staging->offset(), arr->offset(), bytes};
-    vkCmdCopyBuffer(b.cmd, staging->buffer(), arr->buffer(), 1, &region);
-    buffer_barrier(b.cmd, *arr, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-    b.keep.push_back(staging);
-    v.set_device(std::make_shared<Copy>(context_, arr));
+    std::uint64_t uploaded_at = 0;
+    if (bytes >= kQueueCopyBytes) {
+        // Submitted now: the copy engine starts while the host goes on recording.
+        auto job = open_copy(Span::upload);
+        vkCmdCopyBuffer(job->cmd, staging->buffer(), arr->buffer(), 1, &region);
+        job->keep.push_back(staging);
+        job->signal = ++upload_value_;
+        try {
+            submit_copy(*job, VK_NULL_HANDLE, 0, upload_timeline_.get());
+        } catch (...) {
+            lost_ = true;
+            recycle_copy_locked(*job);
+            throw;
+        }
+        uploaded_at = job->signal;
+        b.upload_wait = std::max(b.upload_wait, uploaded_at);
+        b.uploads.push_back(std::move(job));
+    } else {
+        const int q = b.begin_span(Span::upload);
+        vkCmdCopyBuffer(b.cmd, staging->buffer(), arr->buffer(), 1, &region);
+        b.end_span(q);
+        buffer_barrier(b.cmd, *arr, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+        b.keep.push_back(staging);
+    }
+    v.set_device(std::make_shared<Copy>(context_, arr, 0, uploaded_at));
     std::lock_guard lock(stats_mutex_);
     stats_.upload_bytes += v.bytes();
     return arr;
@@ -218,6 +395,7 @@ void VulkanBackend::submit(Submission s) {
     auto args = upload_heap_->allocate(arg_bound);
 
     std::lock_guard lock(record_mutex_);
+    if (open_ && open_->spans.size() + s.inputs.size() + 2 * outs.size() + 1 > kMaxSpansPerBatch) submit_locked();
     Batch& b = open_batch();
     std::vector<std::uint64_t> in_addr, out_addr;
     for (auto& v : s.inputs) {
@@ -227,20 +405,19 @@ void VulkanBackend::submit(Submission s) {
     }
     for (std::size_t j = 0; j < outs.size(); ++j) {
         out_addr.push_back(outs[j]->address());
-        s.outputs[j]->set_device(std::make_shared<Copy>(context_, outs[j]));
+        s.outputs[j]->set_device(std::make_shared<Copy>(context_, outs[j], b.signal, 0));
     }
     Launch launch = pack_arguments(r, *kernel, in_addr, out_addr, args->address(), 65535);
     if (launch.args.size() > arg_bound) throw Error("vulkan: argument block larger than reserved (bug)");
     std::memcpy(args->mapped(), launch.args.data(), launch.args.size());
 
     if (r.shape.numel() > 0 && launch.groups_x > 0) {
-        const std::uint32_t q = 2 * b.dispatches;
-        if (b.queries) vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b.queries.get(), q);
+        const int q = b.begin_span(Span::kernel);
         vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
         vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            static_cast<std::uint32_t>(launch.push.size()), launch.push.data());
         vkCmdDispatch(b.cmd, launch.groups_x, launch.groups_y, 1);
-        if (b.queries) vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b.queries.get(), q + 1);
+        b.end_span(q);
         ++b.dispatches;
     }
     // Precise barriers: later dispatches and copies read exactly these outputs.
@@ -253,7 +430,15 @@ void VulkanBackend::submit(Submission s) {
         if (j >= s.wanted_on_host.size() || !s.wanted_on_host[j]) continue;
         auto rb = readback_heap_->allocate(outs[j]->bytes());
         VkBufferCopy region{outs[j]->offset(), rb->offset(), outs[j]->bytes()};
-        vkCmdCopyBuffer(b.cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
+        if (outs[j]->bytes() >= kQueueCopyBytes) {
+            // After the batch, on the copy queue: it overlaps the next batch's compute.
+            if (!b.readback) b.readback = open_copy(Span::download);
+            vkCmdCopyBuffer(b.readback->cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
+        } else {
+            const int q = b.begin_span(Span::download);
+            vkCmdCopyBuffer(b.cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
+            b.end_span(q);
+        }
         item.readbacks.emplace_back(rb, s.outputs[j]);
     }
     b.items.push_back(std::move(item));
@@ -276,28 +461,44 @@ void VulkanBackend::submit_locked() {
     barrier(b->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
-    std::exception_ptr error;
+    bool submitted = false;
     try {
         check(vkEndCommandBuffer(b->cmd), "vkEndCommandBuffer");
-        b->signal = ++timeline_value_;
-        VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO, nullptr, 0, nullptr, 1,
-                                         &b->signal};
-        VkSemaphore sem = timeline_.get();
-        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, &ti, 0, nullptr, nullptr, 1, &b->cmd, 1, &sem};
-        std::lock_guard qlock(queue_mutex_);
-        check(vkQueueSubmit(context_->compute_queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+        // A batch after a failed upload would wait forever for it.
+        if (lost_) throw DeviceLost("vulkan: the device was lost; the batch was not submitted");
+        const bool waits = b->upload_wait > 0;
+        const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+        VkSemaphore wait = upload_timeline_.get(), signal = timeline_.get();
+        VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO, nullptr, waits ? 1u : 0u,
+                                         &b->upload_wait, 1, &b->signal};
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, &ti, waits ? 1u : 0u, &wait, &stage, 1, &b->cmd, 1, &signal};
+        {
+            std::lock_guard qlock(queue_mutex_);
+            check(vkQueueSubmit(context_->compute_queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+        }
+        submitted = true;
+        if (b->readback) {
+            b->readback->signal = ++download_value_;
+            submit_copy(*b->readback, timeline_.get(), b->signal, download_timeline_.get());
+        }
     } catch (...) {
-        error = std::current_exception();
+        b->error = std::current_exception();
         lost_ = true;
     }
     {
         std::lock_guard slock(stats_mutex_);
         ++stats_.batches;
     }
-    if (error) {
-        // Nothing will signal this batch: finish its work as failed, here.
-        for (auto& item : b->items) item.done(error);
+    if (!submitted) {
+        // Nothing will signal this batch: finish its work as failed, here. (Its uploads were
+        // submitted, and may still run: they keep what they read until the device is idle.)
+        for (auto& item : b->items) item.done(b->error);
         free_cmds_.push_back(b->cmd);
+        if (b->readback) recycle_copy_locked(*b->readback);
+        if (!b->uploads.empty()) {
+            std::lock_guard dlock(done_mutex_);
+            orphans_.push_back(std::move(b));
+        }
         return;
     }
     {
@@ -317,12 +518,13 @@ void VulkanBackend::complete_loop() {
             b = std::move(in_flight_.front());
             in_flight_.pop_front();
         }
-        VkSemaphore sem = timeline_.get();
-        VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, nullptr, 0, 1, &sem, &b->signal};
-        VkResult res = VK_TIMEOUT;
-        while (res == VK_TIMEOUT) res = vkWaitSemaphores(context_->device(), &wi, 1'000'000'000ull);
-        std::exception_ptr error;
-        if (res != VK_SUCCESS) {
+        // A batch whose readback was never submitted (b->error) waits for its compute only.
+        const bool readback = b->readback && !b->error;
+        VkResult res = wait_all(context_->device(),
+                                {{timeline_.get(), b->signal},
+                                 {readback ? download_timeline_.get() : VK_NULL_HANDLE, readback ? b->readback->signal : 0}});
+        std::exception_ptr error = b->error;
+        if (!error && res != VK_SUCCESS) {
             try {
                 check(res, "vkWaitSemaphores");
             } catch (...) {
@@ -336,16 +538,17 @@ void VulkanBackend::complete_loop() {
             error = std::make_exception_ptr(
                 DeviceLost("injected fault (Config::test_fault = device_lost): VK_ERROR_DEVICE_LOST"));
         }
-        if (!error && b->queries && b->dispatches > 0) {
-            std::vector<std::uint64_t> ts(2 * b->dispatches);
-            if (vkGetQueryPoolResults(context_->device(), b->queries.get(), 0, 2 * b->dispatches,
+        const DeviceDescription& d = context_->description();
+        if (!error && b->queries && !b->spans.empty()) {
+            std::vector<std::uint64_t> ts(2 * b->spans.size());
+            if (vkGetQueryPoolResults(context_->device(), b->queries.get(), 0, static_cast<std::uint32_t>(ts.size()),
                                       ts.size() * sizeof(std::uint64_t), ts.data(), sizeof(std::uint64_t),
                                       VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
-                double ns = 0;
-                for (std::uint32_t i = 0; i < b->dispatches; ++i)
-                    ns += static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * context_->description().timestamp_period_ns;
-                std::lock_guard slock(stats_mutex_);
-                stats_.kernel_ms += ns / 1e6;
+                double ms[3] = {0, 0, 0};
+                for (std::size_t i = 0; i < b->spans.size(); ++i)
+                    ms[static_cast<int>(b->spans[i])] +=
+                        static_cast<double>(ticks(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits)) * d.timestamp_period_ns / 1e6;
+                for (Span k : {Span::kernel, Span::upload, Span::download}) add_time(k, ms[static_cast<int>(k)]);
             }
         }
         for (auto& item : b->items) {
@@ -354,6 +557,7 @@ void VulkanBackend::complete_loop() {
                 try {
                     check_error(*item.region, item.args->mapped());
                     for (auto& [rb, value] : item.readbacks) {
+                        rb->invalidate();
                         auto host = options_.pool->allocate(value->bytes(), "download");
                         if (value->bytes()) std::memcpy(host->data(), rb->mapped(), value->bytes());
                         value->set_host(std::move(host));
@@ -366,7 +570,10 @@ void VulkanBackend::complete_loop() {
             }
             item.done(e);
         }
+        for (auto& job : b->uploads) retire_copy(std::move(job));
+        if (!b->error) retire_copy(std::move(b->readback));
         std::lock_guard lock(record_mutex_);
+        if (b->readback) recycle_copy_locked(*b->readback);  // never submitted
         vkResetCommandBuffer(b->cmd, 0);
         free_cmds_.push_back(b->cmd);
         if (b->queries) free_queries_.push_back(std::move(b->queries));
@@ -378,41 +585,33 @@ void VulkanBackend::download(Value& v) {
     auto d = v.device();
     if (!d) throw Error("vulkan: download of a value with no device copy (scheduler bug)");
     if (lost_) throw DeviceLost("vulkan: the device was lost; a value that lived only there is gone");
-    const auto& arr = static_cast<Copy&>(*d).array;
-    flush();  // the work that produces it must be submitted before the copy
+    const auto& copy = static_cast<Copy&>(*d);
+    const auto& arr = copy.array;
     auto rb = readback_heap_->allocate(arr->bytes());
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    std::unique_ptr<CopyJob> job;
     {
         std::lock_guard lock(record_mutex_);
-        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, pool_.get(),
-                                       VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
-        check(vkAllocateCommandBuffers(context_->device(), &ai, &cmd), "vkAllocateCommandBuffers");
-        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
-                                    VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
-        check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
-        barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                VK_ACCESS_TRANSFER_READ_BIT);
+        // The batch that writes it must be submitted before a copy can wait for it.
+        if (open_ && copy.ready_at >= open_->signal) submit_locked();
+        job = open_copy(Span::download);
         VkBufferCopy region{arr->offset(), rb->offset(), arr->bytes()};
-        vkCmdCopyBuffer(cmd, arr->buffer(), rb->buffer(), 1, &region);
-        barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                VK_ACCESS_HOST_READ_BIT);
-        check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+        vkCmdCopyBuffer(job->cmd, arr->buffer(), rb->buffer(), 1, &region);
+        job->signal = ++download_value_;
+        try {
+            submit_copy(*job, timeline_.get(), copy.ready_at, download_timeline_.get());
+        } catch (...) {
+            lost_ = true;
+            recycle_copy_locked(*job);
+            throw;
+        }
     }
-    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, nullptr, 0};
-    VkFence f = VK_NULL_HANDLE;
-    check(vkCreateFence(context_->device(), &fi, nullptr, &f), "vkCreateFence");
-    Fence fence(context_->device(), f);
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &cmd, 0, nullptr};
-    {
-        std::lock_guard qlock(queue_mutex_);
-        check(vkQueueSubmit(context_->compute_queue(), 1, &si, fence.get()), "vkQueueSubmit (download)");
+    const VkResult res = wait_all(context_->device(), {{download_timeline_.get(), job->signal}});
+    if (res != VK_SUCCESS) {
+        lost_ = true;
+        check(res, "vkWaitSemaphores (download)");
     }
-    check(vkWaitForFences(context_->device(), 1, &f, VK_TRUE, UINT64_MAX), "vkWaitForFences (download)");
-    {
-        std::lock_guard lock(record_mutex_);
-        vkFreeCommandBuffers(context_->device(), pool_.get(), 1, &cmd);
-    }
+    retire_copy(std::move(job));
+    rb->invalidate();
     auto host = options_.pool->allocate(v.bytes(), "download");
     if (v.bytes()) std::memcpy(host->data(), rb->mapped(), v.bytes());
     v.set_host(std::move(host));

@@ -1,8 +1,10 @@
 // The Vulkan backend: fused regions as generated compute kernels, recorded into batches (one
 // command buffer, precise buffer barriers between dependent dispatches) and submitted without
 // waiting; a timeline semaphore per batch, watched by one completion thread, finishes them.
-// Inputs with only a host copy are uploaded in the same batch; outputs a host sink wants are
-// copied back in it too.
+// Copies: small ones ride in the compute batch (no extra submission: the latency of small
+// gathers); large ones go to the copy queue (the dedicated transfer queue when the device has
+// one) in submissions of their own, ordered by timeline semaphores, so uploads overlap the
+// compute before them and readbacks the compute after them.
 #pragma once
 
 #include <atomic>
@@ -32,7 +34,9 @@ struct VulkanOptions {
 struct DeviceStats {
     std::uint64_t dispatches = 0, batches = 0;
     std::uint64_t upload_bytes = 0, download_bytes = 0;
-    double kernel_ms = 0;  ///< GPU time of the kernels, from timestamp queries
+    std::uint64_t copy_queue_submits = 0;  ///< uploads and readbacks sent to the copy queue
+    double kernel_ms = 0;                  ///< GPU time of the kernels, from timestamp queries
+    double upload_ms = 0, download_ms = 0; ///< GPU time of the copies (0 where the queue has no timestamps)
 };
 
 class VulkanBackend final : public Backend {
@@ -52,13 +56,20 @@ public:
     PipelineCacheStats pipeline_stats() const { return pipelines_->stats(); }
 
 private:
+    enum class Span : std::uint8_t { kernel, upload, download };
     struct Batch;
+    struct CopyJob;
     struct Copy;
     VulkanBackend() = default;
     std::shared_ptr<DeviceArray> device_copy(Value& v, Batch& b);
     Batch& open_batch();
+    std::unique_ptr<CopyJob> open_copy(Span kind);
+    void submit_copy(CopyJob& job, VkSemaphore wait, std::uint64_t wait_value, VkSemaphore signal);
+    void retire_copy(std::unique_ptr<CopyJob> job);
+    void recycle_copy_locked(CopyJob& job);
     void submit_locked();
     void complete_loop();
+    void add_time(Span kind, double ms);
 
     std::shared_ptr<Context> context_;  // shared with every device copy, which may outlive us
     std::shared_ptr<DeviceHeap> device_heap_, upload_heap_, readback_heap_;
@@ -66,14 +77,15 @@ private:
     VulkanOptions options_;
     CodegenOptions codegen_;
 
-    std::mutex record_mutex_;   // recording, the open batch, the command pool
-    std::mutex queue_mutex_;    // vkQueueSubmit on the compute queue
-    CommandPool pool_;
-    Semaphore timeline_;
-    std::uint64_t timeline_value_ = 0;
+    std::mutex record_mutex_;   // recording, the open batch, the command pools, the timeline values
+    std::mutex queue_mutex_;    // vkQueueSubmit (the copy queue may be the compute queue)
+    CommandPool pool_, copy_pool_;
+    Semaphore timeline_, upload_timeline_, download_timeline_;
+    std::uint64_t timeline_value_ = 0, upload_value_ = 0, download_value_ = 0;
     std::unique_ptr<Batch> open_;
-    std::vector<VkCommandBuffer> free_cmds_;
-    std::vector<QueryPool> free_queries_;
+    std::vector<VkCommandBuffer> free_cmds_, free_copy_cmds_;
+    std::vector<QueryPool> free_queries_, free_copy_queries_;
+    bool copy_timestamps_ = false;
 
     // Kernels by signature (see vulkan_backend.cpp): a region seen before skips code generation
     // and the pipeline cache's hashing of the source.
@@ -83,6 +95,7 @@ private:
     std::mutex done_mutex_;
     std::condition_variable done_cv_;
     std::deque<std::unique_ptr<Batch>> in_flight_;
+    std::vector<std::unique_ptr<Batch>> orphans_;  // never submitted, with uploads that were: kept to the end
     bool stopping_ = false;
     std::atomic<bool> lost_{false};
     std::thread completer_;

@@ -64,6 +64,8 @@ struct Metrics {
     std::uint64_t device_batches = 0;     ///< command buffers submitted
     std::uint64_t upload_bytes = 0, download_bytes = 0;
     double kernel_ms = 0;                 ///< GPU time of the kernels (timestamp queries)
+    double upload_ms = 0, download_ms = 0; ///< GPU time of host<->device copies (timestamp queries)
+    std::uint64_t copy_queue_submits = 0; ///< large copies sent to the copy (transfer) queue
     std::uint64_t pipeline_hits = 0, pipeline_disk_hits = 0, pipeline_misses = 0;
     double pipeline_compile_ms = 0;
     std::uint64_t validation_messages = 0; ///< Vulkan validation messages (with vulkan_validation)
