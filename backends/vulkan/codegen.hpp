@@ -1,6 +1,7 @@
 // GLSL generation for a fused region. Kernels are shape-agnostic and constant-agnostic: sizes,
-// strides and array addresses travel in a small argument block, scalars in push constants, so
-// one pipeline serves every size and every constant value of the same expression.
+// strides and array addresses travel in a small argument block, scalars in push constants
+// (arguments.hpp: the layout, and pack_arguments, which fills it), so one pipeline serves every
+// size and every constant value of the same expression.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/vulkan/arguments.hpp"
 #include "graph/region.hpp"
 
 namespace tandem::detail::vk {
@@ -29,29 +31,6 @@ struct CodegenOptions {
     /// device that fails the check should turn this on. f32 `/` and `sqrt` are always computed
     /// in f64 and rounded once, which is exact (53 >= 2*24 + 2) whatever the device's f32 ops.
     bool exact_f64_div_sqrt = false;
-};
-
-// The argument block (std430, 8-byte aligned, one per dispatch, in host-visible memory):
-//   offset 0   uint32  error flag: 0 = fine; bit 0 set = a logical op met a NaN operand
-//   offset 4   uint32  error instruction: the lowest program index that met it (0xFFFFFFFF: none)
-//   offset 8   8 bytes reserved (0)
-//   offset 16  uint64  device address of each region input, then of each output
-//   then       int64   (extent, stride) pairs of each strided input, in input order
-//   then       double  the scalar slots that did not fit in the push constants
-// Push constants: uint64 address of the argument block, uint64 element count, then as many
-// scalar slots (double; f32 ops read float(slot)) as fit in max_push_bytes.
-// The kernel only ever sets bits of the header (atomicOr / atomicMin), so the host must write the
-// header (pack_arguments does) for every dispatch and read it back after (check_error).
-inline constexpr std::uint32_t kArgHeaderBytes = 16;
-inline constexpr std::uint32_t kErrorFlagOffset = 0;
-inline constexpr std::uint32_t kErrorInstrOffset = 4;
-inline constexpr std::uint32_t kErrorNanToLogical = 1;
-
-/// How one region input is read by the kernel (decided per call, part of the kernel's key).
-enum class InputAccess : std::uint8_t {
-    full,     ///< same number of elements as the region: element i
-    scalar,   ///< one element, read once
-    strided,  ///< implicit expansion: index through collapsed (extent, stride) pairs
 };
 
 /// The generated kernel and what the backend needs to launch it.
@@ -82,31 +61,5 @@ struct Kernel {
 /// pack_arguments refuses it (DeviceError) for a region of 2^32 elements or more.
 Kernel generate(const Region& region, std::span<const InputAccess> access, std::span<const int> strided_dims,
                 const CodegenOptions& options);
-
-/// The collapsed (extent, stride) pairs of input `k` under the region's shape (extents of the
-/// region, strides of the input, 0 where it is expanded), as the CPU executor collapses them.
-std::vector<std::pair<std::int64_t, std::int64_t>> collapsed_dims(const Region& region, std::size_t k);
-
-/// The access each input needs for this region.
-void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<int>& strided_dims);
-
-/// Fills the push constants and the argument block for one dispatch of `kernel` over `region`.
-/// Throws ValueError (as the CPU executor does, before any work) when a scalar immediate
-/// operand of a logical op is NaN.
-/// `inputs[k]` / `outputs[j]`: device addresses of the arrays; `args_address`: where `args` will
-/// be placed on the device. Returns the number of workgroups to dispatch (x; y and z are 1
-/// unless x would exceed the device limit, then the kernel folds y into its index).
-struct Launch {
-    std::vector<std::byte> push;
-    std::vector<std::byte> args;
-    std::uint32_t groups_x = 0, groups_y = 1;
-};
-Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<const std::uint64_t> inputs,
-                      std::span<const std::uint64_t> outputs, std::uint64_t args_address,
-                      std::uint32_t max_groups_x);
-
-/// Throws the CPU executor's ValueError when the argument block's header (the first
-/// kArgHeaderBytes of `args`, read back after the dispatch) reports a NaN operand of a logical op.
-void check_error(const Region& region, const void* args);
 
 }  // namespace tandem::detail::vk

@@ -1,0 +1,89 @@
+// How a region's kernel gets its operands: the access of each input (decided per call, part of
+// the kernel's key), the per-dispatch argument block and push constants, and the error header
+// read back after the dispatch. codegen.hpp's kernels read exactly this layout; the host side
+// (vulkan_backend.cpp) fills it with pack_arguments and reads it back with check_error.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "graph/region.hpp"
+
+namespace tandem::detail::vk {
+
+struct Kernel;  // codegen.hpp
+
+// The argument block (std430, 8-byte aligned, one per dispatch, in host-visible memory):
+//   offset 0   uint32  error flag: 0 = fine; bit 0 set = a logical op met a NaN operand
+//   offset 4   uint32  error instruction: the lowest program index that met it (0xFFFFFFFF: none)
+//   offset 8   8 bytes reserved (0)
+//   offset 16  uint64  device address of each region input, then of each output
+//   then       int64   (extent, stride) pairs of each strided input, in input order
+//   then       double  the scalar slots that did not fit in the push constants
+// Push constants: uint64 address of the argument block, uint64 element count, then as many
+// scalar slots (double; f32 ops read float(slot)) as fit in max_push_bytes.
+// The kernel only ever sets bits of the header (atomicOr / atomicMin), so the host must write the
+// header (pack_arguments does) for every dispatch and read it back after (check_error).
+inline constexpr std::uint32_t kArgHeaderBytes = 16;
+inline constexpr std::uint32_t kErrorFlagOffset = 0;
+inline constexpr std::uint32_t kErrorInstrOffset = 4;
+inline constexpr std::uint32_t kErrorNanToLogical = 1;
+
+/// How one region input is read by the kernel (decided per call, part of the kernel's key).
+enum class InputAccess : std::uint8_t {
+    full,     ///< same number of elements as the region: element i
+    scalar,   ///< one element, read once
+    strided,  ///< implicit expansion: index through collapsed (extent, stride) pairs
+};
+
+/// The collapsed (extent, stride) pairs of input `k` under the region's shape (extents of the
+/// region, strides of the input, 0 where it is expanded), as the CPU executor collapses them.
+std::vector<std::pair<std::int64_t, std::int64_t>> collapsed_dims(const Region& region, std::size_t k);
+
+/// The access each input needs for this region.
+void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<int>& strided_dims);
+
+// ---- scalar slots: shared by generate() (which slot an operand reads) and pack_arguments()
+// (the values), so the two cannot disagree on the order ------------------------------------------
+
+/// x.^2 with a scalar 2: the CPU lowers it to x.*x (one correctly rounded product); so does the
+/// kernel, and the exponent takes no slot.
+bool is_square(const Instr& ins);
+
+/// The scalar operands of a region's program, in slot order.
+struct ScalarPlan {
+    std::vector<std::array<int, 4>> slot;  ///< per instruction: arg k (or generator parameter k), -1: none
+    std::vector<double> values;
+};
+ScalarPlan plan_scalars(const Region& r);
+
+/// How many of `scalars` slots travel in push constants of at most max_push_bytes (the rest in
+/// the argument block).
+std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
+
+// ---- one dispatch ------------------------------------------------------------------------------
+
+/// Fills the push constants and the argument block for one dispatch of `kernel` over `region`.
+/// Throws ValueError (as the CPU executor does, before any work) when a scalar immediate
+/// operand of a logical op is NaN.
+/// `inputs[k]` / `outputs[j]`: device addresses of the arrays; `args_address`: where `args` will
+/// be placed on the device. Returns the number of workgroups to dispatch (x; y and z are 1
+/// unless x would exceed the device limit, then the kernel folds y into its index).
+struct Launch {
+    std::vector<std::byte> push;
+    std::vector<std::byte> args;
+    std::uint32_t groups_x = 0, groups_y = 1;
+};
+Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<const std::uint64_t> inputs,
+                      std::span<const std::uint64_t> outputs, std::uint64_t args_address,
+                      std::uint32_t max_groups_x);
+
+/// Throws the CPU executor's ValueError when the argument block's header (the first
+/// kArgHeaderBytes of `args`, read back after the dispatch) reports a NaN operand of a logical op.
+void check_error(const Region& region, const void* args);
+
+}  // namespace tandem::detail::vk
