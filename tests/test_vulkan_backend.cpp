@@ -26,7 +26,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -34,7 +33,9 @@
 #include <typeinfo>
 #include <vector>
 
+#include "random_trees.hpp"
 #include "reference.hpp"
+#include "vulkan_runtime.hpp"
 #include "tandem/tandem.hpp"
 
 using tandem::Array;
@@ -47,55 +48,12 @@ using tref::Host;
 
 namespace {
 
-// ---- runtimes ----------------------------------------------------------------------------------
+// ---- runtimes (vulkan_runtime.hpp) ---------------------------------------------------------------
 
-tandem::Config gpu_config() {
-    tandem::Config c;
-    c.device = "vulkan";
-    c.device_min_elements = 0;  // every region goes to the device
-    c.vulkan_validation = true;
-    c.pipeline_cache_dir = "none";
-    return c;
-}
-
-tandem::Config cpu_config() {
-    tandem::Config c;
-    c.device = "cpu";
-    return c;
-}
-
-/// A runtime on the Vulkan device. No device: the test fails here, saying why.
-std::unique_ptr<Runtime> open_gpu(const tandem::Config& c = gpu_config()) {
-    std::unique_ptr<Runtime> rt;
-    try {
-        rt = std::make_unique<Runtime>(c);
-    } catch (const tandem::DeviceError& e) {
-        throw std::runtime_error(
-            std::string("no Vulkan device could be opened (Config::device = \"vulkan\", validation on); CI must "
-                        "install mesa-vulkan-drivers (lavapipe) and vulkan-validationlayers: ") +
-            e.what());
-    }
-    bool in_use = false;
-    for (const auto& d : rt->info().devices) in_use = in_use || d.find("[in use]") != std::string::npos;
-    if (!in_use) throw std::runtime_error("Config::device = \"vulkan\" gave a runtime with no device in use");
-    return rt;
-}
-
-/// The end of every GPU test: the device did the work, without a fallback, and the validation
-/// layer said nothing.
-void expect_device_clean(Runtime& rt, bool fallbacks_allowed = false) {
-    rt.wait_idle();
-    const auto m = rt.metrics();
-    EXPECT_GT(m.device_regions, 0u) << "no region ran on the device";
-    EXPECT_GT(m.device_batches, 0u);
-    EXPECT_GT(m.device_dispatches, 0u);
-    EXPECT_GT(m.upload_bytes, 0u);
-    EXPECT_GT(m.download_bytes, 0u);
-    if (!fallbacks_allowed) {
-        EXPECT_EQ(m.device_fallbacks, 0u) << "device regions ran on the CPU instead";
-    }
-    EXPECT_EQ(m.validation_messages, 0u) << "the Vulkan validation layer reported problems (see stderr)";
-}
+using tvk::cpu_config;
+using tvk::expect_device_clean;
+using tvk::gpu_config;
+using tvk::open_gpu;
 
 std::uint64_t seed_of(const std::string& s) {
     std::uint64_t h = 1469598103934665603ull;  // FNV-1a
@@ -452,307 +410,31 @@ TEST(VulkanBackendOps, CastsEveryTypeToEveryTypeMatchCpu) {
 
 // ---- random fused trees -------------------------------------------------------------------------
 
-enum class Kind { leaf, number, unary, binary, where };
-
-struct Node {
-    Kind kind;
-    std::string op;
-    int leaf = -1;
-    double number = 0;
-    std::vector<int> kids;
-};
-
-struct Tree {
-    std::vector<Node> nodes;
-    std::vector<Host> leaves;
-    int root = -1;
-    int depth = 0;
-    bool transcendental = false;
-
-    std::string to_string(int i) const {
-        const Node& n = nodes[static_cast<std::size_t>(i)];
-        switch (n.kind) {
-            case Kind::leaf: return "L" + std::to_string(n.leaf);
-            case Kind::number: return tref::fmt(n.number);
-            case Kind::unary: return n.op + "(" + to_string(n.kids[0]) + ")";
-            case Kind::binary: return n.op + "(" + to_string(n.kids[0]) + ", " + to_string(n.kids[1]) + ")";
-            case Kind::where:
-                return "where(" + to_string(n.kids[0]) + ", " + to_string(n.kids[1]) + ", " + to_string(n.kids[2]) + ")";
-        }
-        return "?";
-    }
-    std::string describe() const {
-        std::ostringstream os;
-        os << "depth " << depth << ", " << nodes.size() << " nodes: " << to_string(root) << "\n leaves:";
-        for (std::size_t i = 0; i < leaves.size(); ++i)
-            os << " L" << i << "=" << tref::dtype_str(leaves[i].dtype) << " " << tref::dims_str(leaves[i].dims);
-        return os.str();
-    }
-};
-
-Array build_unary(const std::string& op, const Array& a) {
-    static const std::map<std::string, std::function<Array(const Array&)>> table = {
-        {"uminus", [](const Array& x) { return -x; }},
-        {"abs", [](const Array& x) { return tandem::abs(x); }},
-        {"sqrt", [](const Array& x) { return tandem::sqrt(x); }},
-        {"floor", [](const Array& x) { return tandem::floor(x); }},
-        {"ceil", [](const Array& x) { return tandem::ceil(x); }},
-        {"round", [](const Array& x) { return tandem::round(x); }},
-        {"fix", [](const Array& x) { return tandem::fix(x); }},
-        {"sign", [](const Array& x) { return tandem::sign(x); }},
-        {"isnan", [](const Array& x) { return tandem::isnan(x); }},
-        {"isinf", [](const Array& x) { return tandem::isinf(x); }},
-        {"isfinite", [](const Array& x) { return tandem::isfinite(x); }},
-        {"single", [](const Array& x) { return tandem::single(x); }},
-        {"double", [](const Array& x) { return tandem::as_double(x); }},
-        {"not", [](const Array& x) { return !x; }},
-        {"sin", [](const Array& x) { return tandem::sin(x); }},
-        {"cos", [](const Array& x) { return tandem::cos(x); }},
-        {"tanh", [](const Array& x) { return tandem::tanh(x); }},
-        {"atan", [](const Array& x) { return tandem::atan(x); }},
-        {"exp(-abs)", [](const Array& x) { return tandem::exp(-tandem::abs(x)); }},
-        {"sqrt(abs)", [](const Array& x) { return tandem::sqrt(tandem::abs(x)); }},
-        {"log1p(abs)", [](const Array& x) { return tandem::log1p(tandem::abs(x)); }},
-    };
-    return table.at(op)(a);
-}
-
-Array build_binary(const std::string& op, const Operand& a, const Operand& b) {
-    static const std::map<std::string, std::function<Array(const Operand&, const Operand&)>> table = {
-        {"plus", [](const Operand& x, const Operand& y) { return x + y; }},
-        {"minus", [](const Operand& x, const Operand& y) { return x - y; }},
-        {"times", [](const Operand& x, const Operand& y) { return x * y; }},
-        {"rdivide", [](const Operand& x, const Operand& y) { return x / y; }},
-        {"ldivide", [](const Operand& x, const Operand& y) { return tandem::ldivide(x, y); }},
-        {"mod", [](const Operand& x, const Operand& y) { return tandem::mod(x, y); }},
-        {"rem", [](const Operand& x, const Operand& y) { return tandem::rem(x, y); }},
-        {"min", [](const Operand& x, const Operand& y) { return tandem::min(x, y); }},
-        {"max", [](const Operand& x, const Operand& y) { return tandem::max(x, y); }},
-        {"eq", [](const Operand& x, const Operand& y) { return x == y; }},
-        {"ne", [](const Operand& x, const Operand& y) { return x != y; }},
-        {"lt", [](const Operand& x, const Operand& y) { return x < y; }},
-        {"le", [](const Operand& x, const Operand& y) { return x <= y; }},
-        {"gt", [](const Operand& x, const Operand& y) { return x > y; }},
-        {"ge", [](const Operand& x, const Operand& y) { return x >= y; }},
-        {"and", [](const Operand& x, const Operand& y) { return x & y; }},
-        {"or", [](const Operand& x, const Operand& y) { return x | y; }},
-        {"xor", [](const Operand& x, const Operand& y) { return tandem::logical_xor(x, y); }},
-        {"hypot", [](const Operand& x, const Operand& y) { return tandem::hypot(x, y); }},
-        {"div1abs", [](const Operand& x, const Operand& y) {
-             return x / (1.0 + tandem::abs(y.is_array() ? y.array() : throw std::logic_error("div1abs")));
-         }},
-    };
-    return table.at(op)(a, b);
-}
-
-struct Built {
-    const Tree& t;
-    std::vector<Array> leaves;
-    std::map<int, Array> memo;
-
-    Built(Runtime& rt, const Tree& tree) : t(tree) {
-        for (const auto& h : t.leaves) leaves.push_back(tref::make_array(rt, h));
-    }
-    Operand operand(int i) {
-        const Node& n = t.nodes[static_cast<std::size_t>(i)];
-        if (n.kind == Kind::number) return Operand(n.number);
-        return Operand(array(i));
-    }
-    Array array(int i) {
-        if (auto it = memo.find(i); it != memo.end()) return it->second;
-        const Node& n = t.nodes[static_cast<std::size_t>(i)];
-        Array r;
-        switch (n.kind) {
-            case Kind::leaf: r = leaves[static_cast<std::size_t>(n.leaf)]; break;
-            case Kind::number: throw std::logic_error("a number is not an array");
-            case Kind::unary: r = build_unary(n.op, array(n.kids[0])); break;
-            case Kind::binary: r = build_binary(n.op, operand(n.kids[0]), operand(n.kids[1])); break;
-            case Kind::where: r = tandem::where(operand(n.kids[0]), operand(n.kids[1]), operand(n.kids[2])); break;
-        }
-        memo[i] = r;
-        return r;
-    }
-};
-
-struct ShapeSet {
-    std::string name;
-    std::vector<Dims> leaf_dims;
-};
+using ttree::Built;
+using ttree::Generator;
+using ttree::Kind;
+using ttree::ShapeSet;
+using ttree::Tree;
 
 // 13x11x7 = 1001 elements: lavapipe runs f64 transcendentals slowly, a few thousand at most.
 const ShapeSet kFull{"13x11x7", {{13, 11, 7}, {13, 1, 7}, {1, 11, 1}, {1, 1}, {13, 11}, {1, 11, 7}}};
 const ShapeSet kEmpty{"13x0x7", {{13, 0, 7}, {13, 1, 7}, {1, 0, 1}, {1, 1}, {13, 0}, {1, 1, 7}}};
 
-enum class Family {
-    exact,    ///< every non-transcendental op and where, mixed element types, special values
-    bounded,  ///< ops with bounded derivatives (transcendentals among them), double leaves in [-2, 2] + NaN/Inf
-    bounded_single,  ///< the same with single-precision leaves
-};
+// Every non-transcendental op, comparisons, logical ops and where, mixed element types with
+// special values: bit-identical to the CPU.
+const ttree::Family kExactOps{
+    ttree::Style::mixed,
+    {"uminus", "abs", "sqrt", "floor", "ceil", "round", "fix", "sign", "isnan", "isinf", "isfinite", "single",
+     "double"},
+    {"plus", "minus", "times", "rdivide", "ldivide", "mod", "rem", "min", "max"}};
 
-/// Random trees, generated as in test_trees.cpp (there: fused vs unfused vs a reference).
-class Generator {
-public:
-    Generator(std::uint64_t seed, Family f) : rng_(seed), family_(f) {}
-
-    Tree make(const ShapeSet& shapes, int target_depth) {
-        Tree t;
-        tree_ = &t;
-        const int nleaves = 3 + static_cast<int>(rng_() % 4);
-        for (int i = 0; i < nleaves; ++i) {
-            const Dims& d = i == 0 ? shapes.leaf_dims[0] : shapes.leaf_dims[rng_() % shapes.leaf_dims.size()];
-            t.leaves.push_back(make_leaf(d));
-        }
-        t.root = gen(target_depth, true);
-        t.depth = depth_of(t.root);
-        tree_ = nullptr;
-        return t;
-    }
-
-    double bound(int i) const { return bounds_.at(static_cast<std::size_t>(i)); }
-
-private:
-    Host make_leaf(const Dims& d) {
-        Host h;
-        h.dims = tref::normalize(d);
-        const auto n = static_cast<std::size_t>(tref::numel(h.dims));
-        if (family_ != Family::exact) {
-            h.dtype = family_ == Family::bounded ? DType::f64 : DType::f32;
-            std::uniform_real_distribution<double> u(-2.0, 2.0);
-            h.v.resize(n);
-            for (auto& x : h.v) {
-                const auto c = rng_() % 100;
-                x = c < 3 ? tref::kNaN : c < 5 ? tref::kInf : c < 7 ? -tref::kInf : c < 9 ? 0.0 : c < 10 ? -0.0 : u(rng_);
-                x = tref::to_type(x, h.dtype);
-            }
-        } else {
-            const auto c = rng_() % 10;
-            const DType t = c < 6 ? DType::f64 : c < 9 ? DType::f32 : DType::logical;
-            h = tref::random_host(d, t, rng_);
-        }
-        return h;
-    }
-
-    int add(Node n, double b) {
-        if (n.kind == Kind::unary && (n.op == "sin" || n.op == "cos" || n.op == "tanh" || n.op == "atan" ||
-                                      n.op == "exp(-abs)" || n.op == "log1p(abs)"))
-            tree_->transcendental = true;
-        if (n.kind == Kind::binary && n.op == "hypot") tree_->transcendental = true;
-        tree_->nodes.push_back(std::move(n));
-        bounds_.resize(tree_->nodes.size());
-        bounds_.back() = b;
-        return static_cast<int>(tree_->nodes.size()) - 1;
-    }
-
-    int leaf(int depth_left) {
-        if (!tree_->nodes.empty() && rng_() % 8 == 0) {  // shared subexpressions (a DAG)
-            const int j = static_cast<int>(rng_() % tree_->nodes.size());
-            if (tree_->nodes[static_cast<std::size_t>(j)].kind != Kind::number && bound(j) <= 8 &&
-                depth_of(j) <= depth_left)
-                return j;
-        }
-        return add(Node{Kind::leaf, "", static_cast<int>(rng_() % tree_->leaves.size()), 0, {}}, 2.0);
-    }
-
-    int number() {
-        static const double nums[] = {0.5, -1.25, 2.0, 3.0, -0.75, 1.0};
-        const double v = nums[rng_() % 6];
-        return add(Node{Kind::number, "", -1, v, {}}, std::abs(v));
-    }
-
-    int operand(int depth) { return (rng_() % 7 == 0) ? number() : gen(depth, false); }
-
-    int gen(int depth, bool must_reach) {
-        if (depth <= 0 || (!must_reach && rng_() % 100 < 45)) return leaf(depth);
-        return family_ == Family::exact ? gen_exact(depth, must_reach) : gen_bounded(depth, must_reach);
-    }
-
-    int comparison(int depth, bool must_reach) {
-        static const char* cmps[] = {"eq", "ne", "lt", "le", "gt", "ge"};
-        const int a = gen(depth - 1, must_reach), b = operand(std::min(depth - 1, 2));
-        return add(Node{Kind::binary, cmps[rng_() % 6], -1, 0, {a, b}}, 1.0);
-    }
-
-    int gen_exact(int depth, bool must_reach) {
-        static const std::vector<std::string> unary = {"uminus", "abs", "sqrt", "floor", "ceil", "round", "fix",
-                                                       "sign", "isnan", "isinf", "isfinite", "single", "double"};
-        static const std::vector<std::string> binary = {"plus", "minus", "times", "rdivide", "ldivide",
-                                                        "mod", "rem", "min", "max"};
-        auto c = rng_() % 100;
-        if (depth < 2 && c >= 80) c = 0;
-        if (c < 45) {
-            const int a = gen(depth - 1, must_reach);
-            return add(Node{Kind::unary, unary[rng_() % unary.size()], -1, 0, {a}}, 0);
-        }
-        if (c < 80) {
-            const bool first = rng_() % 2 == 0;
-            int a = first ? gen(depth - 1, must_reach) : operand(depth - 1);
-            int b = first ? operand(depth - 1) : gen(depth - 1, must_reach);
-            if (tree_->nodes[static_cast<std::size_t>(a)].kind == Kind::number &&
-                tree_->nodes[static_cast<std::size_t>(b)].kind == Kind::number)
-                b = leaf(depth - 1);
-            return add(Node{Kind::binary, binary[rng_() % binary.size()], -1, 0, {a, b}}, 0);
-        }
-        if (c < 87) return comparison(depth, must_reach);
-        if (c < 93) {
-            static const char* logic[] = {"and", "or", "xor"};
-            const int a = comparison(depth - 1, must_reach), b = comparison(std::min(depth - 1, 2), false);
-            return add(Node{Kind::binary, logic[rng_() % 3], -1, 0, {a, b}}, 1.0);
-        }
-        if (c < 95) {
-            const int a = comparison(depth - 1, must_reach);
-            return add(Node{Kind::unary, "not", -1, 0, {a}}, 1.0);
-        }
-        const int cond = comparison(std::min(depth - 1, 3), false);
-        const int a = gen(depth - 1, must_reach), b = operand(depth - 1);
-        return add(Node{Kind::where, "where", -1, 0, {cond, a, b}}, 0);
-    }
-
-    // Ops with bounded derivatives, magnitudes kept below ~1e3 (test_trees.cpp's reference trees).
-    int gen_bounded(int depth, bool must_reach) {
-        static const std::vector<std::string> unary = {"uminus", "abs", "sin", "cos", "tanh", "atan", "exp(-abs)",
-                                                       "sqrt(abs)", "log1p(abs)"};
-        if (rng_() % 100 < 45) {
-            const int a = gen(depth - 1, must_reach);
-            const std::string op = unary[rng_() % unary.size()];
-            const double ma = bound(a);
-            const double b = op == "uminus" || op == "abs" ? ma
-                             : op == "atan"                ? 1.5707963267948966
-                             : op == "sqrt(abs)"           ? std::sqrt(ma)
-                             : op == "log1p(abs)"          ? std::log1p(ma)
-                                                           : 1.0;
-            return add(Node{Kind::unary, op, -1, 0, {a}}, b);
-        }
-        const bool first = rng_() % 2 == 0;
-        int a = first ? gen(depth - 1, must_reach) : operand(depth - 1);
-        int b = first ? operand(depth - 1) : gen(depth - 1, must_reach);
-        if (tree_->nodes[static_cast<std::size_t>(a)].kind == Kind::number &&
-            tree_->nodes[static_cast<std::size_t>(b)].kind == Kind::number)
-            b = leaf(depth - 1);
-        const double ma = bound(a), mb = bound(b);
-        static const std::vector<std::string> binary = {"plus", "minus", "times", "min", "max", "hypot", "div1abs"};
-        std::string op = binary[rng_() % binary.size()];
-        if (op == "div1abs" && tree_->nodes[static_cast<std::size_t>(b)].kind == Kind::number) op = "times";
-        if ((op == "times" && ma * mb > 1e3) || ((op == "plus" || op == "minus" || op == "hypot") && ma + mb > 1e3))
-            op = tree_->nodes[static_cast<std::size_t>(b)].kind == Kind::number ? "min" : "div1abs";
-        const double m = op == "times"                                     ? ma * mb
-                         : op == "plus" || op == "minus" || op == "hypot" ? ma + mb
-                         : op == "div1abs"                                 ? ma
-                                                                           : std::max(ma, mb);
-        return add(Node{Kind::binary, op, -1, 0, {a, b}}, m);
-    }
-
-    int depth_of(int i) const {
-        const Node& n = tree_->nodes[static_cast<std::size_t>(i)];
-        int d = 0;
-        for (int k : n.kids) d = std::max(d, depth_of(k));
-        return n.kids.empty() ? 0 : d + 1;
-    }
-
-    std::mt19937_64 rng_;
-    Family family_;
-    Tree* tree_ = nullptr;
-    std::vector<double> bounds_;
-};
+// Ops with bounded derivatives (transcendentals among them) on leaves in [-2, 2] + NaN/Inf:
+// close to the CPU relative to the magnitude bound; double leaves, then single.
+const std::vector<std::string> kBoundedUnary = {"uminus", "abs",       "sin",       "cos",       "tanh",
+                                                "atan",   "exp(-abs)", "sqrt(abs)", "log1p(abs)"};
+const std::vector<std::string> kBoundedBinary = {"plus", "minus", "times", "min", "max", "hypot", "div1abs"};
+const ttree::Family kBoundedOps{ttree::Style::bounded, kBoundedUnary, kBoundedBinary, DType::f64};
+const ttree::Family kBoundedSingleOps{ttree::Style::bounded, kBoundedUnary, kBoundedBinary, DType::f32};
 
 /// GPU vs CPU within `rel` * (1 + magnitude bound); NaN and Inf positions identical.
 ::testing::AssertionResult close_to(const Host& got, const Host& want, double rel, double magnitude) {
@@ -775,7 +457,7 @@ private:
     return ::testing::AssertionFailure() << bad << " of " << want.v.size() << " elements differ:" << os.str();
 }
 
-void run_trees(Family family, const ShapeSet& shapes, int count, std::uint64_t base_seed) {
+void run_trees(const ttree::Family& family, const ShapeSet& shapes, int count, std::uint64_t base_seed) {
     auto gpu = open_gpu();
     Runtime cpu(cpu_config());
     int max_depth_seen = 0, with_trans = 0;
@@ -810,17 +492,17 @@ void run_trees(Family family, const ShapeSet& shapes, int count, std::uint64_t b
             const Host g = tref::from_host_array(hg[static_cast<std::size_t>(k)]);
             const Host c = tref::from_host_array(hc[static_cast<std::size_t>(k)]);
             const char* which = k == 0 ? "root" : "inner node";
-            if (family == Family::exact) {
+            if (family.style == ttree::Style::mixed) {
                 EXPECT_TRUE(tref::same_values(g, c, Acc::exact_signed)) << which << ": GPU vs CPU";
             } else {
-                const double rel = family == Family::bounded ? 1e-9 : 1e-4;
+                const double rel = family.leaf_dtype == DType::f64 ? 1e-9 : 1e-4;
                 EXPECT_TRUE(close_to(g, c, rel, gen.bound(k == 0 ? t.root : inner))) << which << ": GPU vs CPU";
             }
         }
         if (::testing::Test::HasFailure()) break;  // one failing tree is enough to look at
     }
     EXPECT_EQ(max_depth_seen, 8) << "the generator should reach depth 8";
-    if (family != Family::exact && shapes.name == kFull.name) {
+    if (family.style == ttree::Style::bounded && shapes.name == kFull.name) {
         EXPECT_GT(with_trans, count / 2) << "most bounded trees should hold a transcendental op";
     }
     expect_device_clean(*gpu);
@@ -828,10 +510,10 @@ void run_trees(Family family, const ShapeSet& shapes, int count, std::uint64_t b
 
 // Tree counts keep this file near a minute on lavapipe with validation: every tree is a new
 // kernel, and lavapipe compiles f64 transcendental code slowly (~0.2 s a tree).
-TEST(VulkanBackendTrees, ExactOpsBitIdenticalToCpu) { run_trees(Family::exact, kFull, 100, 21000); }
-TEST(VulkanBackendTrees, ExactOpsBitIdenticalToCpuEmpty) { run_trees(Family::exact, kEmpty, 16, 23000); }
-TEST(VulkanBackendTrees, BoundedOpsDoubleCloseToCpu) { run_trees(Family::bounded, kFull, 40, 25000); }
-TEST(VulkanBackendTrees, BoundedOpsSingleCloseToCpu) { run_trees(Family::bounded_single, kFull, 24, 27000); }
+TEST(VulkanBackendTrees, ExactOpsBitIdenticalToCpu) { run_trees(kExactOps, kFull, 100, 21000); }
+TEST(VulkanBackendTrees, ExactOpsBitIdenticalToCpuEmpty) { run_trees(kExactOps, kEmpty, 16, 23000); }
+TEST(VulkanBackendTrees, BoundedOpsDoubleCloseToCpu) { run_trees(kBoundedOps, kFull, 40, 25000); }
+TEST(VulkanBackendTrees, BoundedOpsSingleCloseToCpu) { run_trees(kBoundedSingleOps, kFull, 24, 27000); }
 
 // ---- plans: several outputs, several shapes, CPU and GPU together -----------------------------
 
