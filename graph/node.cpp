@@ -48,8 +48,23 @@ std::size_t NodeTable::KeyHash::operator()(const Key& k) const noexcept {
 
 std::uint64_t NodeTable::next_id() { return ids_.fetch_add(1, std::memory_order_relaxed); }
 
+void NodeTable::bury(std::vector<std::shared_ptr<Node>>& nodes) {
+    if (nodes.empty()) return;
+    std::lock_guard lock(graveyard_mutex_);
+    for (auto& n : nodes) graveyard_.push_back(std::move(n));
+    nodes.clear();
+    buried_.store(true, std::memory_order_release);
+}
+
+void NodeTable::release_buried() {
+    std::lock_guard lock(graveyard_mutex_);
+    graveyard_.clear();  // destroyed under the lock: a make() meanwhile waits for the end
+    buried_.store(false, std::memory_order_release);
+}
+
 std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape,
                                       std::vector<std::shared_ptr<Node>> inputs, std::array<double, 3> attr) {
+    if (buried_.load(std::memory_order_acquire)) release_buried();
     Key key{op, dtype, shape.dims(), {}, {}};
     key.inputs.reserve(inputs.size());
     for (auto& in : inputs) key.inputs.push_back(in->id);

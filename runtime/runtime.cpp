@@ -48,7 +48,7 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
       device_(open_device()),
-      scheduler_(std::make_unique<Scheduler>(*cpu_, device_.get(), config_.device_min_elements,
+      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, device_.get(), config_.device_min_elements,
                                              scheduler_options(config_, threads_))) {}
 
 #if TANDEM_WITH_VULKAN

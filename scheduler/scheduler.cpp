@@ -69,8 +69,9 @@ bool is_device_error(const std::exception_ptr& e) {
 
 }  // namespace
 
-Scheduler::Scheduler(Backend& cpu, Backend* device, std::int64_t min_device_elements, const SchedulerOptions& options)
-    : placement_(cpu, device, min_device_elements), options_(options), workers_(options.threads) {}
+Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, std::int64_t min_device_elements,
+                     const SchedulerOptions& options)
+    : nodes_(nodes), placement_(cpu, device, min_device_elements), options_(options), workers_(options.threads) {}
 
 Scheduler::~Scheduler() { wait_idle(); }
 
@@ -393,8 +394,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                     n.eval.value = job->outputs[j];
                 }
                 n.eval.pending.reset();
-                // The graph above a computed value is never needed again; release it (outside
-                // the lock, since that may free many nodes).
+                    // The graph above a computed value is never needed again; release it (outside
+                // the lock, since that may free many nodes; after the futures resolve).
                 for (auto& in : n.inputs) released.push_back(std::move(in));
                 n.inputs.clear();
             }
@@ -409,8 +410,10 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             for (auto& in : job->region.inputs) released.push_back(std::move(in));
         }
     }
-    released.clear();
+    // Resolve first, free the graph after (it is buried before: see NodeTable::bury).
+    nodes_.bury(released);
     drain(after);
+    nodes_.release_buried();
     if (requeue) return;  // still in flight
     std::lock_guard lock(mutex_);
     if (--in_flight_ == 0) idle_.notify_all();

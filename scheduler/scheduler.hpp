@@ -46,7 +46,9 @@ struct SchedulerOptions {
 class Scheduler {
 public:
     /// `device` may be null; regions of at least `min_device_elements` elements go there.
-    Scheduler(Backend& cpu, Backend* device, std::int64_t min_device_elements, const SchedulerOptions& options);
+    /// `nodes`: where the graph a finished region no longer needs is buried.
+    Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, std::int64_t min_device_elements,
+              const SchedulerOptions& options);
     /// Waits for the work in flight.
     ~Scheduler();
 
@@ -89,6 +91,7 @@ private:
     void ensure_host(const std::vector<std::shared_ptr<Value>>& values);
     void requeue_on_host(const JobPtr& job, Deferred& after);
 
+    NodeTable& nodes_;
     Placement placement_;
     SchedulerOptions options_;
     std::mutex mutex_;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -86,6 +87,7 @@ private:
     std::vector<VkCommandBuffer> free_cmds_, free_copy_cmds_;
     std::vector<QueryPool> free_queries_, free_copy_queries_;
     bool copy_timestamps_ = false;
+    std::chrono::microseconds completion_spin_{0};  // polling before a blocking wait
 
     // Kernels by signature (see vulkan_backend.cpp): a region seen before skips code generation
     // and the pipeline cache's hashing of the source.
