@@ -1,6 +1,8 @@
 #include "graph/fusion.hpp"
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -63,11 +65,14 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
         if (n->op == OpKind::Constant && !wanted[i]) continue;
-        std::vector<std::size_t> reads;
+        // The groups this node reads (no allocation: planning a long chain is on the latency path).
+        std::array<std::size_t, 3> read_buf{};
+        std::size_t nreads = 0;
         for (auto& in : n->inputs) {
             std::size_t k = pos(in.get());
-            if (k != kOutside && group_of[k] != kFolded) reads.push_back(group_of[k]);
+            if (k != kOutside && group_of[k] != kFolded) read_buf[nreads++] = group_of[k];
         }
+        const std::span<const std::size_t> reads(read_buf.data(), nreads);
         std::size_t chosen = kFolded;
         if (options.fuse) {
             auto& same_shape = groups_of_shape(n->shape);
