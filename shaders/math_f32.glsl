@@ -18,9 +18,13 @@
 // function go through the f64 library (math_f64.glsl, included here) and are rounded once to float (the f64
 // result is within ~0.8 ulp of double, so the float result is correctly rounded except in rare
 // double-rounding cases). Exhaustive check on the H100 (all 2^32 floats vs glibc 2.39): exp/log/sin/cos max
-// 1 ulp, tanh max 2 ulp (glibc's tanhf is itself 2 ulp off), no special-value mismatch. This needs the f64
-// requirements (shaderFloat64, shaderInt64, GL_EXT_shader_explicit_arithmetic_types_int64). Devices without
-// shaderFloat64 need float-native versions (not written yet).
+// 1 ulp, tanh max 2 ulp (glibc's tanhf is itself 2 ulp off), no special-value mismatch. tdm_divf is the
+// correctly rounded f32 division (bit-identical to IEEE float division). Float-only sin/cos (Cody-Waite
+// with a 4-part pi/2, TwoSum-compensated) and division (Dekker residuals) were written and measured accurate
+// (max 1 ulp / bit-exact on lavapipe and the H100) but made the fp32 8-op chain slower on the H100 (1.03 ->
+// 1.14 -> 1.49 ms GPU time at 2^28): the double-precision code is cheaper there than their many `precise`
+// fp32 operations, so they are not kept; a device without shaderFloat64 would need them. This needs the f64 requirements
+// (shaderFloat64, shaderInt64, GL_EXT_shader_explicit_arithmetic_types_int64).
 // fp32 denormals: NVIDIA's Vulkan driver flushes them in fp32 arithmetic (and in the f32->f64 conversion of
 // an input); every f32 function that goes through f64 converts with tdm_f32_to_f64 / tdm_f64_to_f32 (exact
 // for subnormal inputs and correctly rounded subnormal results, built from the bits), log decodes subnormal
@@ -35,26 +39,10 @@
 #ifndef TDM_MATH_F64_GLSL
 #error "math_f32.glsl: paste math_f64.glsl before this file (its own paths call the f64 functions)"
 #endif
+#ifndef TDM_CONVERT_F32_GLSL
+#error "math_f32.glsl: paste convert_f32.glsl before this file (exact float<->double conversions)"
+#endif
 
-// Exact conversions between float and double that do not depend on the device's fp32 denormal handling.
-// NVIDIA's Vulkan driver flushes fp32 subnormals to 0 in float->double conversion (and in fp32 arithmetic),
-// so tdm_f32_to_f64 rebuilds a subnormal input from its bits: double(mantissa) * 2^-149 is exact in double.
-// tdm_f64_to_f32 rounds a double to float once (to nearest even, as float(d) does in IEEE arithmetic) and
-// builds a subnormal result from its bits: round(|d| * 2^149) is the subnormal's mantissa (2^23 gives the
-// smallest normal float's bits, as it should). Every f32 function that goes through f64 uses this pair.
-double tdm_f32_to_f64(float x) {
-    uint b = floatBitsToUint(x);
-    if ((b & 0x7F800000u) != 0u) return double(x);                        // normal, Inf, NaN: exact
-    precise double m = double(b & 0x007FFFFFu) * 1.4012984643248171e-45LF;  // 2^-149, exact
-    return (b & 0x80000000u) != 0u ? -m : m;                               // keeps -0
-}
-float tdm_f64_to_f32(double d) {
-    precise double a = abs(d);
-    if (!(a < 1.1754943508222875e-38LF)) return float(d);                 // >= 2^-126, Inf, NaN
-    precise double r = roundEven(a * 7.1362384635297994e+44LF);            // 2^149: exact scaling
-    uint sign = uint(doubleBitsToUint64(d) >> 32) & 0x80000000u;
-    return uintBitsToFloat(sign | uint(r));
-}
 
 // Float-native exp for -103.9 < x < 88.7: Cody-Waite r = x - k ln2 with ln2 = LN2HI + LN2LO (LN2HI has 15
 // bits, so k*LN2HI and x - k*LN2HI are exact), Taylor to r^7 (truncation < 2^-27 on |r| <= ln2/2), then 2^k
@@ -139,15 +127,14 @@ float tdm_log10f(float x) {
 float tdm_log1pf(float x) {
     return tdm_f64_to_f32(tdm_log1p(tdm_f32_to_f64(x)));        // no GLSL builtin
 }
-// sin/cos of a float in plain double (as glibc's sinf/cosf do), rounded once to float. For |x| < 1647099
-// (k < 2^20): r = x - k pi/2 with pi/2 = P1 + P1T (P1 33 bits: k*P1 and x - k*P1 exact), absolute error
-// < 2^-65; the float closest to a multiple of pi/2 in that range (found by trying all of them) is
-// x = 252.898209 with |r| = 2^-27.8, so r is always good to 2^-37 relative. Taylor polynomials on
-// |r| <= pi/4: relative error < 1e-11, so the float result is within 0.5 ulp + 1e-4 ulp of exact. Larger |x|,
-// NaN and +-Inf use the f64 path (Payne-Hanek).
-// sin r (Taylor to r^13) and cos r (Taylor to r^12) for |r| <= pi/4. Two polynomials behind a branch: on the
-// H100 this measured faster than one polynomial with selected coefficients (the f64 kernel's choice), the
-// selects of double constants costing more than the divergence.
+// sin/cos of a float: for |x| < 1647099 (k < 2^20) r = x - k pi/2 in double with
+// pi/2 = P1 + P1T (P1 33 bits: k*P1 and x - k*P1 exact), absolute error < 2^-65; the float closest to a multiple
+// of pi/2 in that range (found by trying all of them) is x = 252.898209 with |r| = 2^-27.8, so r is always good
+// to 2^-37 relative; Taylor polynomials in double (relative error < 1e-11) rounded once to float (<= 0.5 ulp +
+// 1e-4). Larger |x|, NaN and +-Inf use the f64 library (Payne-Hanek).
+// The double path's polynomials: sin r (Taylor to r^13) and cos r (Taylor to r^12) for |r| <= pi/4. Two
+// polynomials behind a branch: on the H100 this measured faster than one polynomial with selected coefficients
+// (the f64 kernel's choice), the selects of double constants costing more than the divergence.
 double tdm_f32_sin_poly(double r) {
     double z = r * r;
     double p = 1.60590438368216133e-10LF;
@@ -185,8 +172,9 @@ float tdm_sinf(float x) {
 #ifdef TDM_F32_BUILTIN_SIN
     return sin(x);
 #else
-    if (abs(x) < 1647099.0f) {                                  // false for NaN, +-Inf
-        if (abs(x) < 2.44140625e-4f) return x;                  // 2^-12: sin x rounds to x (keeps -0)
+    float a = abs(x);
+    if (a < 2.44140625e-4f) return x;                           // 2^-12: sin x rounds to x (keeps -0)
+    if (a < 1647099.0f) {
         int q;
         double r = tdm_f32_rem_pio2(x, q);
         double v = (q & 1) == 0 ? tdm_f32_sin_poly(r) : tdm_f32_cos_poly(r);
@@ -199,7 +187,8 @@ float tdm_cosf(float x) {
 #ifdef TDM_F32_BUILTIN_COS
     return cos(x);
 #else
-    if (abs(x) < 1647099.0f) {
+    float a = abs(x);
+    if (a < 1647099.0f) {
         int q;
         double r = tdm_f32_rem_pio2(x, q);
         double v = (q & 1) == 0 ? tdm_f32_cos_poly(r) : tdm_f32_sin_poly(r);

@@ -5,6 +5,7 @@
 // domain, and a fixed set of edge and special values -- for two-argument functions every pair of
 // them). Each result is compared with glibc as ordered integers (ulp distance):
 //   * f64: at most 2 ulp from glibc; f32: at most 4 ulp from glibc's float function.
+//   * f32 division (tdm_divf, the Vulkan backend's f32 ./): bit-identical to IEEE float division.
 //   * Where glibc itself is more than 1 ulp from the exact value (libquadmath's __float128 for f64,
 //     glibc's double function for f32) a larger distance from glibc is excused if the result is
 //     within the same limit (2 / 4 ulp) of the exact value -- the harness's rule.
@@ -280,6 +281,24 @@ template <class T, class Count> Inputs<T> make_inputs(const Func<T>& f, Count co
             pairs(200000, sub, sub);
             pairs(100000, [&] { return g.expo(-600, 600); }, [&] { return g.expo(-600, 600); });
             pairs(100000, u10, [&] { return g.uni(-1e-7, 1e-7); });
+        } else if (d == "div") {
+            // f32 division (tdm_divf): must equal IEEE division bit for bit
+            pairs(300000, u10, u10);
+            pairs(400000, anyexp, anyexp);
+            pairs(300000, [&] { return g.expo(0, 0); }, [&] { return g.expo(0, 0); });   // mantissas alone
+            pairs(100000, sub, anyexp);
+            pairs(100000, anyexp, sub);
+            pairs(100000, sub, sub);
+            pairs(200000, [&] { return g.expo(subE, subE + 30); }, [&] { return g.expo(0, 40); });   // subnormal results
+            pairs(200000, [&] { return g.expo(hugeE - 30, hugeE); }, [&] { return g.expo(subE, 0); });  // overflow
+            // quotients next to a midpoint of two floats: x = y * (q + ulp(q)/2), rounded, moved by 0..2 ulps
+            const std::size_t s = in.x.size();
+            pairs(300000, [] { return static_cast<T>(0); }, [&] { return g.expo(-20, 20); });
+            for (std::size_t i = s; i < in.x.size(); i++) {
+                const T q = g.expo(-20, 20);
+                const double m = static_cast<double>(q) * (1.0 + std::ldexp(1.0, -(D ? 53 : 24)));
+                in.x[i] = g.nudge(static_cast<T>(m * static_cast<double>(in.y[i])), static_cast<int>(g.rng() % 5) - 2);
+            }
         } else if (d == "fmod") {
             pairs(300000, [&] { return g.uni(-1e3, 1e3); }, u10);
             pairs(300000, anyexp, anyexp);
@@ -319,6 +338,7 @@ template <class T> std::string shader_source(const Func<T>& f) {
          "#extension GL_EXT_buffer_reference : require\n"
          "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
          "layout(local_size_x = 64) in;\n"
+      << tandem_shader_convert_f32 << '\n'
       << tandem_shader_math_f64 << '\n';
     if (sizeof(T) == 4) s << tandem_shader_math_f32 << '\n';
     s << "layout(buffer_reference, std430, buffer_reference_align = " << sizeof(T) << ") buffer Ref { " << t
@@ -448,7 +468,8 @@ protected:
 
     /// Runs f over its inputs and checks every result against glibc.
     template <class T> void check_function(const Func<T>& f) {
-        constexpr std::uint64_t tol = sizeof(T) == 8 ? 2 : 4;
+        // f32 division: correctly rounded, so bit-identical to the CPU's IEEE division
+        const std::uint64_t tol = f.domain == "div" ? 0 : sizeof(T) == 8 ? 2 : 4;
         const char* kind = sizeof(T) == 8 ? "f64" : "f32";
         const Inputs<T> in = inputs_for(f);
         const std::size_t n = in.x.size();
@@ -605,6 +626,7 @@ const Func<F>& f32(const std::string& name) {
         TDM_F32(hypot, 2, "hypot", std::hypot(x, y), std::hypot((double)x, (double)y)),
         TDM_F32(fmod, 2, "fmod", std::fmod(x, y), std::fmod((double)x, (double)y)),
         TDM_F32(pow, 2, "pow", std::pow(x, y), std::pow((double)x, (double)y)),
+        TDM_F32(div, 2, "div", x / y, (double)x / (double)y),
     };
     for (const auto& f : fs)
         if (f.name == name) return f;
@@ -639,3 +661,4 @@ TDM_MATH_TESTS(Tanh, tanh)
 TDM_MATH_TESTS(Pow, pow)
 TDM_MATH_TESTS(Hypot, hypot)
 TDM_MATH_TESTS(Fmod, fmod)
+TEST_F(VulkanMath, F32Div) { check_function(f32("div")); }

@@ -19,7 +19,7 @@ namespace tandem::detail::vk {
 namespace {
 
 // Bump when the generated code changes meaning for the same key text.
-constexpr const char* kCodegenVersion = "tandem-vk-codegen 2";
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 3";
 
 // Value types of the kernel: f64 or f32, as the CPU's registers (logical values are 0/1 in them).
 DType reg(DType t) { return t == DType::f32 ? DType::f32 : DType::f64; }
@@ -60,11 +60,11 @@ double tdmk_min(double a, double b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ?
 double tdmk_max(double a, double b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : a > b ? a : b; }
 float tdmk_min(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : a < b ? a : b; }
 float tdmk_max(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : a > b ? a : b; }
-// f32 division and sqrt through f64: the f64 result rounded once to float is the correctly
-// rounded float result (53 >= 2*24 + 2), whereas Vulkan allows 2.5 ulp for f32 division and
-// an inversesqrt-based sqrt.
-float tdmk_div(float a, float b) { return float(double(a) / double(b)); }
-float tdmk_sqrt(float a) { return float(sqrt(double(a))); }
+// f32 division and sqrt through f64 (shaders/convert_f32.glsl): correctly rounded, whereas
+// Vulkan allows 2.5 ulp for f32 division and an inversesqrt-based sqrt; subnormals right on
+// devices that flush them (NVIDIA).
+float tdmk_div(float a, float b) { return tdm_divf(a, b); }
+float tdmk_sqrt(float a) { return tdm_sqrtf(a); }
 )glsl";
 
 // The exact f64 division and sqrt (CodegenOptions::exact_f64_div_sqrt): the device's result, then
@@ -550,6 +550,7 @@ private:
         if (uses_u8_) s << "#extension GL_EXT_shader_8bit_storage : require\n";
         s << "layout(local_size_x = " << k.workgroup_size << ") in;\n";
         s << "// " << r_.summary() << "\n";
+        s << tandem_shader_convert_f32 << '\n';
         if (need_f64_ || need_f32_) s << tandem_shader_math_f64 << '\n';
         if (need_f32_) s << tandem_shader_math_f32 << '\n';
         s << "layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefF64 { double v; };\n"

@@ -1,0 +1,43 @@
+// convert_f32.glsl -- exact float <-> double conversions and the correctly rounded f32 division, square
+// root built on them, for every generated kernel that touches single precision (the Vulkan backend pastes
+// this file into each kernel; math_f32.glsl needs it too). Same #version/#extension requirements as
+// math_f64.glsl (shaderFloat64, shaderInt64).
+
+#ifndef TDM_CONVERT_F32_GLSL
+#define TDM_CONVERT_F32_GLSL
+
+// Exact conversions between float and double that do not depend on the device's fp32 denormal handling.
+// NVIDIA's Vulkan driver flushes fp32 subnormals to 0 in float->double conversion (and in fp32 arithmetic),
+// so tdm_f32_to_f64 rebuilds a subnormal input from its bits: double(mantissa) * 2^-149 is exact in double.
+// tdm_f64_to_f32 rounds a double to float once (to nearest even, as float(d) does in IEEE arithmetic) and
+// builds a subnormal result from its bits: round(|d| * 2^149) is the subnormal's mantissa (2^23 gives the
+// smallest normal float's bits, as it should). Every f32 function that goes through f64 uses this pair.
+double tdm_f32_to_f64(float x) {
+    uint b = floatBitsToUint(x);
+    if ((b & 0x7F800000u) != 0u) return double(x);                        // normal, Inf, NaN: exact
+    precise double m = double(b & 0x007FFFFFu) * 1.4012984643248171e-45LF;  // 2^-149, exact
+    return (b & 0x80000000u) != 0u ? -m : m;                               // keeps -0
+}
+float tdm_f64_to_f32(double d) {
+    precise double a = abs(d);
+    if (!(a < 1.1754943508222875e-38LF)) return float(d);                 // >= 2^-126, Inf, NaN
+    precise double r = roundEven(a * 7.1362384635297994e+44LF);            // 2^149: exact scaling
+    uint sign = uint(doubleBitsToUint64(d) >> 32) & 0x80000000u;
+    return uintBitsToFloat(sign | uint(r));
+}
+
+// Correctly rounded a / b for floats (bit-identical to IEEE float division, the CPU's), for the Vulkan backend's
+// f32 division: in double from exact conversions (tdm_f32_to_f64 / tdm_f64_to_f32, so subnormal
+// operands and results are right on devices that flush fp32 denormals, as NVIDIA's does -- the prelude's
+// float(double(a) / double(b)) was not); correctly rounded since 53 >= 2*24 + 2 (a subnormal result's
+// double rounding is innocuous too: a quotient of floats is never within 2^-48 relative of a subnormal
+// midpoint without being one).
+float tdm_divf(float a, float b) {
+    return tdm_f64_to_f32(tdm_f32_to_f64(a) / tdm_f32_to_f64(b));
+}
+// Correctly rounded sqrt of a float: the double sqrt of the exact conversion, rounded once (53 >= 2*24 + 2).
+float tdm_sqrtf(float a) {
+    return tdm_f64_to_f32(sqrt(tdm_f32_to_f64(a)));
+}
+
+#endif
