@@ -337,6 +337,7 @@ template <class T> std::string shader_source(const Func<T>& f) {
     s << "#version 450\n"
          "#extension GL_EXT_buffer_reference : require\n"
          "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+         "#extension GL_EXT_control_flow_attributes : require\n"
          "layout(local_size_x = 64) in;\n"
       << tandem_shader_convert_f32 << '\n'
       << tandem_shader_math_f64 << '\n';

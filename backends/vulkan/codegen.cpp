@@ -546,7 +546,8 @@ private:
         std::ostringstream s;
         s << "#version 450\n"
              "#extension GL_EXT_buffer_reference : require\n"
-             "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+             "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+             "#extension GL_EXT_control_flow_attributes : require\n";
         if (uses_u8_) s << "#extension GL_EXT_shader_8bit_storage : require\n";
         s << "layout(local_size_x = " << k.workgroup_size << ") in;\n";
         s << "// " << r_.summary() << "\n";
