@@ -21,7 +21,9 @@ struct Submission {
     std::span<const std::shared_ptr<Value>> outputs;
     std::span<const bool> wanted_on_host;  ///< per output: also make a host copy
     /// Called exactly once: with nullptr when every output has its copies, else with the error
-    /// (a data-dependent failure, a lost device). May run on any thread.
+    /// (a data-dependent failure, a lost device). May run on any thread, even before submit()
+    /// returns (another thread's flush may send the batch), never under a lock the backend's
+    /// flush() takes.
     std::function<void(std::exception_ptr)> done;
 };
 

@@ -304,14 +304,15 @@ void Scheduler::record_on_device(const JobPtr& job) {
     for (auto& o : r.outputs) job->outputs.push_back(std::make_shared<Value>(bytes_of(*o.node)));
     std::unique_ptr<bool[]> wanted(new bool[job->wanted_on_host.size()]);
     for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
+    Backend* const device = job->placement.backend;
     try {
-        job->placement.backend->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
-                                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); }});
+        device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
+                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); }});
     } catch (const std::exception& e) {
         // Refused before anything was recorded (no device memory, a shader that does not
         // compile): the region runs on the CPU instead, and the log says so.
         std::fprintf(stderr, "[tandem] %s region %s runs on the CPU instead: %s\n",
-                     std::string(job->placement.backend->name()).c_str(), r.summary().c_str(), e.what());
+                     std::string(device->name()).c_str(), r.summary().c_str(), e.what());
         Deferred after;
         {
             std::lock_guard lock(mutex_);
@@ -324,10 +325,19 @@ void Scheduler::record_on_device(const JobPtr& job) {
     Deferred after;
     {
         std::lock_guard lock(mutex_);
-        for (std::size_t j = 0; j < r.outputs.size(); ++j) r.outputs[j].node->eval.value = job->outputs[j];
-        job->completion->recorded = true;
-        for (auto& w : job->completion->on_recorded) w(after);
-        job->completion->on_recorded.clear();
+        // Once submit() lets go of the backend's recording lock, any thread's flush (a completion
+        // draining, a CPU worker, a download) or submit() itself (a full batch) may send the
+        // batch, and the completion thread may finish the region and run complete() before we
+        // get here: complete() has then published the outputs, woken every waiter and moved
+        // r.outputs[j].node out (null), or requeued the region on the CPU (whose worker now owns
+        // job->outputs). Nothing is left to publish then.
+        Completion& c = *job->completion;
+        if (!c.recorded && c.backend == device) {
+            for (std::size_t j = 0; j < r.outputs.size(); ++j) r.outputs[j].node->eval.value = job->outputs[j];
+            c.recorded = true;
+            for (auto& w : c.on_recorded) w(after);
+            c.on_recorded.clear();
+        }
     }
     // Consumers on the same device record now, into the same batch; drain flushes it.
     for (std::size_t i = 0; i < after.size(); ++i) {
