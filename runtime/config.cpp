@@ -64,8 +64,9 @@ void Config::validate() const {
                           "': expected auto, cpu, vulkan, vulkan:<index> or vulkan:<name substring>");
     if (device_min_elements < 0)
         throw ConfigError("Config::device_min_elements = " + std::to_string(device_min_elements) + ": must be >= 0");
-    if (!test_fault.empty() && test_fault != "compile" && test_fault != "oom" && test_fault != "device_lost")
-        throw ConfigError("Config::test_fault = '" + test_fault + "': expected compile, oom or device_lost");
+    if (!test_fault.empty() && test_fault != "compile" && test_fault != "oom" && test_fault != "device_lost" &&
+        test_fault != "submit_failed")
+        throw ConfigError("Config::test_fault = '" + test_fault + "': expected compile, oom, device_lost or submit_failed");
     std::string rest = log;
     while (!rest.empty()) {
         auto comma = rest.find(',');

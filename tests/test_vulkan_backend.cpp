@@ -9,7 +9,7 @@
 //    derivatives (sin, tanh, exp(-|x|), hypot, ...) within a tolerance relative to magnitude;
 //  - multi-output plans, regions of several shapes, a plan split between the CPU and the GPU;
 //  - NaN converted to logical on the GPU: the error reaches the future, naming the op;
-//  - injected faults (compile, oom, device_lost): the work completes on the CPU;
+//  - injected faults (compile, oom, device_lost, submit_failed): the work completes on the CPU;
 //  - the on-disk pipeline cache: reuse by a second runtime, corrupt files rebuilt;
 //  - an array larger than lavapipe's maxStorageBufferRange (128 MiB).
 // Every GPU test ends with Metrics::validation_messages == 0, and checks that the regions did
@@ -743,7 +743,8 @@ TEST_P(VulkanBackendFault, WorkCompletesOnTheCpu) {
     EXPECT_GE(m.device_fallbacks, 1u) << "the injected fault should make a region fall back to the CPU";
     EXPECT_EQ(m.validation_messages, 0u) << "validation messages; stderr:\n" << err;
     EXPECT_EQ(m.regions_failed, 0u) << "a fallback is not a failure";
-    if (GetParam() != "device_lost") {
+    const bool lost = GetParam() == "device_lost" || GetParam() == "submit_failed";
+    if (!lost) {
         // The device works after a compile error or an out-of-memory: later regions run there.
         EXPECT_GT(m.device_regions, m.device_fallbacks) << "later regions should run on the device again";
         expect_device_clean(*gpu, /*fallbacks_allowed=*/true);
@@ -756,7 +757,7 @@ TEST_P(VulkanBackendFault, WorkCompletesOnTheCpu) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(VulkanBackend, VulkanBackendFault, ::testing::Values("compile", "oom", "device_lost"),
+INSTANTIATE_TEST_SUITE_P(VulkanBackend, VulkanBackendFault, ::testing::Values("compile", "oom", "device_lost", "submit_failed"),
                          [](const auto& p) { return p.param; });
 
 // ---- the on-disk pipeline cache -------------------------------------------------------------------

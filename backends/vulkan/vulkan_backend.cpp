@@ -142,6 +142,7 @@ struct VulkanBackend::Batch {
     std::vector<std::unique_ptr<CopyJob>> uploads;  // copy-queue uploads it reads (retired with it)
     std::unique_ptr<CopyJob> readback;         // copy-queue readbacks of its outputs, after it
     std::exception_ptr error;                  // set when a submission failed
+    bool submitted = false;                    // the compute command buffer reached the queue
     struct Item {
         std::function<void(std::exception_ptr)> done;
         const Region* region;
@@ -487,6 +488,8 @@ void VulkanBackend::submit_locked() {
         check(vkEndCommandBuffer(b->cmd), "vkEndCommandBuffer");
         // A batch after a failed upload would wait forever for it.
         if (lost_) throw DeviceLost("vulkan: the device was lost; the batch was not submitted");
+        if (options_.test_fault == "submit_failed" && !fault_fired_.exchange(true))
+            throw DeviceLost("injected fault (Config::test_fault = submit_failed): vkQueueSubmit: VK_ERROR_DEVICE_LOST");
         const bool waits = b->upload_wait > 0;
         const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
         VkSemaphore wait = upload_timeline_.get(), signal = timeline_.get();
@@ -510,18 +513,9 @@ void VulkanBackend::submit_locked() {
         std::lock_guard slock(stats_mutex_);
         ++stats_.batches;
     }
-    if (!submitted) {
-        // Nothing will signal this batch: finish its work as failed, here. (Its uploads were
-        // submitted, and may still run: they keep what they read until the device is idle.)
-        for (auto& item : b->items) item.done(b->error);
-        free_cmds_.push_back(b->cmd);
-        if (b->readback) recycle_copy_locked(*b->readback);
-        if (!b->uploads.empty()) {
-            std::lock_guard dlock(done_mutex_);
-            orphans_.push_back(std::move(b));
-        }
-        return;
-    }
+    // A batch that was not submitted goes to the completion thread too, which fails its work:
+    // done() must not run here, under record_mutex_ (it may flush, which takes that lock).
+    b->submitted = submitted;
     {
         std::lock_guard dlock(done_mutex_);
         in_flight_.push_back(std::move(b));
@@ -539,9 +533,10 @@ void VulkanBackend::complete_loop() {
             b = std::move(in_flight_.front());
             in_flight_.pop_front();
         }
-        // A batch whose readback was never submitted (b->error) waits for its compute only.
+        // A batch whose readback was never submitted (b->error) waits for its compute only; one
+        // never submitted waits for nothing.
         const bool readback = b->readback && !b->error;
-        VkResult res = wait_all(context_->device(),
+        VkResult res = !b->submitted ? VK_SUCCESS : wait_all(context_->device(),
                                 {{timeline_.get(), b->signal},
                                  {readback ? download_timeline_.get() : VK_NULL_HANDLE, readback ? b->readback->signal : 0}},
                                 completion_spin_);
@@ -591,6 +586,16 @@ void VulkanBackend::complete_loop() {
                 }
             }
             item.done(e);
+        }
+        if (!b->submitted) {
+            // Its uploads were submitted and may still run (on a device that failed): they keep
+            // what they read until the backend is destroyed, after vkDeviceWaitIdle.
+            std::lock_guard lock(record_mutex_);
+            free_cmds_.push_back(b->cmd);
+            if (b->readback) recycle_copy_locked(*b->readback);
+            b->readback.reset();
+            orphans_.push_back(std::move(b));
+            continue;
         }
         for (auto& job : b->uploads) retire_copy(std::move(job));
         if (!b->error) retire_copy(std::move(b->readback));

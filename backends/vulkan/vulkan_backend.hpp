@@ -28,7 +28,7 @@ namespace tandem::detail::vk {
 struct VulkanOptions {
     ContextOptions context;
     std::string pipeline_cache_dir;  ///< "" = memory only
-    std::string test_fault;          ///< "", "compile", "oom" or "device_lost" (tests only)
+    std::string test_fault;          ///< "", "compile", "oom", "device_lost" or "submit_failed" (tests only)
     HostPool* pool = nullptr;        ///< where downloads land
 };
 
@@ -97,7 +97,7 @@ private:
     std::mutex done_mutex_;
     std::condition_variable done_cv_;
     std::deque<std::unique_ptr<Batch>> in_flight_;
-    std::vector<std::unique_ptr<Batch>> orphans_;  // never submitted, with uploads that were: kept to the end
+    std::vector<std::unique_ptr<Batch>> orphans_;  // never submitted (record_mutex_): kept to the end
     bool stopping_ = false;
     std::atomic<bool> lost_{false};
     std::thread completer_;

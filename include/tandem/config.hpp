@@ -41,7 +41,8 @@ struct TANDEM_API Config {
     /// $XDG_CACHE_HOME/tandem, else ~/.cache/tandem; "none" = in memory only.
     std::string pipeline_cache_dir;
     /// Tests only: make the device fail once, to test the fallback to the CPU: "compile"
-    /// (a shader that does not compile), "oom" (no device memory), "device_lost".
+    /// (a shader that does not compile), "oom" (no device memory), "device_lost" (found when a
+    /// batch completes), "submit_failed" (vkQueueSubmit fails).
     std::string test_fault;
     /// Comma-separated log topics written to stderr: "graph" (regions of each plan),
     /// "exec" (each region run). TANDEM_LOG.
