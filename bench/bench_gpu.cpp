@@ -14,6 +14,9 @@
 //   c. latency: gather().get() of a 100-op elementwise chain over 1000 elements (one fused region,
 //      downloaded), median of 100; against a raw vkQueueSubmit + vkWaitForFences round trip of an
 //      empty command buffer and of one tiny dispatch (1 workgroup of 1 thread).
+//   d. host <-> device copies of up to 256 MiB (the copy queue): upload and download time (wall and
+//      Metrics::upload_ms / download_ms), and 4 upload -> compute -> readback jobs launched together
+//      against one (the overlap).
 //
 // Every result is checked before it is timed (a small size against a double-precision CPU
 // reference). Output: one JSON object per line (stdout), then a readable table.
@@ -561,6 +564,59 @@ void bench_latency(tandem::Runtime& rt, Raw& raw, const Options& o) {
     }
 }
 
+// d. host <-> device copies: uploads and readbacks of 1 MiB or more go to the copy (transfer)
+// queue. Upload: evaluate of x * 1.0 with x only on the host; download: gather of a value left on
+// the device; pipelined: 4 independent upload -> compute -> readback jobs launched together,
+// against 4 times one of them (the overlap of copies with each other and with compute).
+void bench_transfer(tandem::Runtime& rt, const Options& o) {
+    const std::int64_t n = std::int64_t{1} << std::min(o.log2n, 25);  // at most 256 MiB of doubles
+    const double bytes = static_cast<double>(n) * 8.0;
+    std::vector<double> host(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<double>(i % 1000) * 0.5;
+    std::vector<double> up_wall, up_gpu, down_wall, down_gpu, one_wall, four_wall;
+    std::uint64_t queue_submits = 0;
+    for (int r = 0; r < o.warmup + o.reps; ++r) {
+        tandem::Array x = rt.array(std::span<const double>(host), tandem::Shape{n, 1});
+        const auto m0 = rt.metrics();
+        auto t0 = Clock::now();
+        tandem::Array y = x * 1.0;
+        rt.evaluate({y}).get();
+        const double up = ms_since(t0);
+        const auto m1 = rt.metrics();
+        t0 = Clock::now();
+        tandem::HostArray h = y.gather().get();
+        const double down = ms_since(t0);
+        const auto m2 = rt.metrics();
+        if (h.data<double>()[n - 1] != host.back()) fail("check failed: the transfer round trip");
+        // one upload -> compute -> readback job, then four launched together
+        std::vector<tandem::Array> xs;
+        for (int k = 0; k < 5; ++k) xs.push_back(rt.array(std::span<const double>(host), tandem::Shape{n, 1}));
+        t0 = Clock::now();
+        tandem::HostArray h1 = (xs[0] * 2.0 + 1.0).gather().get();
+        const double one = ms_since(t0);
+        t0 = Clock::now();
+        std::vector<tandem::Future<tandem::HostArray>> fs;
+        for (int k = 1; k < 5; ++k) fs.push_back((xs[static_cast<std::size_t>(k)] * 2.0 + k).gather());
+        for (auto& f : fs) f.get();
+        const double four = ms_since(t0);
+        const auto m3 = rt.metrics();
+        if (r < o.warmup) continue;
+        up_wall.push_back(up);
+        up_gpu.push_back(m1.upload_ms - m0.upload_ms);
+        down_wall.push_back(down);
+        down_gpu.push_back(m2.download_ms - m1.download_ms);
+        one_wall.push_back(one);
+        four_wall.push_back(four);
+        queue_submits = m3.copy_queue_submits - m0.copy_queue_submits;
+    }
+    emit({{"kind", "transfer"}, {"n", n}, {"bytes", bytes}, {"upload_wall_ms", median(up_wall)},
+          {"upload_gpu_ms", median(up_gpu)}, {"upload_GBps", bytes / median(up_gpu) / 1e6},
+          {"download_wall_ms", median(down_wall)}, {"download_gpu_ms", median(down_gpu)},
+          {"download_GBps", bytes / median(down_gpu) / 1e6}, {"one_job_wall_ms", median(one_wall)},
+          {"four_jobs_wall_ms", median(four_wall)}, {"four_over_one", median(four_wall) / median(one_wall)},
+          {"copy_queue_submits_per_rep", queue_submits}});
+}
+
 void print_table() {
     std::printf("\n%-8s %-12s %-46s %10s %10s %9s %9s\n", "dtype", "system", "what", "wall ms", "GPU ms",
                 "wall GB/s", "GPU GB/s");
@@ -575,6 +631,16 @@ void print_table() {
         if (j["kind"] == "latency")
             std::printf("latency  %-20s median %8.1f us  (min %.1f us): %s\n", j["system"].get<std::string>().c_str(),
                         j["median_us"].get<double>(), j["min_us"].get<double>(), j["what"].get<std::string>().c_str());
+        if (j["kind"] == "transfer")
+            std::printf("transfer %.0f MiB: upload %.3f ms wall, %.3f ms copy (%.1f GB/s); download %.3f ms wall, %.3f ms "
+                        "copy (%.1f GB/s); upload+compute+readback x1 %.3f ms, x4 launched together %.3f ms (%.2fx); "
+                        "%llu copy-queue submissions per repetition\n",
+                        j["bytes"].get<double>() / 1048576.0, j["upload_wall_ms"].get<double>(),
+                        j["upload_gpu_ms"].get<double>(), j["upload_GBps"].get<double>(),
+                        j["download_wall_ms"].get<double>(), j["download_gpu_ms"].get<double>(),
+                        j["download_GBps"].get<double>(), j["one_job_wall_ms"].get<double>(),
+                        j["four_jobs_wall_ms"].get<double>(), j["four_over_one"].get<double>(),
+                        static_cast<unsigned long long>(j["copy_queue_submits_per_rep"].get<std::uint64_t>()));
         if (j["kind"] == "pipeline")
             std::printf("pipeline [%s] first evaluate of a new expression %.2f ms (compiled %llu, disk %llu, memory %llu); "
                         "same again %.3f ms\n",
@@ -651,6 +717,8 @@ int main(int argc, char** argv) {
         bench_latency(rt, raw, o);
         // a. bandwidth
         bench_bandwidth(rt, raw, o);
+        // d. host <-> device copies
+        bench_transfer(rt, o);
         const auto m = rt.metrics();
         emit({{"kind", "metrics"}, {"device_regions", m.device_regions}, {"device_fallbacks", m.device_fallbacks},
               {"device_dispatches", m.device_dispatches}, {"device_batches", m.device_batches},
