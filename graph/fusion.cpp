@@ -65,6 +65,15 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
         if (n->op == OpKind::Constant && !wanted[i]) continue;
+        if (is_reduction(n->op)) {
+            // A group of its own over its input's shape; it may join its producer's group below.
+            const std::size_t g = groups.size();
+            groups.push_back({n->inputs[0]->shape, {i}, {}});
+            group_of[i] = g;
+            const std::size_t k = pos(n->inputs[0].get());
+            if (k != kOutside && group_of[k] != kFolded) groups[g].deps.insert(group_of[k]);
+            continue;
+        }
         // The groups this node reads (no allocation: planning a long chain is on the latency path).
         std::array<std::size_t, 3> read_buf{};
         std::size_t nreads = 0;
@@ -75,7 +84,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         const std::span<const std::size_t> reads(read_buf.data(), nreads);
         std::size_t chosen = kFolded;
         if (options.fuse) {
-            auto& same_shape = groups_of_shape(n->shape);
+            auto& same_shape = groups_of_shape(n->shape);  // elementwise groups only
             for (auto g = same_shape.rbegin(); g != same_shape.rend() && chosen == kFolded; ++g) {
                 bool acyclic = std::none_of(reads.begin(), reads.end(),
                                             [&](std::size_t q) { return q != *g && reaches(groups, q, *g); });
@@ -104,36 +113,102 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         }
     }
 
+    // An elementwise group whose every output is read only by reductions along one dimension
+    // (and is not wanted) becomes their producer: one region reads the inputs once, reduces, and
+    // writes no temporary. Otherwise each reduction reads its input materialised.
+    std::vector<std::size_t> merged_into(groups.size(), kFolded);
+    std::vector<std::vector<std::size_t>> absorbed(groups.size());  // reduce groups merged into each
+    if (options.fuse) {
+        std::vector<int> reduce_readers(pending.size(), 0), other_readers(pending.size(), 0);
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            if (group_of[i] == kFolded) continue;
+            for (auto& in : pending[i]->inputs) {
+                std::size_t k = pos(in.get());
+                if (k == kOutside || group_of[k] == kFolded || group_of[k] == group_of[i]) continue;
+                (is_reduction(pending[i]->op) ? reduce_readers : other_readers)[k]++;
+            }
+        }
+        std::vector<double> dim_of(groups.size(), 0.0);
+        std::vector<bool> blocked(groups.size(), false), has_dim(groups.size(), false);
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            if (group_of[i] == kFolded || !is_output[i]) continue;
+            const std::size_t g = group_of[i];
+            if (is_reduction(pending[i]->op)) continue;
+            if (wanted[i] || other_readers[i] > 0 || reduce_readers[i] == 0) blocked[g] = true;
+        }
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            if (group_of[i] == kFolded || !is_reduction(pending[i]->op)) continue;
+            const std::size_t k = pos(pending[i]->inputs[0].get());
+            if (k == kOutside || group_of[k] == kFolded) continue;
+            const std::size_t g = group_of[k];
+            if (is_reduction(pending[k]->op)) continue;  // reducing a reduction: its own region
+            const double dim = pending[i]->attr[0];
+            if (has_dim[g] && dim_of[g] != dim) blocked[g] = true;
+            has_dim[g] = true;
+            dim_of[g] = dim;
+        }
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            if (group_of[i] == kFolded || !is_reduction(pending[i]->op)) continue;
+            const std::size_t k = pos(pending[i]->inputs[0].get());
+            if (k == kOutside || group_of[k] == kFolded || is_reduction(pending[k]->op)) continue;
+            if (!blocked[group_of[k]]) {
+                merged_into[group_of[i]] = group_of[k];
+                absorbed[group_of[k]].push_back(group_of[i]);
+            }
+        }
+        // The producer's values now stay inside: they are outputs no more.
+        for (std::size_t i = 0; i < pending.size(); ++i)
+            if (group_of[i] != kFolded && !absorbed[group_of[i]].empty() && !is_reduction(pending[i]->op))
+                is_output[i] = false;
+    }
+
     std::vector<Region> regions;
     regions.reserve(groups.size());
     // Value index of a pending node within its own region.
     std::vector<std::uint32_t> value_of(pending.size(), UINT32_MAX);
     for (std::size_t gi = 0; gi < groups.size(); ++gi) {
         const Group& g = groups[gi];
+        if (merged_into[gi] != kFolded) continue;  // emitted with its producer
         Region r;
         r.shape = g.shape;
         std::unordered_map<const Node*, std::uint32_t> input_of;
+        // An operand of an instruction of this region: a constant's immediate, a value of this
+        // region, or a region input.
+        auto operand = [&](const std::shared_ptr<Node>& in_ptr, Arg& a) {
+            const Node* in = in_ptr.get();
+            a.dtype = in->dtype;
+            if (in->op == OpKind::Constant) {
+                a.kind = Arg::Kind::Scalar;
+                a.scalar = immediate(*in);
+            } else if (std::size_t at = pos(in); at != kOutside && group_of[at] == gi) {
+                a.kind = Arg::Kind::Value;
+                a.index = value_of[at];
+            } else {
+                auto [it, fresh] = input_of.try_emplace(in, static_cast<std::uint32_t>(r.inputs.size()));
+                if (fresh) r.inputs.push_back(in_ptr);
+                a.kind = Arg::Kind::Input;
+                a.index = it->second;
+            }
+        };
         for (std::size_t m : g.members) {
             const Node* n = pending[m];
+            if (is_reduction(n->op)) {
+                // A reduction with nothing folded in: its program loads the input as is.
+                Instr ins{OpKind::Cast, n->inputs[0]->dtype, DType::f64, {}, {static_cast<double>(n->inputs[0]->dtype), 0, 0}};
+                operand(n->inputs[0], ins.args[0]);
+                DType t = n->inputs[0]->dtype;
+                ins.compute = compute_dtype(OpKind::Cast, &t);
+                r.program.push_back(ins);
+                r.reductions.push_back({n->op, 0});
+                r.reduce_dim = static_cast<int>(n->attr[0]);
+                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                continue;
+            }
             Instr ins{n->op, n->dtype, DType::f64, {}, n->attr};
             DType operand_types[3] = {DType::f64, DType::f64, DType::f64};
             for (std::size_t k = 0; k < n->inputs.size(); ++k) {
-                const Node* in = n->inputs[k].get();
-                operand_types[k] = in->dtype;
-                Arg& a = ins.args[k];
-                a.dtype = in->dtype;
-                if (in->op == OpKind::Constant) {
-                    a.kind = Arg::Kind::Scalar;
-                    a.scalar = immediate(*in);
-                } else if (std::size_t at = pos(in); at != kOutside && group_of[at] == gi) {
-                    a.kind = Arg::Kind::Value;
-                    a.index = value_of[at];
-                } else {
-                    auto [it, fresh] = input_of.try_emplace(in, static_cast<std::uint32_t>(r.inputs.size()));
-                    if (fresh) r.inputs.push_back(n->inputs[k]);
-                    a.kind = Arg::Kind::Input;
-                    a.index = it->second;
-                }
+                operand_types[k] = n->inputs[k]->dtype;
+                operand(n->inputs[k], ins.args[k]);
             }
             if (n->op == OpKind::Constant) ins.attr[0] = immediate(*n);
             ins.compute = n->inputs.empty() ? (n->dtype == DType::f32 ? DType::f32 : DType::f64)
@@ -145,6 +220,15 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 // Outputs hold owning references: the region keeps its nodes alive while in flight.
                 r.outputs.push_back({index, pending[m]->shared_from_this()});
             }
+        }
+        // The reductions folded into this group, in plan order.
+        for (std::size_t ri : absorbed[gi]) {
+            const std::size_t m = groups[ri].members.front();
+            const Node* n = pending[m];
+            const std::uint32_t v = value_of[pos(n->inputs[0].get())];
+            r.reductions.push_back({n->op, v});
+            r.reduce_dim = static_cast<int>(n->attr[0]);
+            r.outputs.push_back({v, pending[m]->shared_from_this()});
         }
         regions.push_back(std::move(r));
     }
@@ -172,7 +256,11 @@ std::string Region::to_string() const {
         os << ") " << dtype_name(ins.dtype) << "\n";
     }
     os << "  outputs:";
-    for (auto& o : outputs) os << " v" << o.value;
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+        os << " v" << outputs[j].value;
+        if (is_reduce()) os << " reduced by " << op_info(reductions[j].op).name;
+    }
+    if (is_reduce()) os << (reduce_dim < 0 ? " over all elements" : " along dim " + std::to_string(reduce_dim + 1));
     return os.str();
 }
 
@@ -208,6 +296,10 @@ Region Region::slice(std::size_t j) const {
         s.program.push_back(ins);
     }
     s.outputs.push_back({value_map[outputs[j].value], outputs[j].node});
+    if (is_reduce()) {
+        s.reductions.push_back({reductions[j].op, value_map[reductions[j].value]});
+        s.reduce_dim = reduce_dim;
+    }
     return s;
 }
 
@@ -217,6 +309,7 @@ std::string Region::summary() const {
         if (!s.empty()) s += ",";
         s += op_info(ins.op).name;
     }
+    for (const Reduction& red : reductions) s += std::string(",") + std::string(op_info(red.op).name);
     return s;
 }
 

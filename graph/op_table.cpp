@@ -63,6 +63,14 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"or", G::Binary, 2, R::Logical, false},
     {"xor", G::Binary, 2, R::Logical, false},
     {"where", G::Ternary, 3, R::Select, false},
+    {"sum", G::Reduce, 1, R::Reduction, false},
+    {"prod", G::Reduce, 1, R::Reduction, false},
+    {"max", G::Reduce, 1, R::Reduction, false},
+    {"min", G::Reduce, 1, R::Reduction, false},
+    {"max (index)", G::Reduce, 1, R::Reduction, false},
+    {"min (index)", G::Reduce, 1, R::Reduction, false},
+    {"any", G::Reduce, 1, R::Reduction, false},
+    {"all", G::Reduce, 1, R::Reduction, false},
 }};
 
 }  // namespace
@@ -88,6 +96,10 @@ DType result_dtype(OpKind op, const DType* operands, DType cast_target) noexcept
             if (operands[1] == DType::logical && operands[2] == DType::logical) return DType::logical;
             return compute_dtype(op, operands);
         case TypeRule::Cast: return cast_target;
+        case TypeRule::Reduction:
+            if (op == OpKind::Any || op == OpKind::All) return DType::logical;
+            if (op == OpKind::ArgMax || op == OpKind::ArgMin) return DType::f64;
+            return operands[0] == DType::f32 ? DType::f32 : DType::f64;
         case TypeRule::Leaf: break;
     }
     return DType::f64;

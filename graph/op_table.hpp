@@ -24,11 +24,13 @@ enum class OpKind : std::uint8_t {
     Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor,
     // ternary elementwise
     Where,
+    // reductions along one dimension (attr[0], 0-based) or over all elements (attr[0] = -1)
+    Sum, Prod, MaxOf, MinOf, ArgMax, ArgMin, Any, All,
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);
 
-enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary };
+enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce };
 
 /// How an op's result type follows from its operands'.
 enum class TypeRule : std::uint8_t {
@@ -38,6 +40,7 @@ enum class TypeRule : std::uint8_t {
     Select,      ///< where(c, a, b): a and b's combined type (logical if both are)
     Cast,        ///< the type named by the op's attribute
     Leaf,        ///< given at creation
+    Reduction,   ///< sum/prod/max/min: the operand's arithmetic type; argmax/argmin: double; any/all: logical
 };
 
 struct OpInfo {
@@ -54,6 +57,11 @@ inline bool is_elementwise(OpKind op) noexcept {
     OpGroup g = op_info(op).group;
     return g == OpGroup::Unary || g == OpGroup::Binary || g == OpGroup::Ternary || g == OpGroup::Generator;
 }
+
+inline bool is_reduction(OpKind op) noexcept { return op_info(op).group == OpGroup::Reduce; }
+
+/// The reduction of all elements (attr[0] of a Reduce node).
+inline constexpr double kReduceAll = -1.0;
 
 /// The result type of `op` applied to operands of the given types (arity of them).
 DType result_dtype(OpKind op, const DType* operands, DType cast_target = DType::f64) noexcept;

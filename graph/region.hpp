@@ -29,6 +29,12 @@ struct Instr {
     std::array<double, 3> attr{};   ///< generator parameters
 };
 
+/// One reduction of a region: a program value reduced along the region's reduce_dim.
+struct Reduction {
+    OpKind op;             ///< Sum, Prod, MaxOf, MinOf, ArgMax, ArgMin, Any, All
+    std::uint32_t value;   ///< the program value reduced
+};
+
 struct Region {
     Shape shape;                                  ///< iteration domain; every value has this shape
     std::vector<std::shared_ptr<Node>> inputs;    ///< materialised before the region runs
@@ -38,6 +44,25 @@ struct Region {
         std::shared_ptr<Node> node;
     };
     std::vector<Output> outputs;
+    /// Non-empty: a reduce region. Its program computes values over `shape` (the elementwise
+    /// producers folded in) and outputs[j] is reductions[j] of them along reduce_dim (0-based;
+    /// -1: every element); no elementwise value leaves it.
+    std::vector<Reduction> reductions;
+    int reduce_dim = -1;
+
+    bool is_reduce() const noexcept { return !reductions.empty(); }
+    /// The reduce domain as (inner, len, outer): element (i, k, o) is linear index
+    /// i + inner * (k + len * o); output (i, o) is i + inner * o.
+    struct ReduceExtents {
+        std::int64_t inner, len, outer;
+    };
+    ReduceExtents reduce_extents() const noexcept {
+        if (reduce_dim < 0) return {1, shape.numel(), 1};
+        std::int64_t inner = 1, outer = 1;
+        for (int d = 0; d < reduce_dim; ++d) inner *= shape[d];
+        for (int d = reduce_dim + 1; d < shape.ndims(); ++d) outer *= shape[d];
+        return {inner, shape[reduce_dim], outer};
+    }
 
     /// One line per instruction, for TANDEM_LOG=graph and failure messages.
     std::string to_string() const;

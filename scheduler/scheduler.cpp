@@ -391,8 +391,9 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             else {
                 regions_.fetch_add(1, std::memory_order_relaxed);
                 ops_.fetch_add(r.program.size(), std::memory_order_relaxed);
-                elements_.fetch_add(static_cast<std::uint64_t>(r.shape.numel()) * r.outputs.size(),
-                                    std::memory_order_relaxed);
+                std::uint64_t written = 0;
+                for (auto& o : r.outputs) written += static_cast<std::uint64_t>(o.node->shape.numel());
+                elements_.fetch_add(written, std::memory_order_relaxed);
             }
             for (std::size_t j = 0; j < r.outputs.size(); ++j) {
                 Node& n = *r.outputs[j].node;

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "backends/cpu/program.hpp"
+#include "backends/cpu/reduce.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::cpu {
@@ -64,6 +65,7 @@ void CpuBackend::submit(Submission s) {
 
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
                          std::span<Storage* const> outputs) {
+    if (region.is_reduce()) return run_reduce(region, inputs, outputs, kernels_, block_, true);
     Program program(region, inputs, outputs, kernels_, block_);
     const std::int64_t numel = program.numel();
     if (numel == 0) return;

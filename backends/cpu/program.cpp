@@ -32,6 +32,14 @@ public:
              const KernelTable& k)
         : p_(p), r_(r), in_(in), out_(out), k_(k) {}
 
+    /// A reduce region: every value in registers (or inputs, or scalars); the reduced ones are
+    /// the sinks.
+    void run_sinks() {
+        value_slot_.resize(r_.program.size());
+        for (std::size_t i = 0; i < r_.program.size(); ++i) value_slot_[i] = lower(r_.program[i], -1);
+        for (const Reduction& red : r_.reductions) p_.sinks_.push_back(value_slot_[red.value]);
+    }
+
     void run() {
         value_slot_.resize(r_.program.size());
         std::vector<int> output_of(r_.program.size(), -1);
@@ -294,7 +302,9 @@ private:
                 const void* fn = reinterpret_cast<const void*>(k_.where[col(t)]);
                 return call(StepKind::Where, ins.op, fn, {c, a, b}, t, ins.dtype == DType::logical ? -1 : output);
             }
+            case OpGroup::Reduce: break;  // never an instruction: a region's reductions follow its program
         }
+        throw Error(std::string("cpu executor: ") + std::string(info.name) + " inside a region's program (fusion bug)");
         return 0;
     }
 
@@ -315,6 +325,25 @@ Program::Program(const Region& region, std::span<const Storage* const> inputs, s
     allocate_registers();
 }
 
+Program::Program(const Region& region, std::span<const Storage* const> inputs, const KernelTable& kernels,
+                 std::int64_t block_elements, Sinks)
+    : numel_(region.shape.numel()), block_(static_cast<std::size_t>(block_elements)) {
+    Lowering(*this, region, inputs, {}, kernels).run_sinks();
+    allocate_registers();
+}
+
+Program::SinkView Program::sink(std::size_t j, std::int64_t start, const std::byte* scratch) const {
+    const Slot& slot = slots_[sinks_[j]];
+    switch (slot.kind) {
+        case SlotKind::Reg: return {slot.type, scratch + static_cast<std::size_t>(slot.index) * block_ * 8, false};
+        case SlotKind::InputDirect:
+        case SlotKind::OutputDirect:
+            return {slot.type, bases_[slot.index].ptr + static_cast<std::size_t>(start) * bases_[slot.index].elem, false};
+        case SlotKind::Scalar: return {slot.type, &cells_[slot.index], true};
+    }
+    return {slot.type, nullptr, true};
+}
+
 void Program::allocate_registers() {
     // Linear scan over the straight-line step list: a register is free after its last read.
     auto reads = [](const Step& st) -> unsigned {
@@ -331,6 +360,8 @@ void Program::allocate_registers() {
     std::vector<std::int64_t> last_use(slots_.size(), -1);
     for (std::size_t i = 0; i < steps_.size(); ++i)
         for (unsigned k = 0; k < reads(steps_[i]); ++k) last_use[steps_[i].in[k]] = static_cast<std::int64_t>(i);
+    // Reduced values are read after the block's last step.
+    for (std::uint32_t s : sinks_) last_use[s] = static_cast<std::int64_t>(steps_.size());
     std::vector<std::uint32_t> free_regs;
     std::vector<bool> assigned(slots_.size(), false);
     std::uint32_t count = 0;

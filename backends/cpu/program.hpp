@@ -23,6 +23,11 @@ public:
     /// lowering (a NaN scalar converted to logical) are thrown here.
     Program(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs,
             const KernelTable& kernels, std::int64_t block_elements);
+    /// For a reduce region: lowers its program with no outputs; after run_block, sink(j) is the
+    /// block of the value reductions[j] reduces (kept alive to the end of the block).
+    struct Sinks {};
+    Program(const Region& region, std::span<const Storage* const> inputs, const KernelTable& kernels,
+            std::int64_t block_elements, Sinks);
 
     /// Outputs of at least this many bytes are written with non-temporal stores.
     static constexpr std::size_t kStreamBytes = std::size_t{16} << 20;
@@ -33,6 +38,15 @@ public:
     /// Computes elements [start, start + n) of every output; n <= block_elements.
     void run_block(std::int64_t start, std::size_t n, std::byte* scratch) const;
     std::size_t steps() const noexcept { return steps_.size(); }
+
+    /// A reduced value's elements [start, start + n) after run_block(start, n, scratch): typed
+    /// data, or one scalar standing for every element.
+    struct SinkView {
+        ElemType type;
+        const void* data;
+        bool scalar;
+    };
+    SinkView sink(std::size_t j, std::int64_t start, const std::byte* scratch) const;
 
 private:
     enum class SlotKind : std::uint8_t { Reg, InputDirect, OutputDirect, Scalar };
@@ -79,6 +93,7 @@ private:
     std::vector<Load> loads_;
     std::vector<Cell> cells_;
     std::vector<Base> bases_;
+    std::vector<std::uint32_t> sinks_;  // slots of the reduced values (reduce regions)
 };
 
 }  // namespace tandem::detail::cpu

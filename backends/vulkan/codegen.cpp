@@ -457,6 +457,8 @@ private:
                 // c != 0 after the CPU's truth() and conversion is the same test on c itself.
                 return define(i, t, "(" + c + " == " + lit(ct, "0.0") + ") ? " + b + " : " + a);
             }
+            case OpGroup::Reduce:
+                throw DeviceError("vulkan codegen: a reduce op inside a region's program (fusion bug)");
         }
     }
 

@@ -386,6 +386,7 @@ void VulkanBackend::submit(Submission s) {
             throw DeviceOutOfMemory("injected fault (Config::test_fault = oom): out of device memory");
         }
     }
+    if (r.is_reduce()) throw DeviceError("vulkan: reductions are not generated yet");
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<int> dims;

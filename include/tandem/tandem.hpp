@@ -8,5 +8,6 @@
 #include "tandem/future.hpp"
 #include "tandem/host_array.hpp"
 #include "tandem/ops.hpp"
+#include "tandem/reductions.hpp"
 #include "tandem/runtime.hpp"
 #include "tandem/shape.hpp"

@@ -1,0 +1,285 @@
+#include "backends/cpu/reduce.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/program.hpp"
+#include "tandem/error.hpp"
+
+namespace tandem::detail::cpu {
+
+namespace {
+
+/// A partial result: the value, and for argmax/argmin the position k of the extremum.
+struct Acc {
+    double v;
+    std::int64_t k;
+};
+
+Acc initial(OpKind op) {
+    switch (op) {
+        case OpKind::Sum:
+        case OpKind::Any: return {0.0, 0};
+        case OpKind::Prod:
+        case OpKind::All: return {1.0, 0};
+        default: return {std::numeric_limits<double>::quiet_NaN(), 0};  // max/min: NaN until a number
+    }
+}
+
+bool is_max(OpKind op) { return op == OpKind::MaxOf || op == OpKind::ArgMax; }
+
+/// a then b (b covers later positions): ties keep a, the first occurrence; NaN is omitted.
+void combine(OpKind op, Acc& a, const Acc& b) {
+    switch (op) {
+        case OpKind::Sum: a.v += b.v; break;
+        case OpKind::Prod: a.v *= b.v; break;
+        case OpKind::Any: a.v = (a.v != 0.0 || b.v != 0.0) ? 1.0 : 0.0; break;
+        case OpKind::All: a.v = (a.v != 0.0 && b.v != 0.0) ? 1.0 : 0.0; break;
+        default:
+            if (!std::isnan(b.v) && (std::isnan(a.v) || (is_max(op) ? b.v > a.v : b.v < a.v))) a = b;
+            break;
+    }
+}
+
+/// Folds x[0..n) at positions k0, k0 + 1, ... into one partial, in a fixed order: sums and
+/// products in 8 lanes (element i into lane i % 8, lanes combined pairwise), the rest in order.
+Acc fold_run(OpKind op, const double* x, std::size_t n, std::int64_t k0) {
+    Acc a = initial(op);
+    switch (op) {
+        case OpKind::Sum:
+        case OpKind::Prod: {
+            const bool sum = op == OpKind::Sum;
+            double lane[8];
+            for (double& l : lane) l = sum ? 0.0 : 1.0;
+            std::size_t i = 0;
+            if (sum)
+                for (; i + 8 <= n; i += 8)
+                    for (int l = 0; l < 8; ++l) lane[l] += x[i + static_cast<std::size_t>(l)];
+            else
+                for (; i + 8 <= n; i += 8)
+                    for (int l = 0; l < 8; ++l) lane[l] *= x[i + static_cast<std::size_t>(l)];
+            for (; i < n; ++i) lane[i % 8] = sum ? lane[i % 8] + x[i] : lane[i % 8] * x[i];
+            const double p01 = sum ? lane[0] + lane[1] : lane[0] * lane[1];
+            const double p23 = sum ? lane[2] + lane[3] : lane[2] * lane[3];
+            const double p45 = sum ? lane[4] + lane[5] : lane[4] * lane[5];
+            const double p67 = sum ? lane[6] + lane[7] : lane[6] * lane[7];
+            a.v = sum ? (p01 + p23) + (p45 + p67) : (p01 * p23) * (p45 * p67);
+            return a;
+        }
+        case OpKind::Any:
+            for (std::size_t i = 0; i < n; ++i)
+                if (x[i] != 0.0 && !std::isnan(x[i])) return {1.0, 0};
+            return a;
+        case OpKind::All:
+            for (std::size_t i = 0; i < n; ++i)
+                if (x[i] == 0.0) return {0.0, 0};
+            return a;
+        default: {
+            const bool mx = is_max(op);
+            for (std::size_t i = 0; i < n; ++i) {
+                const double v = x[i];
+                if (!std::isnan(v) && (std::isnan(a.v) || (mx ? v > a.v : v < a.v))) a = {v, k0 + static_cast<std::int64_t>(i)};
+            }
+            return a;
+        }
+    }
+}
+
+/// Folds x[i] at position k into acc[i] for i < n (the strided case: one position, many outputs).
+void fold_lanes(OpKind op, Acc* acc, const double* x, std::size_t n, std::int64_t k) {
+    switch (op) {
+        case OpKind::Sum:
+            for (std::size_t i = 0; i < n; ++i) acc[i].v += x[i];
+            break;
+        case OpKind::Prod:
+            for (std::size_t i = 0; i < n; ++i) acc[i].v *= x[i];
+            break;
+        case OpKind::Any:
+            for (std::size_t i = 0; i < n; ++i)
+                if (x[i] != 0.0 && !std::isnan(x[i])) acc[i].v = 1.0;
+            break;
+        case OpKind::All:
+            for (std::size_t i = 0; i < n; ++i)
+                if (x[i] == 0.0) acc[i].v = 0.0;
+            break;
+        default: {
+            const bool mx = is_max(op);
+            for (std::size_t i = 0; i < n; ++i) {
+                const double v = x[i];
+                if (!std::isnan(v) && (std::isnan(acc[i].v) || (mx ? v > acc[i].v : v < acc[i].v))) acc[i] = {v, k};
+            }
+        }
+    }
+}
+
+/// The block of a reduced value as doubles: the data itself for f64, else converted into `buf`.
+const double* as_doubles(const Program::SinkView& s, std::size_t n, double* buf) {
+    if (s.scalar) {
+        double v = s.type == ElemType::f64   ? *static_cast<const double*>(s.data)
+                   : s.type == ElemType::f32 ? static_cast<double>(*static_cast<const float*>(s.data))
+                                             : static_cast<double>(*static_cast<const std::uint8_t*>(s.data));
+        std::fill_n(buf, n, v);
+        return buf;
+    }
+    switch (s.type) {
+        case ElemType::f64: return static_cast<const double*>(s.data);
+        case ElemType::f32: {
+            auto* f = static_cast<const float*>(s.data);
+            for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<double>(f[i]);
+            return buf;
+        }
+        case ElemType::u8: {
+            auto* u = static_cast<const std::uint8_t*>(s.data);
+            for (std::size_t i = 0; i < n; ++i) buf[i] = u[i];
+            return buf;
+        }
+    }
+    return buf;
+}
+
+/// Thread-local scratch: the program's registers and one block of doubles per reduction.
+struct Scratch {
+    std::vector<std::byte, std::allocator<std::byte>> regs;
+    std::vector<double> conv;
+};
+Scratch& scratch_for(std::size_t reg_bytes, std::size_t conv_doubles) {
+    thread_local Scratch s;
+    if (s.regs.size() < reg_bytes + 64) s.regs.resize(reg_bytes + 64);
+    if (s.conv.size() < conv_doubles) s.conv.resize(conv_doubles);
+    return s;
+}
+std::byte* aligned(std::vector<std::byte>& v) {
+    auto p = reinterpret_cast<std::uintptr_t>(v.data());
+    return v.data() + ((64 - p % 64) % 64);
+}
+
+void write_output(const Node& node, OpKind op, Storage& out, std::int64_t index, const Acc& a) {
+    double v = a.v;
+    if (op == OpKind::ArgMax || op == OpKind::ArgMin) v = static_cast<double>(a.k + 1);
+    switch (node.dtype) {
+        case DType::f64: static_cast<double*>(out.data())[index] = v; break;
+        case DType::f32: static_cast<float*>(out.data())[index] = static_cast<float>(v); break;
+        case DType::logical: static_cast<std::uint8_t*>(out.data())[index] = v != 0.0 ? 1 : 0; break;
+    }
+}
+
+template <class F>
+void for_range(std::size_t count, bool parallel, F&& f) {
+    if (count == 0) return;
+#if defined(TANDEM_TSAN)
+    parallel = false;  // see CpuBackend::execute: Debian's oneTBB is not instrumented
+#endif
+    if (!parallel || count == 1) return f(std::size_t{0}, count);
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count, 1),
+                      [&](const tbb::blocked_range<std::size_t>& r) { f(r.begin(), r.end()); });
+}
+
+}  // namespace
+
+void run_reduce(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs,
+                const KernelTable& kernels, std::int64_t block_elements, bool parallel) {
+    const auto [inner, len, outer] = region.reduce_extents();
+    const std::size_t nred = region.reductions.size();
+    if (len == 0 || region.shape.numel() == 0) {
+        // Nothing to reduce: the identities (sum 0, prod 1, any false, all true); max and min
+        // of an empty dimension are empty.
+        for (std::size_t j = 0; j < nred; ++j)
+            for (std::int64_t o = 0; o < region.outputs[j].node->shape.numel(); ++o)
+                write_output(*region.outputs[j].node, region.reductions[j].op, *outputs[j], o,
+                             initial(region.reductions[j].op));
+        return;
+    }
+    Program program(region, inputs, kernels, block_elements, Program::Sinks{});
+    const auto B = static_cast<std::size_t>(block_elements);
+    const std::size_t reg_bytes = program.scratch_bytes();
+
+    if (inner == 1) {
+        // Contiguous along the reduced dimension: chunks of one block, partials combined in order.
+        const auto chunks = static_cast<std::size_t>((len + static_cast<std::int64_t>(B) - 1) / static_cast<std::int64_t>(B));
+        const std::size_t tasks = static_cast<std::size_t>(outer) * chunks;
+        std::vector<Acc> partial(tasks * nred);
+        for_range(tasks, parallel, [&](std::size_t first, std::size_t last) {
+            Scratch& s = scratch_for(reg_bytes, B);
+            std::byte* regs = aligned(s.regs);
+            for (std::size_t t = first; t < last; ++t) {
+                const auto o = static_cast<std::int64_t>(t / chunks);
+                const auto c = static_cast<std::int64_t>(t % chunks);
+                const std::int64_t k0 = c * static_cast<std::int64_t>(B);
+                const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(B), len - k0));
+                const std::int64_t start = k0 + len * o;
+                program.run_block(start, n, regs);
+                for (std::size_t j = 0; j < nred; ++j) {
+                    const double* x = as_doubles(program.sink(j, start, regs), n, s.conv.data());
+                    partial[t * nred + j] = fold_run(region.reductions[j].op, x, n, k0);
+                }
+            }
+        });
+        for_range(static_cast<std::size_t>(outer), parallel, [&](std::size_t first, std::size_t last) {
+            for (std::size_t o = first; o < last; ++o)
+                for (std::size_t j = 0; j < nred; ++j) {
+                    const OpKind op = region.reductions[j].op;
+                    Acc a = partial[(o * chunks) * nred + j];
+                    for (std::size_t c = 1; c < chunks; ++c) combine(op, a, partial[(o * chunks + c) * nred + j]);
+                    write_output(*region.outputs[j].node, op, *outputs[j], static_cast<std::int64_t>(o), a);
+                }
+        });
+        return;
+    }
+
+    // Strided: each position k of the reduced dimension is a run of `inner` outputs. Pieces of
+    // at most one block along inner; the reduced dimension split into chunks only when there are
+    // too few pieces to share out (the split depends on the shape, not on the threads).
+    const auto pieces = static_cast<std::size_t>((inner + static_cast<std::int64_t>(B) - 1) / static_cast<std::int64_t>(B));
+    const std::size_t units = static_cast<std::size_t>(outer) * pieces;
+    const std::int64_t kchunks = units >= 64 ? 1 : std::min<std::int64_t>(len, static_cast<std::int64_t>((64 + units - 1) / units));
+    const std::int64_t kc_len = (len + kchunks - 1) / kchunks;
+    const std::size_t tasks = units * static_cast<std::size_t>(kchunks);
+    // Partials: per task, per reduction, one Acc per inner element of its piece.
+    std::vector<Acc> partial(tasks * nred * B);
+    for_range(tasks, parallel, [&](std::size_t first, std::size_t last) {
+        Scratch& s = scratch_for(reg_bytes, B);
+        std::byte* regs = aligned(s.regs);
+        for (std::size_t t = first; t < last; ++t) {
+            const std::size_t u = t / static_cast<std::size_t>(kchunks);
+            const auto c = static_cast<std::int64_t>(t % static_cast<std::size_t>(kchunks));
+            const auto o = static_cast<std::int64_t>(u / pieces);
+            const auto i0 = static_cast<std::int64_t>(u % pieces) * static_cast<std::int64_t>(B);
+            const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(B), inner - i0));
+            Acc* acc = &partial[t * nred * B];
+            for (std::size_t j = 0; j < nred; ++j) std::fill_n(acc + j * B, n, initial(region.reductions[j].op));
+            const std::int64_t k_end = std::min(len, (c + 1) * kc_len);
+            for (std::int64_t k = c * kc_len; k < k_end; ++k) {
+                const std::int64_t start = i0 + inner * (k + len * o);
+                program.run_block(start, n, regs);
+                for (std::size_t j = 0; j < nred; ++j) {
+                    const double* x = as_doubles(program.sink(j, start, regs), n, s.conv.data());
+                    fold_lanes(region.reductions[j].op, acc + j * B, x, n, k);
+                }
+            }
+        }
+    });
+    for_range(units, parallel, [&](std::size_t first, std::size_t last) {
+        for (std::size_t u = first; u < last; ++u) {
+            const auto o = static_cast<std::int64_t>(u / pieces);
+            const auto i0 = static_cast<std::int64_t>(u % pieces) * static_cast<std::int64_t>(B);
+            const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(B), inner - i0));
+            for (std::size_t j = 0; j < nred; ++j) {
+                const OpKind op = region.reductions[j].op;
+                for (std::size_t i = 0; i < n; ++i) {
+                    Acc a = partial[(u * static_cast<std::size_t>(kchunks)) * nred * B + j * B + i];
+                    for (std::int64_t c = 1; c < kchunks; ++c)
+                        combine(op, a, partial[(u * static_cast<std::size_t>(kchunks) + static_cast<std::size_t>(c)) * nred * B + j * B + i]);
+                    write_output(*region.outputs[j].node, op, *outputs[j], i0 + static_cast<std::int64_t>(i) + inner * o, a);
+                }
+            }
+        }
+    });
+}
+
+}  // namespace tandem::detail::cpu

@@ -1,0 +1,22 @@
+// Reduce regions on the CPU: the region's program runs block by block (the elementwise producers
+// folded in, values in cache-sized registers, no temporary array) and each block is reduced into
+// per-output accumulators. The order of every reduction is fixed by the shape alone (chunks of
+// the reduced dimension, lanes within a chunk, chunks combined in order), never by the threads:
+// the same bits every run, on any number of cores.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backends/cpu/kernels.hpp"
+#include "graph/region.hpp"
+#include "runtime/memory.hpp"
+
+namespace tandem::detail::cpu {
+
+/// Runs reduce region `region` (region.is_reduce()) from `inputs` into `outputs` (one per
+/// reduction, sized for its node). `parallel`: use the oneTBB arena of the calling thread.
+void run_reduce(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs,
+                const KernelTable& kernels, std::int64_t block_elements, bool parallel);
+
+}  // namespace tandem::detail::cpu

@@ -1,0 +1,243 @@
+// Reductions on the CPU executor against a scalar reference (reduce_reference.hpp): every op along
+// every dimension (and beyond the last, and over all elements) of random shapes -- empty, vectors,
+// N-D, larger than a block along and across the reduced dimension -- in double, single and
+// logical, with NaN, Inf, -0 and subnormals; MATLAB's NaN and empty rules; fusion of elementwise
+// producers (one pass, no temporary) and the boundary where a result expands back; determinism
+// across runs and thread counts; the composite functions; argument errors.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "reduce_reference.hpp"
+#include "reference.hpp"
+#include "tandem/tandem.hpp"
+
+using tandem::Array;
+using tandem::DType;
+using tandem::Runtime;
+using tred::Op;
+using tref::Dims;
+using tref::Host;
+
+namespace {
+
+tandem::Config cpu_config(int threads = 0) {
+    tandem::Config c;
+    c.device = "cpu";
+    if (threads > 0) c.cpu_threads = threads;
+    return c;
+}
+
+const std::vector<Dims> kShapes = {
+    {0, 0}, {0, 3}, {4, 0}, {1, 1}, {1, 7}, {9, 1}, {5, 6}, {3, 4, 2}, {2, 1, 3, 2},
+    {2049, 3},     // longer than a block along dim 1
+    {3, 5000},     // long along dim 2, few outputs: the reduced dimension is split into chunks
+    {2500, 3},     // more than a block of outputs across dim 2
+    {7, 0, 2},
+};
+const Op kOps[] = {Op::sum, Op::prod, Op::mean, Op::max, Op::min, Op::argmax, Op::argmin, Op::any, Op::all};
+
+class ReduceOps : public ::testing::TestWithParam<DType> {};
+
+TEST_P(ReduceOps, EveryOpEveryDimMatchesReference) {
+    const DType t = GetParam();
+    Runtime rt(cpu_config());
+    std::mt19937_64 rng(1234 + static_cast<int>(t));
+    int checked = 0;
+    for (const Dims& shape : kShapes) {
+        for (Op op : kOps) {
+            const bool prod = op == Op::prod;
+            const Host x = tred::random_data(shape, t, rng, /*specials=*/true, /*near_one=*/prod);
+            const Array a = tref::make_array(rt, x);
+            for (int dim : {0, 1, 2, 3, 5, -1}) {
+                if ((op == Op::argmax || op == Op::argmin) && dim < 0) continue;  // no [M, I] over 'all'
+                SCOPED_TRACE(std::string(tred::name(op)) + " of " + tref::dims_str(shape) + " " + tref::dtype_str(t) +
+                             " dim " + std::to_string(dim));
+                const int d0 = dim == 0 ? tred::default_dim(x.dims, op) : dim < 0 ? -1 : dim - 1;
+                const Host got = tref::gather(tred::call(op, a, dim));
+                EXPECT_TRUE(tred::matches(got, tred::reduce(x, op, d0)));
+                ++checked;
+                if (op == Op::sum || op == Op::prod || op == Op::mean) {
+                    const Host g2 = tref::gather(tred::call(op, a, dim, tandem::NanFlag::omitnan));
+                    EXPECT_TRUE(tred::matches(g2, tred::reduce(x, op, d0, /*omitnan=*/true))) << "omitnan";
+                }
+            }
+        }
+    }
+    EXPECT_GT(checked, 500);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reductions, ReduceOps, ::testing::Values(DType::f64, DType::f32, DType::logical),
+                         [](const auto& p) { return std::string(tref::dtype_str(p.param)); });
+
+TEST(Reductions, MatlabRulesOnSmallCases) {
+    Runtime rt(cpu_config());
+    const std::vector<double> m = {1, 2, 3, 4, 5, 6};  // [1 3 5; 2 4 6]
+    Array x = rt.array(std::span<const double>(m), tandem::Shape{2, 3});
+    EXPECT_EQ(tref::gather(tandem::sum(x)).v, (std::vector<double>{3, 7, 11}));
+    EXPECT_EQ(tref::gather(tandem::sum(x, 2)).v, (std::vector<double>{9, 12}));
+    EXPECT_EQ(tref::gather(tandem::sum(x, 3)).v, m) << "a singleton dimension";
+    EXPECT_EQ(tref::gather(tandem::prod(x, tandem::all_dims)).v, (std::vector<double>{720}));
+    const std::vector<double> e;
+    Array empty = rt.array(std::span<const double>(e), tandem::Shape{0, 0});
+    Host s = tref::gather(tandem::sum(empty));
+    EXPECT_EQ(s.dims, (Dims{1, 1}));
+    EXPECT_EQ(s.v, (std::vector<double>{0}));
+    EXPECT_EQ(tref::gather(tandem::prod(empty)).v, (std::vector<double>{1}));
+    EXPECT_TRUE(std::isnan(tref::gather(tandem::mean(empty)).v.at(0)));
+    EXPECT_EQ(tref::gather(tandem::max(empty)).dims, (Dims{0, 0}));
+    EXPECT_EQ(tref::gather(tandem::max(rt.zeros(tandem::Shape{0, 3}))).dims, (Dims{0, 3}));
+    EXPECT_EQ(tref::gather(tandem::sum(rt.zeros(tandem::Shape{0, 3}))).v, (std::vector<double>(3, 0.0)));
+    // NaN: included by sum, omitted by max; [NaN NaN] has max NaN at index 1
+    const std::vector<double> n = {1, NAN, NAN, NAN};
+    Array y = rt.array(std::span<const double>(n), tandem::Shape{2, 2});
+    Host sy = tref::gather(tandem::sum(y));
+    EXPECT_TRUE(std::isnan(sy.v[0]) && std::isnan(sy.v[1]));
+    EXPECT_EQ(tref::gather(tandem::sum(y, tandem::NanFlag::omitnan)).v, (std::vector<double>{1, 0}));
+    auto mi = tandem::max_index(y);
+    Host mv = tref::gather(mi.value), ix = tref::gather(mi.index);
+    EXPECT_EQ(mv.v[0], 1);
+    EXPECT_TRUE(std::isnan(mv.v[1]));
+    EXPECT_EQ(ix.v, (std::vector<double>{1, 1}));
+    // ties: the first
+    const std::vector<double> tie = {2, 5, 5, 1};
+    EXPECT_EQ(tref::gather(tandem::max_index(rt.array(std::span<const double>(tie)), 1).index).v, (std::vector<double>{2}));
+    // any ignores NaN, all counts it as nonzero
+    const std::vector<double> nanonly = {NAN, 0};
+    Array z = rt.array(std::span<const double>(nanonly));
+    EXPECT_EQ(tref::gather(tandem::any(z)).v, (std::vector<double>{0}));
+    EXPECT_EQ(tref::gather(tandem::all(rt.array(std::span<const double>(n.data(), 2)))).v, (std::vector<double>{1}));
+    // types: single stays single, logical sums to double, any/all are logical
+    EXPECT_EQ(tandem::sum(tandem::single(x)).dtype(), DType::f32);
+    EXPECT_EQ(tandem::sum(x > 2.0).dtype(), DType::f64);
+    EXPECT_EQ(tandem::any(x).dtype(), DType::logical);
+    EXPECT_EQ(tandem::max_index(x).index.dtype(), DType::f64);
+}
+
+TEST(Reductions, CompositeFunctions) {
+    Runtime rt(cpu_config());
+    const std::vector<double> v = {2, 4, 4, 4, 5, 5, 7, 9};
+    Array x = rt.array(std::span<const double>(v));
+    EXPECT_DOUBLE_EQ(tref::gather(tandem::var(x, 1)).v.at(0), 4.0);
+    EXPECT_DOUBLE_EQ(tref::gather(tandem::stdev(x, 1)).v.at(0), 2.0);
+    EXPECT_DOUBLE_EQ(tref::gather(tandem::var(x)).v.at(0), 32.0 / 7.0);
+    EXPECT_EQ(tref::gather(tandem::var(rt.array(std::span<const double>(v.data(), 1)))).v.at(0), 0.0) << "n = 1";
+    EXPECT_EQ(tref::gather(tandem::nnz(x - 4.0)).v.at(0), 5.0);
+    const std::vector<double> a = {1, 2, 3}, b = {4, -5, 6};
+    Array va = rt.array(std::span<const double>(a)), vb = rt.array(std::span<const double>(b));
+    EXPECT_EQ(tref::gather(tandem::dot(va, vb)).v.at(0), 12.0);
+    EXPECT_DOUBLE_EQ(tref::gather(tandem::norm(vb)).v.at(0), std::sqrt(77.0));
+    EXPECT_EQ(tref::gather(tandem::norm(vb, 1.0)).v.at(0), 15.0);
+    EXPECT_EQ(tref::gather(tandem::norm(vb, INFINITY)).v.at(0), 6.0);
+    EXPECT_EQ(tref::gather(tandem::norm(vb, -INFINITY)).v.at(0), 4.0);
+    EXPECT_NEAR(tref::gather(tandem::norm(vb, 3.0)).v.at(0), std::cbrt(64.0 + 125.0 + 216.0), 1e-12);
+    // var along a dimension of a matrix, against the two-pass reference
+    std::mt19937_64 rng(7);
+    Host m = tred::random_data({40, 30}, DType::f64, rng, false);
+    Host got = tref::gather(tandem::var(tref::make_array(rt, m), 0, 2));
+    for (int i = 0; i < 40; ++i) {
+        long double mu = 0, ss = 0;
+        for (int k = 0; k < 30; ++k) mu += m.v[static_cast<std::size_t>(i + 40 * k)];
+        mu /= 30;
+        for (int k = 0; k < 30; ++k) {
+            long double d = m.v[static_cast<std::size_t>(i + 40 * k)] - mu;
+            ss += d * d;
+        }
+        EXPECT_NEAR(got.v[static_cast<std::size_t>(i)], static_cast<double>(ss / 29), 1e-12 * static_cast<double>(ss));
+    }
+}
+
+TEST(Reductions, ProducerFoldsIntoTheReduction) {
+    Runtime rt(cpu_config());
+    std::mt19937_64 rng(11);
+    Host ha = tred::random_data({300, 200}, DType::f64, rng, false), hb = tred::random_data({300, 200}, DType::f64, rng, false);
+    Array a = tref::make_array(rt, ha), b = tref::make_array(rt, hb);
+    const auto m0 = rt.metrics();
+    Host got = tref::gather(tandem::sum(a * b, 2));
+    const auto m1 = rt.metrics();
+    EXPECT_EQ(m1.regions_executed - m0.regions_executed, 1u) << "sum(a .* b, 2) is one region";
+    EXPECT_EQ(m1.elements_written - m0.elements_written, 300u) << "no temporary of a .* b is written";
+    Host prod_ab = ha;
+    for (std::size_t i = 0; i < prod_ab.v.size(); ++i) prod_ab.v[i] = ha.v[i] * hb.v[i];
+    EXPECT_TRUE(tred::matches(got, tred::reduce(prod_ab, Op::sum, 1)));
+    // mean(x.^2): one reduce region, then the division
+    const auto m2 = rt.metrics();
+    tref::gather(tandem::mean(a * a));
+    const auto m3 = rt.metrics();
+    EXPECT_EQ(m3.regions_executed - m2.regions_executed, 2u);
+    EXPECT_EQ(m3.elements_written - m2.elements_written, 400u) << "two 1 x 200 results, no 300 x 200 temporary";
+    // mean(x, 'omitnan'): both sums from one pass
+    const auto m4 = rt.metrics();
+    tref::gather(tandem::mean(a, 1, tandem::NanFlag::omitnan));
+    const auto m5 = rt.metrics();
+    EXPECT_EQ(m5.regions_executed - m4.regions_executed, 2u) << "one reduce region with two sums, one division";
+}
+
+TEST(Reductions, ResultExpandedBackIsARegionBoundary) {
+    Runtime rt(cpu_config());
+    std::mt19937_64 rng(12);
+    Host hx = tred::random_data({50, 40}, DType::f64, rng, false);
+    Array x = tref::make_array(rt, hx);
+    const auto m0 = rt.metrics();
+    Host got = tref::gather(x - tandem::mean(x));
+    const auto m1 = rt.metrics();
+    EXPECT_EQ(m1.regions_executed - m0.regions_executed, 3u) << "sum, the division, then x - mean";
+    for (int j = 0; j < 40; ++j) {
+        long double mu = 0;
+        for (int i = 0; i < 50; ++i) mu += hx.v[static_cast<std::size_t>(i + 50 * j)];
+        mu /= 50;
+        for (int i = 0; i < 50; ++i) {
+            const auto k = static_cast<std::size_t>(i + 50 * j);
+            EXPECT_NEAR(got.v[k], static_cast<double>(hx.v[k] - mu), 1e-13);
+        }
+    }
+    // A value wanted as well as reduced stays an elementwise output: two regions.
+    Array sq = x * x;
+    const auto m2 = rt.metrics();
+    auto both = rt.gather({sq, tandem::sum(sq, 1)}).get();
+    const auto m3 = rt.metrics();
+    EXPECT_EQ(m3.regions_executed - m2.regions_executed, 2u);
+    EXPECT_EQ(both[0].numel(), 2000);
+}
+
+TEST(Reductions, DeterministicAcrossRunsAndThreads) {
+    std::mt19937_64 rng(99);
+    Host hx = tred::random_data({3000, 700}, DType::f64, rng, false);
+    auto bits = [&](int threads, int dim) {
+        Runtime rt(cpu_config(threads));
+        Array x = tref::make_array(rt, hx);
+        Array r = dim == 0 ? tandem::sum(x * 1.5 + 0.25, tandem::all_dims) : tandem::sum(x * 1.5 + 0.25, dim);
+        Host h = tref::gather(r);
+        std::vector<std::uint64_t> b;
+        for (double v : h.v) b.push_back(std::bit_cast<std::uint64_t>(v));
+        return b;
+    };
+    for (int dim : {0, 1, 2}) {
+        SCOPED_TRACE("dim " + std::to_string(dim));
+        const auto one = bits(1, dim);
+        EXPECT_EQ(one, bits(1, dim));
+        EXPECT_EQ(one, bits(2, dim)) << "the thread count changed the bits";
+    }
+}
+
+TEST(Reductions, ArgumentErrors) {
+    Runtime rt(cpu_config());
+    Array x = rt.ones(tandem::Shape{2, 3});
+    EXPECT_THROW(tandem::sum(x, 0), tandem::ValueError);
+    EXPECT_THROW(tandem::max(x, {}, -1), tandem::ValueError);
+    EXPECT_THROW(tandem::var(x, 2), tandem::ValueError);
+    EXPECT_THROW(tandem::dot(x, x), tandem::ShapeError);
+    EXPECT_THROW(tandem::dot(rt.ones(tandem::Shape{3, 1}), rt.ones(tandem::Shape{4, 1})), tandem::ShapeError);
+    EXPECT_THROW(tandem::norm(x), tandem::ShapeError);
+    EXPECT_THROW(tandem::norm(rt.ones(tandem::Shape{3, 1}), 0.5), tandem::ValueError);
+    try {
+        tandem::sum(x, 0);
+    } catch (const tandem::ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("sum"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
