@@ -124,9 +124,53 @@ void access_for(const Region& region, std::vector<InputAccess>& access, std::vec
     }
 }
 
+ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size) {
+    const auto [inner, len, outer] = region.reduce_extents();
+    ReducePlan p;
+    p.inner = static_cast<std::uint64_t>(inner);
+    p.len = static_cast<std::uint64_t>(len);
+    p.outer = static_cast<std::uint64_t>(outer);
+    // A run along the reduced dimension is shared by a workgroup only when it is long enough to
+    // keep one busy; short ones (and strided ones) go an invocation per output.
+    p.contiguous = inner == 1 && p.len >= workgroup_size;
+    const std::uint64_t outs = p.outputs();
+    if (p.contiguous) {
+        // A part is at least 4 elements per invocation.
+        const std::uint64_t most = std::max<std::uint64_t>(1, (p.len + 4ull * workgroup_size - 1) / (4ull * workgroup_size));
+        p.parts = outs >= kReduceGroups ? 1 : std::min(most, (kReduceGroups + outs - 1) / std::max<std::uint64_t>(outs, 1));
+    } else {
+        p.parts = outs >= kReduceThreads ? 1
+                                         : std::min(std::max<std::uint64_t>(p.len, 1),
+                                                    (kReduceThreads + outs - 1) / std::max<std::uint64_t>(outs, 1));
+    }
+    p.parts = std::max<std::uint64_t>(p.parts, 1);
+    p.seg = (p.len + p.parts - 1) / p.parts;
+    return p;
+}
+
+std::uint64_t reduce_partial_bytes(const Region& region, const Kernel& kernel) {
+    if (!region.is_reduce()) return 0;
+    const ReducePlan p = plan_reduce(region, kernel.workgroup_size);
+    if (p.parts <= 1) return 0;
+    return 16 * region.reductions.size() * p.outputs() * p.parts;
+}
+
+namespace {
+void split_groups(std::uint64_t groups, std::uint32_t max_groups_x, std::uint32_t& x, std::uint32_t& y) {
+    const std::uint64_t mx = std::max<std::uint32_t>(1, max_groups_x);
+    if (groups <= mx) {
+        x = static_cast<std::uint32_t>(groups);
+        y = 1;
+    } else {
+        x = static_cast<std::uint32_t>(mx);
+        y = static_cast<std::uint32_t>((groups + mx - 1) / mx);
+    }
+}
+}  // namespace
+
 Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<const std::uint64_t> inputs,
                       std::span<const std::uint64_t> outputs, std::uint64_t args_address,
-                      std::uint32_t max_groups_x) {
+                      std::uint32_t max_groups_x, std::uint64_t partials) {
     // Scalar operands of logical ops are checked here, before any work, as the CPU lowering does.
     for (const Instr& ins : region.program) {
         const bool logical = is_logical_rule(ins.op) || ins.op == OpKind::Where ||
@@ -164,20 +208,26 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
     }
     for (std::size_t s = npush; s < plan.values.size(); ++s) put(l.args, plan.values[s]);
 
+    if (region.is_reduce()) {
+        const ReducePlan rp = plan_reduce(region, kernel.workgroup_size);
+        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.parts, rp.seg, partials}) put(l.args, v);
+        const std::uint64_t outs = rp.outputs();
+        if (outs == 0) return l;  // no outputs (max/min of an empty dimension): nothing to write
+        if (rp.parts > 1 && partials == 0) throw DeviceError("vulkan: a two-pass reduction without its partials (bug)");
+        const std::uint64_t wg = kernel.workgroup_size;
+        const std::uint64_t groups = rp.contiguous ? outs * rp.parts : (outs * rp.parts + wg - 1) / wg;
+        split_groups(groups, max_groups_x, l.groups_x, l.groups_y);
+        if (rp.parts > 1) split_groups((outs + wg - 1) / wg, max_groups_x, l.groups2_x, l.groups2_y);
+        return l;
+    }
+
     // The fast path covers vectors: ceil(count / V) of them (the last one the scalar tail).
     const std::uint64_t vw = std::max<std::uint32_t>(1, kernel.vector_width);
     if (vw > 1 && count > std::uint64_t{0xFFFFFFFFu})
         throw DeviceError("vulkan codegen: a contiguous (32-bit index) kernel launched for 2^32 elements or more");
     const std::uint64_t slots = (count + vw - 1) / vw;
     const std::uint64_t tile = std::uint64_t{kernel.workgroup_size} * (kernel.elements_per_thread / vw);
-    const std::uint64_t groups = (slots + tile - 1) / tile;
-    const std::uint64_t mx = std::max<std::uint32_t>(1, max_groups_x);
-    if (groups <= mx) {
-        l.groups_x = static_cast<std::uint32_t>(groups);
-    } else {
-        l.groups_x = static_cast<std::uint32_t>(mx);
-        l.groups_y = static_cast<std::uint32_t>((groups + mx - 1) / mx);
-    }
+    split_groups((slots + tile - 1) / tile, max_groups_x, l.groups_x, l.groups_y);
     return l;
 }
 

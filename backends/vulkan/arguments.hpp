@@ -24,6 +24,8 @@ struct Kernel;  // codegen.hpp
 //   offset 16  uint64  device address of each region input, then of each output
 //   then       int64   (extent, stride) pairs of each strided input, in input order
 //   then       double  the scalar slots that did not fit in the push constants
+//   then       uint64  (reduce regions) inner, len, outer, parts, seg, and the address of the
+//                      partials (parts > 1): see ReducePlan
 // Push constants: uint64 address of the argument block, uint64 element count, then as many
 // scalar slots (double; f32 ops read float(slot)) as fit in max_push_bytes.
 // The kernel only ever sets bits of the header (atomicOr / atomicMin), so the host must write the
@@ -65,6 +67,28 @@ ScalarPlan plan_scalars(const Region& r);
 /// the argument block).
 std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 
+// ---- reduce regions ----------------------------------------------------------------------------
+
+/// How a reduce region's kernel splits the work, from the shape alone (so the result bits do not
+/// depend on the device's load): the domain as (inner, len, outer) -- see Region::reduce_extents.
+/// contiguous (inner == 1, len >= the workgroup size): a workgroup per (output, part), striding over a run
+///   of `seg` consecutive elements; parts > 1 only when there are fewer than kReduceGroups
+///   outputs (a full reduction never runs on one workgroup).
+/// strided (otherwise): an invocation per (output, part), walking `seg` positions of the reduced
+///   dimension (consecutive invocations read consecutive elements); parts > 1 only when there
+///   are fewer than kReduceThreads outputs.
+/// parts > 1: the first pass writes partials (value, index: 16 bytes) at
+///   ((j * outputs + q) * parts + p) * 16 of a scratch buffer, and a second pass combines each
+///   output's parts in order.
+inline constexpr std::uint64_t kReduceGroups = 1024, kReduceThreads = std::uint64_t{1} << 18;
+inline constexpr std::uint64_t kReduceParamsCount = 6;
+struct ReducePlan {
+    bool contiguous = true;
+    std::uint64_t inner = 1, len = 0, outer = 1, parts = 1, seg = 0;
+    std::uint64_t outputs() const noexcept { return inner * outer; }
+};
+ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size);
+
 // ---- one dispatch ------------------------------------------------------------------------------
 
 /// Fills the push constants and the argument block for one dispatch of `kernel` over `region`.
@@ -73,14 +97,19 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 /// `inputs[k]` / `outputs[j]`: device addresses of the arrays; `args_address`: where `args` will
 /// be placed on the device. Returns the number of workgroups to dispatch (x; y and z are 1
 /// unless x would exceed the device limit, then the kernel folds y into its index).
+/// Reduce regions: `partials` is the address of a scratch buffer of reduce_partial_bytes (0 when
+/// that is 0); groups2_* the second pass (0 when there is none).
 struct Launch {
     std::vector<std::byte> push;
     std::vector<std::byte> args;
     std::uint32_t groups_x = 0, groups_y = 1;
+    std::uint32_t groups2_x = 0, groups2_y = 1;
 };
 Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<const std::uint64_t> inputs,
                       std::span<const std::uint64_t> outputs, std::uint64_t args_address,
-                      std::uint32_t max_groups_x);
+                      std::uint32_t max_groups_x, std::uint64_t partials = 0);
+/// Bytes of scratch a reduce region's first pass writes (0: one pass).
+std::uint64_t reduce_partial_bytes(const Region& region, const Kernel& kernel);
 
 /// Throws the CPU executor's ValueError when the argument block's header (the first
 /// kArgHeaderBytes of `args`, read back after the dispatch) reports a NaN operand of a logical op.

@@ -5,6 +5,7 @@
 // rounds each operation). Transcendentals come from shaders/math_f64.glsl and math_f32.glsl
 // (within 2 ulp of libm, as the CPU's SLEEF kernels are), pasted only into kernels that use them.
 #include "backends/vulkan/codegen.hpp"
+#include "backends/vulkan/reduce_kernels.hpp"
 
 #include <algorithm>
 #include <map>
@@ -19,7 +20,7 @@ namespace tandem::detail::vk {
 namespace {
 
 // Bump when the generated code changes meaning for the same key text.
-constexpr const char* kCodegenVersion = "tandem-vk-codegen 3";
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 4";
 
 // Value types of the kernel: f64 or f32, as the CPU's registers (logical values are 0/1 in them).
 DType reg(DType t) { return t == DType::f32 ? DType::f32 : DType::f64; }
@@ -222,6 +223,20 @@ public:
             if (s < npush) pre_ << "    double s" << s << " = pc.s[" << s << "];\n";
             else pre_ << "    double s" << s << " = RefF64(pc.args + " << off + 8 * (s - npush) << "ul).v;\n";
         }
+        if (r_.is_reduce()) {
+            // After the scalars: inner, len, outer, parts, seg, partials (arguments.hpp).
+            const std::uint64_t at = off + 8 * (plan_.values.size() > npush ? plan_.values.size() - npush : 0);
+            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_parts", "r_seg", "r_partials"};
+            for (std::uint64_t q = 0; q < kReduceParamsCount; ++q)
+                pre_ << "    uint64_t " << names[q] << " = RefU64(pc.args + " << at + 8 * q << "ul).v;\n";
+            const ReducePlan rp = plan_reduce(r_, k.workgroup_size);
+            contiguous_ = rp.contiguous;
+            if (reduce_shared_bytes(r_, k.workgroup_size, contiguous_) > o_.max_shared_bytes)
+                throw DeviceError("vulkan codegen: " + std::to_string(r_.reductions.size()) +
+                                  " reductions in one region need more shared memory than the device has");
+            key_ << ";reduce=" << (contiguous_ ? "contig" : "strided");
+            for (const Reduction& red : r_.reductions) key_ << ',' << op_info(red.op).name << ':' << red.value;
+        }
         for (std::size_t i = 0; i < nin; ++i)
             pre_ << "    uint64_t in" << i << " = RefU64(pc.args + " << kArgHeaderBytes + 8 * i << "ul).v;\n";
         for (std::size_t j = 0; j < nout; ++j)
@@ -234,8 +249,12 @@ public:
         general_ = pass(-1);
         for (std::uint32_t c = 0; c < vec_; ++c) lanes_.push_back(pass(static_cast<int>(c)));
 
-        k.glsl = source(k, npush);
+        k.glsl = source(k, npush, false);
         k.key = key_.str();
+        if (r_.is_reduce()) {
+            k.combine_glsl = source(k, npush, true);
+            k.combine_key = k.key + ";pass=combine";
+        }
         return k;
     }
 
@@ -243,7 +262,7 @@ private:
     /// The fast path's vector width (see Kernel::vector_width), 1 for the general path.
     void choose_path() {
         vec_ = 1;
-        if (!o_.contiguous_fast_path) return;
+        if (!o_.contiguous_fast_path || r_.is_reduce()) return;
         if (static_cast<std::uint64_t>(r_.shape.numel()) > std::uint64_t{0xFFFFFFFFu}) return;
         bool f64 = false, f32 = false;
         for (std::size_t k = 0; k < r_.inputs.size(); ++k) {
@@ -273,7 +292,9 @@ private:
         inputs_.clear();
         for (std::size_t i = 0; i < r_.program.size(); ++i) lower(i);
         if (keying_) key_ << ";out=";
-        for (std::size_t j = 0; j < r_.outputs.size(); ++j) store(j);
+        // A reduce region's values are folded, not stored (reduce_kernels.cpp).
+        if (!r_.is_reduce())
+            for (std::size_t j = 0; j < r_.outputs.size(); ++j) store(j);
         keying_ = false;
         return body_.str();
     }
@@ -544,23 +565,26 @@ private:
         }
     }
 
-    std::string source(const Kernel& k, std::uint32_t npush) {
+    /// The whole kernel; `combine`: a reduce region's second pass (no per-element code, no math).
+    std::string source(const Kernel& k, std::uint32_t npush, bool combine) {
         std::ostringstream s;
+        const bool u8 = uses_u8_ || std::any_of(r_.outputs.begin(), r_.outputs.end(),
+                                                [](const Region::Output& o) { return o.node->dtype == DType::logical; });
         s << "#version 450\n"
              "#extension GL_EXT_buffer_reference : require\n"
              "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
              "#extension GL_EXT_control_flow_attributes : require\n";
-        if (uses_u8_) s << "#extension GL_EXT_shader_8bit_storage : require\n";
+        if (u8) s << "#extension GL_EXT_shader_8bit_storage : require\n";
         s << "layout(local_size_x = " << k.workgroup_size << ") in;\n";
         s << "// " << r_.summary() << "\n";
         s << tandem_shader_convert_f32 << '\n';
-        if (need_f64_ || need_f32_) s << tandem_shader_math_f64 << '\n';
-        if (need_f32_) s << tandem_shader_math_f32 << '\n';
+        if (!combine && (need_f64_ || need_f32_)) s << tandem_shader_math_f64 << '\n';
+        if (!combine && need_f32_) s << tandem_shader_math_f32 << '\n';
         s << "layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefF64 { double v; };\n"
              "layout(buffer_reference, std430, buffer_reference_align = 4) buffer RefF32 { float v; };\n"
              "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefU64 { uint64_t v; };\n"
              "layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefErr { uint flag; uint instr; };\n";
-        if (uses_u8_) s << "layout(buffer_reference, std430, buffer_reference_align = 1) buffer RefU8 { uint8_t v; };\n";
+        if (u8) s << "layout(buffer_reference, std430, buffer_reference_align = 1) buffer RefU8 { uint8_t v; };\n";
         if (vec_ > 1) {
             // The fast path's vectors: outputs are fresh arrays, never aliasing an input.
             const std::string V = std::to_string(vec_);
@@ -579,9 +603,23 @@ private:
         if (npush) s << " double s[" << npush << "];";
         s << " } pc;\n";
         s << kPrelude << (o_.exact_f64_div_sqrt ? kExactDivSqrt : kIeeeDivSqrt);
-        if (need_modrem_) s << kModRem;
-        if (vec_ > 1) fast_main(s, k);
-        else general_main(s, k);
+        if (need_modrem_ && !combine) s << kModRem;
+        if (r_.is_reduce()) {
+            write_reduce_helpers(s, r_);
+            ReduceKernelParts parts;
+            parts.region = &r_;
+            parts.workgroup_size = k.workgroup_size;
+            parts.contiguous = contiguous_;
+            parts.pre = pre_.str();
+            parts.element = general_;
+            for (const Reduction& red : r_.reductions) parts.value.push_back(name_[red.value]);
+            if (combine) write_reduce_combine_main(s, parts);
+            else write_reduce_main(s, parts);
+        } else if (vec_ > 1) {
+            fast_main(s, k);
+        } else {
+            general_main(s, k);
+        }
         return s.str();
     }
 
@@ -682,6 +720,7 @@ private:
     std::string general_;
     std::vector<std::string> lanes_;
     bool need_f64_ = false, need_f32_ = false, need_modrem_ = false, uses_u8_ = false;
+    bool contiguous_ = false;  // reduce regions: ReducePlan::contiguous
 };
 
 }  // namespace

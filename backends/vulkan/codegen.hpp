@@ -31,6 +31,7 @@ struct CodegenOptions {
     /// device that fails the check should turn this on. f32 `/` and `sqrt` are always computed
     /// in f64 and rounded once, which is exact (53 >= 2*24 + 2) whatever the device's f32 ops.
     bool exact_f64_div_sqrt = false;
+    std::uint32_t max_shared_bytes = 32768;  ///< the device's maxComputeSharedMemorySize
 };
 
 /// The generated kernel and what the backend needs to launch it.
@@ -53,6 +54,9 @@ struct Kernel {
     std::uint32_t push_bytes = 0;          ///< size of the push-constant block
     std::vector<InputAccess> access;       ///< per region input
     std::vector<int> strided_dims;         ///< per region input: collapsed dims (strided only)
+    /// Reduce regions: the second pass (combining the parts of each output), compiled only when
+    /// a launch needs it; same push constants and argument block.
+    std::string combine_glsl, combine_key;
 };
 
 /// Writes the kernel for `region` with the given input accesses (see access_for); the contiguous

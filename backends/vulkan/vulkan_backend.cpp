@@ -88,7 +88,8 @@ void buffer_barrier(VkCommandBuffer cmd, const DeviceArray& a, VkPipelineStageFl
 /// What decides the generated kernel: the ops and types of the program, where each argument
 /// comes from, how each input is read, and whether 32-bit indices suffice. Not the sizes and not
 /// the scalar values: those are arguments. Far cheaper to form than the GLSL itself.
-std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<int>& dims) {
+std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<int>& dims,
+                      bool contiguous) {
     std::string s;
     s.reserve(16 * r.program.size() + 8 * r.inputs.size() + 16);
     auto put = [&](std::uint64_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
@@ -105,6 +106,10 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
         }
     }
     for (auto& o : r.outputs) put(o.value | static_cast<std::uint64_t>(o.node->dtype) << 32);
+    if (r.is_reduce()) {
+        put(0x5245445543450000ull | (contiguous ? 1u : 0u));
+        for (const Reduction& red : r.reductions) put(static_cast<std::uint64_t>(red.op) << 32 | red.value);
+    }
     return s;
 }
 
@@ -183,6 +188,7 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
     // NVIDIA: subgroups of 32, lavapipe: 8; a workgroup of several subgroups, a few elements each.
     b->codegen_.workgroup_size = std::min<std::uint32_t>(256, std::max<std::uint32_t>(64, d.max_workgroup_invocations / 4));
     b->codegen_.elements_per_thread = d.type == "cpu" ? 16 : 4;
+    b->codegen_.max_shared_bytes = d.shared_memory_bytes;
 
     b->pool_ = make_pool(c.device(), c.compute_family());
     b->copy_pool_ = make_pool(c.device(), c.transfer_family());
@@ -386,35 +392,50 @@ void VulkanBackend::submit(Submission s) {
             throw DeviceOutOfMemory("injected fault (Config::test_fault = oom): out of device memory");
         }
     }
-    if (r.is_reduce()) throw DeviceError("vulkan: reductions are not generated yet");
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<int> dims;
     access_for(r, access, dims);
     const Kernel* kernel = nullptr;
     const ComputePipeline* pipeline_ptr = nullptr;
-    std::string sig = signature(r, access, dims);
+    const bool contiguous = r.is_reduce() && plan_reduce(r, codegen_.workgroup_size).contiguous;
+    std::string sig = signature(r, access, dims, contiguous);
+    KernelEntry* entry = nullptr;
     {
         std::lock_guard lock(kernels_mutex_);
-        if (auto it = kernels_.find(sig); it != kernels_.end()) {
-            kernel = &it->second.first;
-            pipeline_ptr = it->second.second;
-        }
+        if (auto it = kernels_.find(sig); it != kernels_.end()) entry = &it->second;
     }
-    if (!kernel) {
+    if (!entry) {
         Kernel k = generate(r, access, dims, codegen_);
         const ComputePipeline& p = pipelines_->get(k);
         std::lock_guard lock(kernels_mutex_);
-        auto [it, fresh] = kernels_.try_emplace(std::move(sig), std::move(k), &p);
-        kernel = &it->second.first;
-        pipeline_ptr = it->second.second;
+        auto [it, fresh] = kernels_.try_emplace(std::move(sig), KernelEntry{std::move(k), &p, nullptr});
+        entry = &it->second;
     }
+    kernel = &entry->kernel;
+    pipeline_ptr = entry->pipeline;
     const ComputePipeline& pipeline = *pipeline_ptr;
+    // A reduce region split into parts: the scratch for the partials, and the second pass.
+    const std::uint64_t partial_bytes = reduce_partial_bytes(r, *kernel);
+    std::shared_ptr<DeviceArray> partials;
+    const ComputePipeline* combine = nullptr;
+    if (partial_bytes > 0) {
+        partials = device_heap_->allocate(partial_bytes);
+        std::lock_guard lock(kernels_mutex_);
+        if (!entry->combine) {
+            Kernel second = *kernel;
+            second.glsl = kernel->combine_glsl;
+            second.key = kernel->combine_key;
+            entry->combine = &pipelines_->get(second);
+        }
+        combine = entry->combine;
+    }
     std::vector<std::shared_ptr<DeviceArray>> outs;
     for (std::size_t j = 0; j < r.outputs.size(); ++j)
         outs.push_back(device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[j]->bytes(), 1)));
     std::size_t arg_bound = kArgHeaderBytes + 8 * (r.inputs.size() + r.outputs.size()) + 8 * r.program.size() * 3;
     for (int d : dims) arg_bound += 16 * static_cast<std::size_t>(std::max(d, 0));
+    if (r.is_reduce()) arg_bound += 8 * kReduceParamsCount;
     auto args = upload_heap_->allocate(arg_bound);
 
     std::lock_guard lock(record_mutex_);
@@ -430,19 +451,29 @@ void VulkanBackend::submit(Submission s) {
         out_addr.push_back(outs[j]->address());
         s.outputs[j]->set_device(std::make_shared<Copy>(context_, outs[j], b.signal, 0));
     }
-    Launch launch = pack_arguments(r, *kernel, in_addr, out_addr, args->address(), 65535);
+    Launch launch = pack_arguments(r, *kernel, in_addr, out_addr, args->address(), 65535,
+                                   partials ? partials->address() : 0);
     if (launch.args.size() > arg_bound) throw Error("vulkan: argument block larger than reserved (bug)");
     std::memcpy(args->mapped(), launch.args.data(), launch.args.size());
 
-    if (r.shape.numel() > 0 && launch.groups_x > 0) {
+    if (launch.groups_x > 0) {
         const int q = b.begin_span(Span::kernel);
         vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
         vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            static_cast<std::uint32_t>(launch.push.size()), launch.push.data());
         vkCmdDispatch(b.cmd, launch.groups_x, launch.groups_y, 1);
+        if (combine && launch.groups2_x > 0) {
+            buffer_barrier(b.cmd, *partials, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+            vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, combine->pipeline);
+            vkCmdPushConstants(b.cmd, combine->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                               static_cast<std::uint32_t>(launch.push.size()), launch.push.data());
+            vkCmdDispatch(b.cmd, launch.groups2_x, launch.groups2_y, 1);
+        }
         b.end_span(q);
         ++b.dispatches;
     }
+    if (partials) b.keep.push_back(partials);
     // Precise barriers: later dispatches and copies read exactly these outputs.
     for (auto& o : outs)
         buffer_barrier(b.cmd, *o, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,

@@ -92,7 +92,12 @@ private:
     // Kernels by signature (see vulkan_backend.cpp): a region seen before skips code generation
     // and the pipeline cache's hashing of the source.
     std::mutex kernels_mutex_;
-    std::unordered_map<std::string, std::pair<Kernel, const ComputePipeline*>> kernels_;
+    struct KernelEntry {
+        Kernel kernel;
+        const ComputePipeline* pipeline;
+        const ComputePipeline* combine;  // a reduce region's second pass, made when first needed
+    };
+    std::unordered_map<std::string, KernelEntry> kernels_;
 
     std::mutex done_mutex_;
     std::condition_variable done_cv_;

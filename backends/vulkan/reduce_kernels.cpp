@@ -1,0 +1,179 @@
+#include "backends/vulkan/reduce_kernels.hpp"
+
+namespace tandem::detail::vk {
+
+namespace {
+
+const char* init_of(OpKind op) {
+    switch (op) {
+        case OpKind::Sum:
+        case OpKind::Any: return "0.0LF";
+        case OpKind::Prod:
+        case OpKind::All: return "1.0LF";
+        default: return "int64BitsToDouble(0x7FF8000000000000L)";  // max/min: NaN until a number
+    }
+}
+
+const char* out_ref(DType t) { return t == DType::f64 ? "RefF64" : t == DType::f32 ? "RefF32" : "RefU8"; }
+
+}  // namespace
+
+void write_reduce_helpers(std::ostream& s, const Region& r) {
+    s << "layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefI64 { int64_t v; };\n";
+    for (std::size_t j = 0; j < r.reductions.size(); ++j) {
+        const OpKind op = r.reductions[j].op;
+        const std::string J = std::to_string(j);
+        // fold: element x at position k (positions rise within an invocation)
+        s << "void tdmr_fold" << J << "(inout double a, inout int64_t ka, double x, int64_t k) {\n";
+        switch (op) {
+            case OpKind::Sum: s << "    precise double t = a + x; a = t;\n"; break;
+            case OpKind::Prod: s << "    precise double t = a * x; a = t;\n"; break;
+            case OpKind::Any: s << "    if (x != 0.0LF && !tdmk_isnan(x)) a = 1.0LF;\n"; break;
+            case OpKind::All: s << "    if (x == 0.0LF) a = 0.0LF;\n"; break;
+            default: {
+                const char* cmp = (op == OpKind::MaxOf || op == OpKind::ArgMax) ? ">" : "<";
+                s << "    if (!tdmk_isnan(x) && (tdmk_isnan(a) || x " << cmp << " a)) { a = x; ka = k; }\n";
+            }
+        }
+        s << "}\n";
+        // combine: b from any other positions; ties go to the lower position
+        s << "void tdmr_combine" << J << "(inout double a, inout int64_t ka, double b, int64_t kb) {\n";
+        switch (op) {
+            case OpKind::Sum: s << "    precise double t = a + b; a = t;\n"; break;
+            case OpKind::Prod: s << "    precise double t = a * b; a = t;\n"; break;
+            case OpKind::Any: s << "    a = max(a, b);\n"; break;
+            case OpKind::All: s << "    a = min(a, b);\n"; break;
+            default: {
+                const char* cmp = (op == OpKind::MaxOf || op == OpKind::ArgMax) ? ">" : "<";
+                s << "    if (tdmk_isnan(b)) return;\n"
+                     "    if (tdmk_isnan(a) || b "
+                  << cmp << " a || (b == a && kb < ka)) { a = b; ka = kb; }\n";
+            }
+        }
+        s << "}\n";
+        const DType t = r.outputs[j].node->dtype;
+        s << "void tdmr_store" << J << "(uint64_t dst, uint64_t q, double a, int64_t ka) {\n";
+        if (op == OpKind::ArgMax || op == OpKind::ArgMin) s << "    a = double(ka + 1L);\n";
+        if (t == DType::f64) s << "    RefF64(dst + q * 8ul).v = a;\n";
+        else if (t == DType::f32) s << "    RefF32(dst + q * 4ul).v = tdm_f64_to_f32(a);\n";
+        else s << "    " << out_ref(t) << "(dst + q).v = uint8_t(a != 0.0LF ? 1 : 0);\n";
+        s << "}\n";
+    }
+}
+
+std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size, bool contiguous) {
+    return contiguous ? static_cast<std::uint32_t>(16 * region.reductions.size() * workgroup_size) : 0;
+}
+
+void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
+    const Region& r = *p.region;
+    const std::size_t nr = r.reductions.size();
+    const std::string WG = std::to_string(p.workgroup_size);
+    auto each = [&](const std::string& text) {
+        // text with '#' standing for the reduction's number
+        for (std::size_t j = 0; j < nr; ++j) {
+            std::string line = text;
+            for (std::size_t at = line.find('#'); at != std::string::npos; at = line.find('#', at))
+                line.replace(at, 1, std::to_string(j));
+            s << line;
+        }
+    };
+    if (p.contiguous)
+        s << "shared double sh_v[" << nr * p.workgroup_size << "];\n"
+          << "shared int64_t sh_k[" << nr * p.workgroup_size << "];\n";
+    s << "void main() {\n"
+         "    uint64_t group = uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x);\n"
+         "    uint t = gl_LocalInvocationID.x;\n"
+      << p.pre << "    uint64_t outs = r_inner * r_outer;\n"
+                  "    uint err = 0xFFFFFFFFu;\n";
+    each("    precise double racc# = 0.0LF;\n    int64_t rpos# = 0L;\n");
+    for (std::size_t j = 0; j < nr; ++j) s << "    racc" << j << " = " << init_of(r.reductions[j].op) << ";\n";
+    if (p.contiguous) {
+        // A workgroup per (output, part); its invocations stride over the part's run.
+        s << "    uint64_t q = group / r_parts, part = group % r_parts;\n"
+             "    int64_t kbeg = int64_t(part * r_seg), kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n"
+             "    for (int64_t k = kbeg + int64_t(t); k < kend; k += "
+          << WG << "L) {\n"
+                   "        uint64_t i = uint64_t(k) + r_len * q;\n"
+          << p.element;
+        for (std::size_t j = 0; j < nr; ++j)
+            s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
+        s << "    }\n";
+        each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
+        s << "    barrier();\n"
+             "    for (uint w = "
+          << p.workgroup_size / 2
+          << "u; w > 0u; w >>= 1u) {\n"
+             "        if (t < w) {\n";
+        each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG +
+             " + t];\n"
+             "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG +
+             " + t + w]);\n"
+             "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
+        s << "        }\n"
+             "        barrier();\n"
+             "    }\n"
+             "    if (t == 0u) {\n";
+        each("        racc# = sh_v[# * " + WG + "]; rpos# = sh_k[# * " + WG + "];\n");
+    } else {
+        // An invocation per (output, part): consecutive invocations, consecutive elements.
+        s << "    uint64_t tid = group * " << WG
+          << "ul + uint64_t(t);\n"
+             "    if (tid < outs * r_parts) {\n"
+             "    uint64_t q = tid % outs, part = tid / outs;\n"
+             "    uint64_t ii = q % r_inner, o = q / r_inner;\n"
+             "    int64_t kbeg = int64_t(part * r_seg), kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n"
+             "    for (int64_t k = kbeg; k < kend; ++k) {\n"
+             "        uint64_t i = ii + r_inner * (uint64_t(k) + r_len * o);\n"
+          << p.element;
+        for (std::size_t j = 0; j < nr; ++j)
+            s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
+        s << "    }\n"
+             "    {\n";
+    }
+    // One part: the outputs; several: the partials of this part.
+    s << "        if (r_parts == 1ul) {\n";
+    each("            tdmr_store#(out#, q, racc#, rpos#);\n");
+    s << "        } else {\n";
+    each("            { uint64_t at = r_partials + ((" + std::string("#ul") +
+         " * outs + q) * r_parts + part) * 16ul;\n"
+         "              RefF64(at).v = racc#; RefI64(at + 8ul).v = rpos#; }\n");
+    s << "        }\n"
+         "    }\n";
+    if (!p.contiguous) s << "    }\n";
+    s << "    if (err != 0xFFFFFFFFu) {\n"
+         "        atomicOr(RefErr(pc.args).flag, 1u);\n"
+         "        atomicMin(RefErr(pc.args).instr, err);\n"
+         "    }\n"
+         "}\n";
+}
+
+void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p) {
+    const Region& r = *p.region;
+    s << "void main() {\n"
+         "    uint64_t group = uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x);\n"
+         "    uint64_t q = group * "
+      << p.workgroup_size << "ul + uint64_t(gl_LocalInvocationID.x);\n"
+      << p.pre
+      << "    uint64_t outs = r_inner * r_outer;\n"
+         "    if (q >= outs) return;\n";
+    for (std::size_t j = 0; j < r.reductions.size(); ++j) {
+        const std::string J = std::to_string(j);
+        s << "    {\n"
+             "        uint64_t at = r_partials + ("
+          << J
+          << "ul * outs + q) * r_parts * 16ul;\n"
+             "        double a = RefF64(at).v; int64_t ka = RefI64(at + 8ul).v;\n"
+             "        for (uint64_t part = 1ul; part < r_parts; ++part)\n"
+             "            tdmr_combine"
+          << J
+          << "(a, ka, RefF64(at + part * 16ul).v, RefI64(at + part * 16ul + 8ul).v);\n"
+             "        tdmr_store"
+          << J << "(out" << J
+          << ", q, a, ka);\n"
+             "    }\n";
+    }
+    s << "}\n";
+}
+
+}  // namespace tandem::detail::vk

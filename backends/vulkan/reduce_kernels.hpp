@@ -1,0 +1,36 @@
+// The main() of reduce-region kernels (codegen.cpp writes the rest: the header, the argument
+// reads and the per-element code of the region's program). Deterministic by construction: every
+// invocation folds its elements in order, a workgroup combines its invocations' partials in a
+// fixed tree (shared memory), and a second pass combines the parts of each output in order; max,
+// min and their indices carry the position, so ties resolve to the first occurrence whatever
+// the order. Sums and products accumulate in double. The split is ReducePlan's (arguments.hpp).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "graph/region.hpp"
+
+namespace tandem::detail::vk {
+
+struct ReduceKernelParts {
+    const Region* region = nullptr;
+    std::uint32_t workgroup_size = 256;
+    bool contiguous = true;             ///< ReducePlan::contiguous: the key says which
+    std::string pre;                    ///< per-invocation setup: scalars, input/output addresses, r_* params
+    std::string element;                ///< per-element code at uint64_t `i`, defining the program's values
+    std::vector<std::string> value;     ///< per reduction: the GLSL expression of the reduced value
+};
+
+/// GLSL helper functions (fold, combine, store) of the region's reductions; both passes use them.
+void write_reduce_helpers(std::ostream& s, const Region& region);
+/// The first pass: folds the elements, writes the outputs (one part) or the partials.
+void write_reduce_main(std::ostream& s, const ReduceKernelParts& p);
+/// The second pass: an invocation per output combines its parts in order and writes it.
+void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p);
+/// Shared memory the first pass needs (the contiguous kernel's tree), in bytes.
+std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size, bool contiguous);
+
+}  // namespace tandem::detail::vk
