@@ -95,6 +95,9 @@ std::unique_ptr<Backend> RuntimeImpl::open_device() {
                                : config_.pipeline_cache_dir.empty() ? vk::PipelineCache::default_directory()
                                                                      : config_.pipeline_cache_dir;
         o.test_fault = config_.test_fault;
+        o.reduction_workgroup = config_.reduction_workgroup;
+        o.two_pass_threshold = config_.two_pass_threshold;
+        o.subgroups = config_.vulkan_subgroups;
         o.pool = pool_.get();
         return vk::VulkanBackend::create(o);
     } catch (const ConfigError&) {

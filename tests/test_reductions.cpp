@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cstdlib>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -221,6 +222,32 @@ TEST(Reductions, DeterministicAcrossRunsAndThreads) {
         EXPECT_EQ(one, bits(1, dim));
         EXPECT_EQ(one, bits(2, dim)) << "the thread count changed the bits";
     }
+}
+
+TEST(Reductions, SettingsFromTheEnvironmentAreChecked) {
+    struct Bad {
+        const char* var;
+        const char* value;
+    };
+    for (const Bad& b : {Bad{"TANDEM_REDUCTION_WG", "100"}, Bad{"TANDEM_REDUCTION_WG", "2048"},
+                         Bad{"TANDEM_REDUCTION_WG", "x"}, Bad{"TANDEM_TWO_PASS_THRESHOLD", "0"},
+                         Bad{"TANDEM_TWO_PASS_THRESHOLD", "-5"}, Bad{"TANDEM_VULKAN_SUBGROUPS", "2"}}) {
+        ::setenv(b.var, b.value, 1);
+        try {
+            tandem::Config::from_environment();
+            ADD_FAILURE() << b.var << "=" << b.value << " was accepted";
+        } catch (const tandem::ConfigError& e) {
+            EXPECT_NE(std::string(e.what()).find(b.var), std::string::npos) << e.what();
+        }
+        ::unsetenv(b.var);
+    }
+    ::setenv("TANDEM_REDUCTION_WG", "128", 1);
+    ::setenv("TANDEM_TWO_PASS_THRESHOLD", "65536", 1);
+    const auto c = tandem::Config::from_environment();
+    EXPECT_EQ(c.reduction_workgroup, 128u);
+    EXPECT_EQ(c.two_pass_threshold, 65536);
+    ::unsetenv("TANDEM_REDUCTION_WG");
+    ::unsetenv("TANDEM_TWO_PASS_THRESHOLD");
 }
 
 TEST(Reductions, ArgumentErrors) {

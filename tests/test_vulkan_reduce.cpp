@@ -60,6 +60,50 @@ TEST_P(VulkanReduce, EveryOpEveryDimMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(VulkanReduce, VulkanReduce, ::testing::Values(DType::f64, DType::f32, DType::logical),
                          [](const auto& p) { return std::string(tref::dtype_str(p.param)); });
 
+// The settings: another workgroup size, the shared-memory tree instead of subgroup shuffles, and
+// a two-pass threshold that splits even short runs: the same answers.
+TEST(VulkanReduceSettings, WorkgroupTreeAndThreshold) {
+    struct Case {
+        std::uint32_t wg;
+        bool subgroups;
+        std::int64_t threshold;
+    };
+    for (const Case& c : {Case{64, false, 1}, Case{32, true, 2}, Case{128, true, 100000}}) {
+        SCOPED_TRACE("wg " + std::to_string(c.wg) + (c.subgroups ? " subgroups" : " tree") + " threshold " +
+                     std::to_string(c.threshold));
+        tandem::Config cfg = tvk::gpu_config();
+        cfg.reduction_workgroup = c.wg;
+        cfg.vulkan_subgroups = c.subgroups;
+        cfg.two_pass_threshold = c.threshold;
+        auto gpu = tvk::open_gpu(cfg);
+        std::mt19937_64 rng(c.wg);
+        for (const Dims& shape : {Dims{300, 5}, Dims{5, 300}, Dims{4000, 1}, Dims{64, 64}}) {
+            for (Op op : {Op::sum, Op::max, Op::argmin, Op::all}) {
+                const Host x = tred::random_data(shape, DType::f64, rng, true);
+                const Array a = tref::make_array(*gpu, x);
+                for (int dim : {1, 2}) {
+                    SCOPED_TRACE(std::string(tred::name(op)) + " of " + tref::dims_str(shape) + " dim " + std::to_string(dim));
+                    EXPECT_TRUE(tred::matches(tref::gather(tred::call(op, a, dim)), tred::reduce(x, op, dim - 1)));
+                }
+            }
+        }
+        tvk::expect_device_clean(*gpu);
+    }
+}
+
+TEST(VulkanReduceSettings, WorkgroupBeyondTheDeviceIsAConfigError) {
+    tandem::Config cfg = tvk::gpu_config();
+    cfg.reduction_workgroup = 1024;
+    try {
+        tandem::Runtime rt(cfg);  // lavapipe allows 1024: then it works
+        SUCCEED();
+    } catch (const tandem::ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("TANDEM_REDUCTION_WG"), std::string::npos) << e.what();
+    }
+    cfg.reduction_workgroup = 48;
+    EXPECT_THROW(tandem::Runtime{cfg}, tandem::ConfigError);
+}
+
 TEST(VulkanReduceFused, ProducerInTheKernelAndOmitnan) {
     auto gpu = tvk::open_gpu();
     std::mt19937_64 rng(5);

@@ -124,7 +124,7 @@ void access_for(const Region& region, std::vector<InputAccess>& access, std::vec
     }
 }
 
-ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size) {
+ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::uint64_t two_pass_threshold) {
     const auto [inner, len, outer] = region.reduce_extents();
     ReducePlan p;
     p.inner = static_cast<std::uint64_t>(inner);
@@ -143,6 +143,8 @@ ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size) {
                                          : std::min(std::max<std::uint64_t>(p.len, 1),
                                                     (kReduceThreads + outs - 1) / std::max<std::uint64_t>(outs, 1));
     }
+    const std::uint64_t threshold = two_pass_threshold > 0 ? two_pass_threshold : kDefaultTwoPassThreshold;
+    if (p.len < threshold) p.parts = 1;
     p.parts = std::max<std::uint64_t>(p.parts, 1);
     p.seg = (p.len + p.parts - 1) / p.parts;
     return p;
@@ -150,7 +152,7 @@ ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size) {
 
 std::uint64_t reduce_partial_bytes(const Region& region, const Kernel& kernel) {
     if (!region.is_reduce()) return 0;
-    const ReducePlan p = plan_reduce(region, kernel.workgroup_size);
+    const ReducePlan p = plan_reduce(region, kernel.workgroup_size, kernel.two_pass_threshold);
     if (p.parts <= 1) return 0;
     return 16 * region.reductions.size() * p.outputs() * p.parts;
 }
@@ -209,7 +211,7 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
     for (std::size_t s = npush; s < plan.values.size(); ++s) put(l.args, plan.values[s]);
 
     if (region.is_reduce()) {
-        const ReducePlan rp = plan_reduce(region, kernel.workgroup_size);
+        const ReducePlan rp = plan_reduce(region, kernel.workgroup_size, kernel.two_pass_threshold);
         for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.parts, rp.seg, partials}) put(l.args, v);
         const std::uint64_t outs = rp.outputs();
         if (outs == 0) return l;  // no outputs (max/min of an empty dimension): nothing to write

@@ -73,7 +73,8 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 /// depend on the device's load): the domain as (inner, len, outer) -- see Region::reduce_extents.
 /// contiguous (inner == 1, len >= the workgroup size): a workgroup per (output, part), striding over a run
 ///   of `seg` consecutive elements; parts > 1 only when there are fewer than kReduceGroups
-///   outputs (a full reduction never runs on one workgroup).
+///   outputs and len reaches the two-pass threshold (a full reduction of a long array never
+///   runs on one workgroup).
 /// strided (otherwise): an invocation per (output, part), walking `seg` positions of the reduced
 ///   dimension (consecutive invocations read consecutive elements); parts > 1 only when there
 ///   are fewer than kReduceThreads outputs.
@@ -81,13 +82,16 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 ///   ((j * outputs + q) * parts + p) * 16 of a scratch buffer, and a second pass combines each
 ///   output's parts in order.
 inline constexpr std::uint64_t kReduceGroups = 1024, kReduceThreads = std::uint64_t{1} << 18;
+/// The default of Config::two_pass_threshold: parts only from this reduced length on.
+inline constexpr std::uint64_t kDefaultTwoPassThreshold = 4096;
 inline constexpr std::uint64_t kReduceParamsCount = 6;
 struct ReducePlan {
     bool contiguous = true;
     std::uint64_t inner = 1, len = 0, outer = 1, parts = 1, seg = 0;
     std::uint64_t outputs() const noexcept { return inner * outer; }
 };
-ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size);
+/// `two_pass_threshold`: the reduced length from which parts > 1 is allowed (0: the default).
+ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::uint64_t two_pass_threshold);
 
 // ---- one dispatch ------------------------------------------------------------------------------
 

@@ -182,7 +182,8 @@ public:
 
     Kernel run() {
         Kernel k;
-        k.workgroup_size = std::max<std::uint32_t>(1, o_.workgroup_size);
+        k.workgroup_size = std::max<std::uint32_t>(1, r_.is_reduce() ? o_.reduction_workgroup_size : o_.workgroup_size);
+        k.two_pass_threshold = o_.two_pass_threshold;
         k.elements_per_thread = std::max<std::uint32_t>(1, o_.elements_per_thread);
         choose_path();
         if (vec_ > 1) {
@@ -229,12 +230,12 @@ public:
             const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_parts", "r_seg", "r_partials"};
             for (std::uint64_t q = 0; q < kReduceParamsCount; ++q)
                 pre_ << "    uint64_t " << names[q] << " = RefU64(pc.args + " << at + 8 * q << "ul).v;\n";
-            const ReducePlan rp = plan_reduce(r_, k.workgroup_size);
+            const ReducePlan rp = plan_reduce(r_, k.workgroup_size, k.two_pass_threshold);
             contiguous_ = rp.contiguous;
             if (reduce_shared_bytes(r_, k.workgroup_size, contiguous_) > o_.max_shared_bytes)
                 throw DeviceError("vulkan codegen: " + std::to_string(r_.reductions.size()) +
                                   " reductions in one region need more shared memory than the device has");
-            key_ << ";reduce=" << (contiguous_ ? "contig" : "strided");
+            key_ << ";reduce=" << (contiguous_ ? (o_.subgroup_shuffle ? "contig-sg" : "contig") : "strided");
             for (const Reduction& red : r_.reductions) key_ << ',' << op_info(red.op).name << ':' << red.value;
         }
         for (std::size_t i = 0; i < nin; ++i)
@@ -575,6 +576,9 @@ private:
              "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
              "#extension GL_EXT_control_flow_attributes : require\n";
         if (u8) s << "#extension GL_EXT_shader_8bit_storage : require\n";
+        if (r_.is_reduce() && contiguous_ && o_.subgroup_shuffle && !combine)
+            s << "#extension GL_KHR_shader_subgroup_basic : require\n"
+                 "#extension GL_KHR_shader_subgroup_shuffle : require\n";
         s << "layout(local_size_x = " << k.workgroup_size << ") in;\n";
         s << "// " << r_.summary() << "\n";
         s << tandem_shader_convert_f32 << '\n';
@@ -610,6 +614,7 @@ private:
             parts.region = &r_;
             parts.workgroup_size = k.workgroup_size;
             parts.contiguous = contiguous_;
+            parts.subgroups = contiguous_ && o_.subgroup_shuffle;
             parts.pre = pre_.str();
             parts.element = general_;
             for (const Reduction& red : r_.reductions) parts.value.push_back(name_[red.value]);

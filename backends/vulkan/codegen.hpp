@@ -32,6 +32,9 @@ struct CodegenOptions {
     /// in f64 and rounded once, which is exact (53 >= 2*24 + 2) whatever the device's f32 ops.
     bool exact_f64_div_sqrt = false;
     std::uint32_t max_shared_bytes = 32768;  ///< the device's maxComputeSharedMemorySize
+    bool subgroup_shuffle = false;           ///< reductions combine with subgroup shuffles
+    std::uint32_t reduction_workgroup_size = 256;  ///< invocations per workgroup of reduce kernels
+    std::uint64_t two_pass_threshold = 0;    ///< see plan_reduce (0: the default)
 };
 
 /// The generated kernel and what the backend needs to launch it.
@@ -57,6 +60,7 @@ struct Kernel {
     /// Reduce regions: the second pass (combining the parts of each output), compiled only when
     /// a launch needs it; same push constants and argument block.
     std::string combine_glsl, combine_key;
+    std::uint64_t two_pass_threshold = 0;  ///< the plan_reduce threshold it was made for (in its key)
 };
 
 /// Writes the kernel for `region` with the given input accesses (see access_for); the contiguous

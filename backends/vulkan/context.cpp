@@ -217,6 +217,9 @@ DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
         props2.pNext = &subgroup;
         vkGetPhysicalDeviceProperties2(physical, &props2);
         d.subgroup_size = subgroup.subgroupSize;
+        d.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) != 0 &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
         d.driver = std::string(driver.driverName) + " " + driver.driverInfo;
 
         VkPhysicalDeviceVulkan12Features f12{};

@@ -29,6 +29,7 @@ struct DeviceDescription {
     };
     std::vector<Heap> heaps;
     std::uint32_t subgroup_size = 0;
+    bool subgroup_shuffle = false;              ///< subgroup basic + shuffle operations in compute shaders
     std::uint32_t shared_memory_bytes = 0;       ///< maxComputeSharedMemorySize
     std::uint64_t max_storage_buffer_range = 0;
     std::uint32_t max_push_constants = 0;

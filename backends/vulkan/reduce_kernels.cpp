@@ -99,22 +99,53 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
         for (std::size_t j = 0; j < nr; ++j)
             s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
         s << "    }\n";
-        each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
-        s << "    barrier();\n"
-             "    for (uint w = "
-          << p.workgroup_size / 2
-          << "u; w > 0u; w >>= 1u) {\n"
-             "        if (t < w) {\n";
-        each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG +
-             " + t];\n"
-             "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG +
-             " + t + w]);\n"
-             "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
-        s << "        }\n"
-             "        barrier();\n"
-             "    }\n"
-             "    if (t == 0u) {\n";
-        each("        racc# = sh_v[# * " + WG + "]; rpos# = sh_k[# * " + WG + "];\n");
+        if (p.subgroups) {
+            // A butterfly of shuffles in each subgroup (every lane ends with the subgroup's value;
+            // the pairs are fixed, so the bits are too), the subgroups' values through shared
+            // memory, and the first subgroup folds them (in order per lane) and butterflies again.
+            // Positions travel as doubles (exact below 2^53): 64-bit integer shuffles need a
+            // feature double shuffles do not.
+            auto butterfly = [&](const char* indent) {
+                s << indent << "for (uint off = gl_SubgroupSize / 2u; off > 0u; off >>= 1u) {\n";
+                each(std::string(indent) + "    { double b = subgroupShuffleXor(racc#, off); "
+                     "double kb = subgroupShuffleXor(double(rpos#), off);\n" + indent +
+                     "      tdmr_combine#(racc#, rpos#, b, int64_t(kb)); }\n");
+                s << indent << "}\n";
+            };
+            butterfly("    ");
+            s << "    if (gl_SubgroupInvocationID == 0u) {\n";
+            each("        sh_v[# * " + WG + " + gl_SubgroupID] = racc#;\n        sh_k[# * " + WG +
+                 " + gl_SubgroupID] = rpos#;\n");
+            s << "    }\n"
+                 "    barrier();\n"
+                 "    if (gl_SubgroupID == 0u) {\n";
+            for (std::size_t j = 0; j < nr; ++j)
+                s << "        racc" << j << " = " << init_of(r.reductions[j].op) << "; rpos" << j << " = 0L;\n";
+            s << "        for (uint g = gl_SubgroupInvocationID; g < gl_NumSubgroups; g += gl_SubgroupSize) {\n";
+            each("            tdmr_combine#(racc#, rpos#, sh_v[# * " + WG + " + g], sh_k[# * " + WG + " + g]);\n");
+            s << "        }\n";
+            butterfly("        ");
+            s << "    }\n"
+                 "    if (gl_SubgroupID == 0u && gl_SubgroupInvocationID == 0u) {\n";
+        } else {
+            // A tree in shared memory.
+            each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
+            s << "    barrier();\n"
+                 "    for (uint w = "
+              << p.workgroup_size / 2
+              << "u; w > 0u; w >>= 1u) {\n"
+                 "        if (t < w) {\n";
+            each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG +
+                 " + t];\n"
+                 "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG +
+                 " + t + w]);\n"
+                 "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
+            s << "        }\n"
+                 "        barrier();\n"
+                 "    }\n"
+                 "    if (t == 0u) {\n";
+            each("        racc# = sh_v[# * " + WG + "]; rpos# = sh_k[# * " + WG + "];\n");
+        }
     } else {
         // An invocation per (output, part): consecutive invocations, consecutive elements.
         s << "    uint64_t tid = group * " << WG

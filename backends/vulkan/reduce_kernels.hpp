@@ -1,7 +1,8 @@
 // The main() of reduce-region kernels (codegen.cpp writes the rest: the header, the argument
 // reads and the per-element code of the region's program). Deterministic by construction: every
-// invocation folds its elements in order, a workgroup combines its invocations' partials in a
-// fixed tree (shared memory), and a second pass combines the parts of each output in order; max,
+// invocation folds its elements in order, a workgroup combines its invocations' partials in fixed
+// pairs (a butterfly of subgroup shuffles, else a shared-memory tree), and a second pass combines
+// the parts of each output in order; max,
 // min and their indices carry the position, so ties resolve to the first occurrence whatever
 // the order. Sums and products accumulate in double. The split is ReducePlan's (arguments.hpp).
 #pragma once
@@ -19,6 +20,7 @@ struct ReduceKernelParts {
     const Region* region = nullptr;
     std::uint32_t workgroup_size = 256;
     bool contiguous = true;             ///< ReducePlan::contiguous: the key says which
+    bool subgroups = false;             ///< combine with subgroup shuffles (GL_KHR_shader_subgroup_shuffle)
     std::string pre;                    ///< per-invocation setup: scalars, input/output addresses, r_* params
     std::string element;                ///< per-element code at uint64_t `i`, defining the program's values
     std::vector<std::string> value;     ///< per reduction: the GLSL expression of the reduced value

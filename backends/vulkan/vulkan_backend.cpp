@@ -189,6 +189,17 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
     b->codegen_.workgroup_size = std::min<std::uint32_t>(256, std::max<std::uint32_t>(64, d.max_workgroup_invocations / 4));
     b->codegen_.elements_per_thread = d.type == "cpu" ? 16 : 4;
     b->codegen_.max_shared_bytes = d.shared_memory_bytes;
+    b->codegen_.subgroup_shuffle = d.subgroup_shuffle && options.subgroups;
+    // Reductions: 256 invocations unless the device has fewer (or the setting says otherwise).
+    b->codegen_.reduction_workgroup_size = std::min<std::uint32_t>(256, d.max_workgroup_invocations);
+    if (options.reduction_workgroup != 0) {
+        if (options.reduction_workgroup > d.max_workgroup_invocations)
+            throw ConfigError("TANDEM_REDUCTION_WG / Config::reduction_workgroup = " +
+                              std::to_string(options.reduction_workgroup) + ": more than the " +
+                              std::to_string(d.max_workgroup_invocations) + " invocations per workgroup of " + d.name);
+        b->codegen_.reduction_workgroup_size = options.reduction_workgroup;
+    }
+    b->codegen_.two_pass_threshold = static_cast<std::uint64_t>(options.two_pass_threshold);
 
     b->pool_ = make_pool(c.device(), c.compute_family());
     b->copy_pool_ = make_pool(c.device(), c.transfer_family());
@@ -398,7 +409,8 @@ void VulkanBackend::submit(Submission s) {
     access_for(r, access, dims);
     const Kernel* kernel = nullptr;
     const ComputePipeline* pipeline_ptr = nullptr;
-    const bool contiguous = r.is_reduce() && plan_reduce(r, codegen_.workgroup_size).contiguous;
+    const bool contiguous =
+        r.is_reduce() && plan_reduce(r, codegen_.reduction_workgroup_size, codegen_.two_pass_threshold).contiguous;
     std::string sig = signature(r, access, dims, contiguous);
     KernelEntry* entry = nullptr;
     {

@@ -30,6 +30,9 @@ struct VulkanOptions {
     std::string pipeline_cache_dir;  ///< "" = memory only
     std::string test_fault;          ///< "", "compile", "oom", "device_lost" or "submit_failed" (tests only)
     HostPool* pool = nullptr;        ///< where downloads land
+    std::uint32_t reduction_workgroup = 0;  ///< 0: the device's default (Config::reduction_workgroup)
+    std::int64_t two_pass_threshold = 0;    ///< 0: the default (Config::two_pass_threshold)
+    bool subgroups = true;                  ///< Config::vulkan_subgroups
 };
 
 struct DeviceStats {
