@@ -14,6 +14,7 @@
 //   c. latency: gather().get() of a 100-op elementwise chain over 1000 elements (one fused region,
 //      downloaded), median of 100; against a raw vkQueueSubmit + vkWaitForFences round trip of an
 //      empty command buffer and of one tiny dispatch (1 workgroup of 1 thread).
+//   e. reductions: sum of 2^log2n fp32 along dimension 1, 2, all, and sum(A .* B, 2) (--only reduce).
 //   d. host <-> device copies of up to 256 MiB (the copy queue): upload and download time (wall and
 //      Metrics::upload_ms / download_ms), and 4 upload -> compute -> readback jobs launched together
 //      against one (the overlap).
@@ -21,7 +22,7 @@
 // Every result is checked before it is timed (a small size against a double-precision CPU
 // reference). Output: one JSON object per line (stdout), then a readable table.
 //
-// Usage: tandem-gpu-bench [--log2n N] [--cache-dir DIR|none] [--only pipeline|all]
+// Usage: tandem-gpu-bench [--log2n N] [--cache-dir DIR|none] [--only pipeline|reduce|all]
 //                         [--reps R] [--warmup W] [--latency-reps L] [--label TEXT]
 // Exit status: 0 done, 1 a check failed, 2 bad usage or no device.
 #include <algorithm>
@@ -617,6 +618,69 @@ void bench_transfer(tandem::Runtime& rt, const Options& o) {
           {"copy_queue_submits_per_rep", queue_submits}});
 }
 
+// e. reductions (issue 4): over n fp32 elements as a rows x cols matrix (rows = 2^(log2n/2)),
+// sum along dimension 1 (contiguous), along dimension 2 (strided), over all elements, and the
+// fused sum(A .* B, 2); bytes counted: the inputs read once (outputs are n/rows or n/cols).
+void bench_reduce(tandem::Runtime& rt, const Options& o) {
+    const std::int64_t n = std::int64_t{1} << o.log2n;
+    const std::int64_t rows = std::int64_t{1} << (o.log2n / 2), cols = n / rows;
+    std::vector<double> col(static_cast<std::size_t>(rows));
+    for (std::size_t i = 0; i < col.size(); ++i) col[i] = std::sin(static_cast<double>(i)) * 0.5;
+    tandem::Array c = rt.array(std::span<const double>(col), tandem::Shape{rows, 1});
+    tandem::Array r = rt.linspace(-1.0, 1.0, cols);
+    tandem::Array A = tandem::single(c + r * 0.25), B = tandem::single(c * r + 1.0);
+    rt.evaluate({A, B}).get();
+    // check against a double CPU reference at a few outputs
+    {
+        tandem::HostArray s1 = tandem::sum(A, 1).gather().get(), s2 = tandem::sum(A * B, 2).gather().get();
+        double worst = 0;
+        const double step = cols > 1 ? 2.0 / static_cast<double>(cols - 1) : 0.0;
+        for (std::int64_t j : {std::int64_t{0}, cols / 3, cols - 1}) {
+            const double rj = j == cols - 1 ? 1.0 : -1.0 + static_cast<double>(j) * step;
+            double want = 0;
+            for (std::int64_t i = 0; i < rows; ++i)
+                want += static_cast<double>(static_cast<float>(col[static_cast<std::size_t>(i)] + rj * 0.25));
+            worst = std::max(worst, std::fabs(static_cast<double>(s1.data<float>()[j]) - want) / (1.0 + std::fabs(want)));
+        }
+        for (std::int64_t i : {std::int64_t{0}, rows / 2, rows - 1}) {
+            double want = 0;
+            for (std::int64_t j = 0; j < cols; ++j) {
+                const double rj = j == cols - 1 ? 1.0 : -1.0 + static_cast<double>(j) * step;
+                const double ci = col[static_cast<std::size_t>(i)];
+                want += static_cast<double>(static_cast<float>(ci + rj * 0.25)) * static_cast<double>(static_cast<float>(ci * rj + 1.0));
+            }
+            worst = std::max(worst, std::fabs(static_cast<double>(s2.data<float>()[i]) - want) / (1.0 + std::fabs(want)));
+        }
+        emit({{"kind", "check"}, {"dtype", "fp32"}, {"expr", "reductions"}, {"max_rel_diff", worst}, {"limit", 1e-4},
+              {"pass", worst <= 1e-4}});
+        if (!(worst <= 1e-4)) fail("check failed: reductions");
+    }
+    struct Red {
+        const char* name;
+        const char* text;
+        double arrays;
+        std::function<tandem::Array()> build;
+    };
+    const std::vector<Red> reds = {
+        {"sum_dim1", "sum(A, 1)", 1, [&] { return tandem::sum(A, 1); }},
+        {"sum_dim2", "sum(A, 2)", 1, [&] { return tandem::sum(A, 2); }},
+        {"sum_all", "sum(A, 'all')", 1, [&] { return tandem::sum(A, tandem::all_dims); }},
+        {"sum_ab_dim2", "sum(A .* B, 2)", 2, [&] { return tandem::sum(A * B, 2); }},
+    };
+    for (const Red& e : reds) {
+        std::uint64_t regions = 0, fallbacks = 0;
+        Timing tm = time_evaluate(rt, e.build, o.warmup, o.reps, &regions, &fallbacks);
+        const double bytes = e.arrays * 4.0 * static_cast<double>(n);
+        const double wall = median(tm.wall_ms), gpu = median(tm.gpu_ms);
+        emit({{"kind", "reduce"}, {"system", "tandem"}, {"dtype", "fp32"}, {"expr", e.name}, {"text", e.text},
+              {"rows", rows}, {"cols", cols}, {"bytes", bytes}, {"median_wall_ms", wall}, {"median_kernel_ms", gpu},
+              {"wall_GBps", bytes / wall / 1e6}, {"kernel_GBps", gpu > 0 ? bytes / gpu / 1e6 : NAN},
+              {"device_regions_per_evaluate", regions}, {"device_fallbacks", fallbacks}});
+        std::printf("reduce %-12s %-16s %8.3f ms wall %8.3f ms GPU %7.0f GB/s wall %7.0f GB/s GPU\n", e.name, e.text,
+                    wall, gpu, bytes / wall / 1e6, gpu > 0 ? bytes / gpu / 1e6 : NAN);
+    }
+}
+
 void print_table() {
     std::printf("\n%-8s %-12s %-46s %10s %10s %9s %9s\n", "dtype", "system", "what", "wall ms", "GPU ms",
                 "wall GB/s", "GPU GB/s");
@@ -655,7 +719,7 @@ void print_table() {
 int usage(const char* msg) {
     std::fprintf(stderr,
                  "tandem-gpu-bench: %s\nusage: tandem-gpu-bench [--log2n N] [--cache-dir DIR|none] "
-                 "[--only pipeline|all] [--reps R] [--warmup W] [--latency-reps L] [--label TEXT]\n",
+                 "[--only pipeline|reduce|all] [--reps R] [--warmup W] [--latency-reps L] [--label TEXT]\n",
                  msg);
     return 2;
 }
@@ -684,7 +748,7 @@ int main(int argc, char** argv) {
             return usage(e.what());
         }
     }
-    if (o.log2n < 10 || o.log2n > 31 || (o.only != "all" && o.only != "pipeline") || o.reps < 1)
+    if (o.log2n < 10 || o.log2n > 31 || (o.only != "all" && o.only != "pipeline" && o.only != "reduce") || o.reps < 1)
         return usage("bad option value");
 
     try {
@@ -712,6 +776,10 @@ int main(int argc, char** argv) {
             print_table();
             return 0;
         }
+        if (o.only == "reduce") {
+            bench_reduce(rt, o);
+            return 0;
+        }
         Raw raw;
         // c. latency
         bench_latency(rt, raw, o);
@@ -719,6 +787,8 @@ int main(int argc, char** argv) {
         bench_bandwidth(rt, raw, o);
         // d. host <-> device copies
         bench_transfer(rt, o);
+        // e. reductions
+        bench_reduce(rt, o);
         const auto m = rt.metrics();
         emit({{"kind", "metrics"}, {"device_regions", m.device_regions}, {"device_fallbacks", m.device_fallbacks},
               {"device_dispatches", m.device_dispatches}, {"device_batches", m.device_batches},

@@ -77,7 +77,7 @@ TEST(VulkanReduceSettings, WorkgroupTreeAndThreshold) {
         cfg.two_pass_threshold = c.threshold;
         auto gpu = tvk::open_gpu(cfg);
         std::mt19937_64 rng(c.wg);
-        for (const Dims& shape : {Dims{300, 5}, Dims{5, 300}, Dims{4000, 1}, Dims{64, 64}}) {
+        for (const Dims& shape : {Dims{300, 5}, Dims{5, 300}, Dims{4000, 1}, Dims{64, 64}, Dims{5000, 3}}) {
             for (Op op : {Op::sum, Op::max, Op::argmin, Op::all}) {
                 const Host x = tred::random_data(shape, DType::f64, rng, true);
                 const Array a = tref::make_array(*gpu, x);

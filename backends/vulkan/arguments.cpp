@@ -147,6 +147,7 @@ ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::
     if (p.len < threshold) p.parts = 1;
     p.parts = std::max<std::uint64_t>(p.parts, 1);
     p.seg = (p.len + p.parts - 1) / p.parts;
+    p.wide_combine = outs < kReduceGroups;
     return p;
 }
 
@@ -212,14 +213,16 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
 
     if (region.is_reduce()) {
         const ReducePlan rp = plan_reduce(region, kernel.workgroup_size, kernel.two_pass_threshold);
-        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.parts, rp.seg, partials}) put(l.args, v);
+        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.parts, rp.seg, partials, std::uint64_t{rp.wide_combine}})
+            put(l.args, v);
         const std::uint64_t outs = rp.outputs();
         if (outs == 0) return l;  // no outputs (max/min of an empty dimension): nothing to write
         if (rp.parts > 1 && partials == 0) throw DeviceError("vulkan: a two-pass reduction without its partials (bug)");
         const std::uint64_t wg = kernel.workgroup_size;
         const std::uint64_t groups = rp.contiguous ? outs * rp.parts : (outs * rp.parts + wg - 1) / wg;
         split_groups(groups, max_groups_x, l.groups_x, l.groups_y);
-        if (rp.parts > 1) split_groups((outs + wg - 1) / wg, max_groups_x, l.groups2_x, l.groups2_y);
+        if (rp.parts > 1)
+            split_groups(rp.wide_combine ? outs : (outs + wg - 1) / wg, max_groups_x, l.groups2_x, l.groups2_y);
         return l;
     }
 

@@ -24,8 +24,8 @@ struct Kernel;  // codegen.hpp
 //   offset 16  uint64  device address of each region input, then of each output
 //   then       int64   (extent, stride) pairs of each strided input, in input order
 //   then       double  the scalar slots that did not fit in the push constants
-//   then       uint64  (reduce regions) inner, len, outer, parts, seg, and the address of the
-//                      partials (parts > 1): see ReducePlan
+//   then       uint64  (reduce regions) inner, len, outer, parts, seg, the address of the
+//                      partials (parts > 1), wide_combine: see ReducePlan
 // Push constants: uint64 address of the argument block, uint64 element count, then as many
 // scalar slots (double; f32 ops read float(slot)) as fit in max_push_bytes.
 // The kernel only ever sets bits of the header (atomicOr / atomicMin), so the host must write the
@@ -81,13 +81,16 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 /// parts > 1: the first pass writes partials (value, index: 16 bytes) at
 ///   ((j * outputs + q) * parts + p) * 16 of a scratch buffer, and a second pass combines each
 ///   output's parts in order.
-inline constexpr std::uint64_t kReduceGroups = 1024, kReduceThreads = std::uint64_t{1} << 18;
+inline constexpr std::uint64_t kReduceGroups = 4096, kReduceThreads = std::uint64_t{1} << 20;
 /// The default of Config::two_pass_threshold: parts only from this reduced length on.
 inline constexpr std::uint64_t kDefaultTwoPassThreshold = 4096;
-inline constexpr std::uint64_t kReduceParamsCount = 6;
+inline constexpr std::uint64_t kReduceParamsCount = 7;
 struct ReducePlan {
     bool contiguous = true;
     std::uint64_t inner = 1, len = 0, outer = 1, parts = 1, seg = 0;
+    /// The second pass: a workgroup per output (fewer than kReduceGroups outputs) or an
+    /// invocation per output.
+    bool wide_combine = false;
     std::uint64_t outputs() const noexcept { return inner * outer; }
 };
 /// `two_pass_threshold`: the reduced length from which parts > 1 is allowed (0: the default).

@@ -227,12 +227,12 @@ public:
         if (r_.is_reduce()) {
             // After the scalars: inner, len, outer, parts, seg, partials (arguments.hpp).
             const std::uint64_t at = off + 8 * (plan_.values.size() > npush ? plan_.values.size() - npush : 0);
-            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_parts", "r_seg", "r_partials"};
+            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_parts", "r_seg", "r_partials", "r_wide"};
             for (std::uint64_t q = 0; q < kReduceParamsCount; ++q)
                 pre_ << "    uint64_t " << names[q] << " = RefU64(pc.args + " << at + 8 * q << "ul).v;\n";
             const ReducePlan rp = plan_reduce(r_, k.workgroup_size, k.two_pass_threshold);
             contiguous_ = rp.contiguous;
-            if (reduce_shared_bytes(r_, k.workgroup_size, contiguous_) > o_.max_shared_bytes)
+            if (reduce_shared_bytes(r_, k.workgroup_size, true) > o_.max_shared_bytes)
                 throw DeviceError("vulkan codegen: " + std::to_string(r_.reductions.size()) +
                                   " reductions in one region need more shared memory than the device has");
             key_ << ";reduce=" << (contiguous_ ? (o_.subgroup_shuffle ? "contig-sg" : "contig") : "strided");
@@ -576,7 +576,7 @@ private:
              "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
              "#extension GL_EXT_control_flow_attributes : require\n";
         if (u8) s << "#extension GL_EXT_shader_8bit_storage : require\n";
-        if (r_.is_reduce() && contiguous_ && o_.subgroup_shuffle && !combine)
+        if (r_.is_reduce() && (contiguous_ || combine) && o_.subgroup_shuffle)
             s << "#extension GL_KHR_shader_subgroup_basic : require\n"
                  "#extension GL_KHR_shader_subgroup_shuffle : require\n";
         s << "layout(local_size_x = " << k.workgroup_size << ") in;\n";
@@ -614,7 +614,7 @@ private:
             parts.region = &r_;
             parts.workgroup_size = k.workgroup_size;
             parts.contiguous = contiguous_;
-            parts.subgroups = contiguous_ && o_.subgroup_shuffle;
+            parts.subgroups = (contiguous_ || combine) && o_.subgroup_shuffle;
             parts.pre = pre_.str();
             parts.element = general_;
             for (const Reduction& red : r_.reductions) parts.value.push_back(name_[red.value]);

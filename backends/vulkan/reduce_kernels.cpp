@@ -16,6 +16,102 @@ const char* init_of(OpKind op) {
 
 const char* out_ref(DType t) { return t == DType::f64 ? "RefF64" : t == DType::f32 ? "RefF32" : "RefU8"; }
 
+/// Writes `text` once per reduction, '#' standing for its number.
+void each_reduction(std::ostream& s, std::size_t nr, const std::string& text) {
+    for (std::size_t j = 0; j < nr; ++j) {
+        std::string line = text;
+        for (std::size_t at = line.find('#'); at != std::string::npos; at = line.find('#', at))
+            line.replace(at, 1, std::to_string(j));
+        s << line;
+    }
+}
+
+/// The workgroup's invocations combine racc#/rpos# in fixed pairs; leaves the result with the
+/// leader and opens `if (leader) {` (the caller closes it).
+void write_group_combine(std::ostream& s, const ReduceKernelParts& p) {
+    const Region& r = *p.region;
+    const std::size_t nr = r.reductions.size();
+    const std::string WG = std::to_string(p.workgroup_size);
+    auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
+    if (p.subgroups) {
+        // A butterfly of shuffles in each subgroup (every lane ends with the subgroup's value;
+        // the pairs are fixed, so the bits are too), the subgroups' values through shared
+        // memory, and the first subgroup folds them (in order per lane) and butterflies again.
+        // Positions travel as doubles (exact below 2^53): 64-bit integer shuffles need a
+        // feature double shuffles do not.
+        auto butterfly = [&](const char* indent) {
+            s << indent << "for (uint off = gl_SubgroupSize / 2u; off > 0u; off >>= 1u) {\n";
+            each(std::string(indent) + "    { double b = subgroupShuffleXor(racc#, off); "
+                 "double kb = subgroupShuffleXor(double(rpos#), off);\n" + indent +
+                 "      tdmr_combine#(racc#, rpos#, b, int64_t(kb)); }\n");
+            s << indent << "}\n";
+        };
+        butterfly("    ");
+        s << "    if (gl_SubgroupInvocationID == 0u) {\n";
+        each("        sh_v[# * " + WG + " + gl_SubgroupID] = racc#;\n        sh_k[# * " + WG +
+             " + gl_SubgroupID] = rpos#;\n");
+        s << "    }\n"
+             "    barrier();\n"
+             "    if (gl_SubgroupID == 0u) {\n";
+        for (std::size_t j = 0; j < nr; ++j)
+            s << "        racc" << j << " = " << init_of(r.reductions[j].op) << "; rpos" << j << " = 0L;\n";
+        s << "        for (uint g = gl_SubgroupInvocationID; g < gl_NumSubgroups; g += gl_SubgroupSize) {\n";
+        each("            tdmr_combine#(racc#, rpos#, sh_v[# * " + WG + " + g], sh_k[# * " + WG + " + g]);\n");
+        s << "        }\n";
+        butterfly("        ");
+        s << "    }\n"
+             "    if (gl_SubgroupID == 0u && gl_SubgroupInvocationID == 0u) {\n";
+    } else {
+        // A tree in shared memory.
+        each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
+        s << "    barrier();\n"
+             "    for (uint w = "
+          << p.workgroup_size / 2
+          << "u; w > 0u; w >>= 1u) {\n"
+             "        if (t < w) {\n";
+        each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG +
+             " + t];\n"
+             "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG +
+             " + t + w]);\n"
+             "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
+        s << "        }\n"
+             "        barrier();\n"
+             "    }\n"
+             "    if (t == 0u) {\n";
+        each("        racc# = sh_v[# * " + WG + "]; rpos# = sh_k[# * " + WG + "];\n");
+    }
+}
+
+/// The fold over positions k = first, first + step, ... < kend: four at a time (their elements
+/// computed first, so their loads overlap, then folded in order: the same bits as one at a
+/// time), then the rest one by one. `index`: the element's linear index in terms of k.
+void write_fold_loop(std::ostream& s, const ReduceKernelParts& p, const std::string& first, const std::string& step,
+                     const std::string& index) {
+    const std::size_t nr = p.region->reductions.size();
+    constexpr int kUnroll = 4;
+    s << "    int64_t k = " << first << ";\n"
+      << "    for (; k + " << kUnroll - 1 << "L * " << step << " < kend; k += " << kUnroll << "L * " << step << ") {\n";
+    for (std::size_t j = 0; j < nr; ++j) s << "        double rx" << j << "[" << kUnroll << "];\n";
+    for (int u = 0; u < kUnroll; ++u) {
+        s << "        {\n        int64_t ku = k + " << u << "L * " << step << ";\n"
+          << "        uint64_t i = " << std::string(index).replace(index.find("uint64_t(k)"), 11, "uint64_t(ku)") << ";\n"
+          << p.element;
+        for (std::size_t j = 0; j < nr; ++j) s << "        rx" << j << "[" << u << "] = double(" << p.value[j] << ");\n";
+        s << "        }\n";
+    }
+    for (int u = 0; u < kUnroll; ++u)
+        for (std::size_t j = 0; j < nr; ++j)
+            s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", rx" << j << "[" << u << "], k + " << u
+              << "L * " << step << ");\n";
+    s << "    }\n"
+      << "    for (; k < kend; k += " << step << ") {\n"
+      << "        uint64_t i = " << index << ";\n"
+      << p.element;
+    for (std::size_t j = 0; j < nr; ++j)
+        s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
+    s << "    }\n";
+}
+
 }  // namespace
 
 void write_reduce_helpers(std::ostream& s, const Region& r) {
@@ -69,15 +165,7 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
     const Region& r = *p.region;
     const std::size_t nr = r.reductions.size();
     const std::string WG = std::to_string(p.workgroup_size);
-    auto each = [&](const std::string& text) {
-        // text with '#' standing for the reduction's number
-        for (std::size_t j = 0; j < nr; ++j) {
-            std::string line = text;
-            for (std::size_t at = line.find('#'); at != std::string::npos; at = line.find('#', at))
-                line.replace(at, 1, std::to_string(j));
-            s << line;
-        }
-    };
+    auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
     if (p.contiguous)
         s << "shared double sh_v[" << nr * p.workgroup_size << "];\n"
           << "shared int64_t sh_k[" << nr * p.workgroup_size << "];\n";
@@ -91,61 +179,10 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
     if (p.contiguous) {
         // A workgroup per (output, part); its invocations stride over the part's run.
         s << "    uint64_t q = group / r_parts, part = group % r_parts;\n"
-             "    int64_t kbeg = int64_t(part * r_seg), kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n"
-             "    for (int64_t k = kbeg + int64_t(t); k < kend; k += "
-          << WG << "L) {\n"
-                   "        uint64_t i = uint64_t(k) + r_len * q;\n"
-          << p.element;
-        for (std::size_t j = 0; j < nr; ++j)
-            s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
-        s << "    }\n";
-        if (p.subgroups) {
-            // A butterfly of shuffles in each subgroup (every lane ends with the subgroup's value;
-            // the pairs are fixed, so the bits are too), the subgroups' values through shared
-            // memory, and the first subgroup folds them (in order per lane) and butterflies again.
-            // Positions travel as doubles (exact below 2^53): 64-bit integer shuffles need a
-            // feature double shuffles do not.
-            auto butterfly = [&](const char* indent) {
-                s << indent << "for (uint off = gl_SubgroupSize / 2u; off > 0u; off >>= 1u) {\n";
-                each(std::string(indent) + "    { double b = subgroupShuffleXor(racc#, off); "
-                     "double kb = subgroupShuffleXor(double(rpos#), off);\n" + indent +
-                     "      tdmr_combine#(racc#, rpos#, b, int64_t(kb)); }\n");
-                s << indent << "}\n";
-            };
-            butterfly("    ");
-            s << "    if (gl_SubgroupInvocationID == 0u) {\n";
-            each("        sh_v[# * " + WG + " + gl_SubgroupID] = racc#;\n        sh_k[# * " + WG +
-                 " + gl_SubgroupID] = rpos#;\n");
-            s << "    }\n"
-                 "    barrier();\n"
-                 "    if (gl_SubgroupID == 0u) {\n";
-            for (std::size_t j = 0; j < nr; ++j)
-                s << "        racc" << j << " = " << init_of(r.reductions[j].op) << "; rpos" << j << " = 0L;\n";
-            s << "        for (uint g = gl_SubgroupInvocationID; g < gl_NumSubgroups; g += gl_SubgroupSize) {\n";
-            each("            tdmr_combine#(racc#, rpos#, sh_v[# * " + WG + " + g], sh_k[# * " + WG + " + g]);\n");
-            s << "        }\n";
-            butterfly("        ");
-            s << "    }\n"
-                 "    if (gl_SubgroupID == 0u && gl_SubgroupInvocationID == 0u) {\n";
-        } else {
-            // A tree in shared memory.
-            each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
-            s << "    barrier();\n"
-                 "    for (uint w = "
-              << p.workgroup_size / 2
-              << "u; w > 0u; w >>= 1u) {\n"
-                 "        if (t < w) {\n";
-            each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG +
-                 " + t];\n"
-                 "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG +
-                 " + t + w]);\n"
-                 "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
-            s << "        }\n"
-                 "        barrier();\n"
-                 "    }\n"
-                 "    if (t == 0u) {\n";
-            each("        racc# = sh_v[# * " + WG + "]; rpos# = sh_k[# * " + WG + "];\n");
-        }
+             "    int64_t kbeg = int64_t(part * r_seg), kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n";
+        write_fold_loop(s, p, "kbeg + int64_t(t)", WG + "L", "uint64_t(k) + r_len * q");
+        write_group_combine(s, p);
+
     } else {
         // An invocation per (output, part): consecutive invocations, consecutive elements.
         s << "    uint64_t tid = group * " << WG
@@ -153,21 +190,15 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
              "    if (tid < outs * r_parts) {\n"
              "    uint64_t q = tid % outs, part = tid / outs;\n"
              "    uint64_t ii = q % r_inner, o = q / r_inner;\n"
-             "    int64_t kbeg = int64_t(part * r_seg), kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n"
-             "    for (int64_t k = kbeg; k < kend; ++k) {\n"
-             "        uint64_t i = ii + r_inner * (uint64_t(k) + r_len * o);\n"
-          << p.element;
-        for (std::size_t j = 0; j < nr; ++j)
-            s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
-        s << "    }\n"
-             "    {\n";
+             "    int64_t kbeg = int64_t(part * r_seg), kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n";
+        write_fold_loop(s, p, "kbeg", "1L", "ii + r_inner * (uint64_t(k) + r_len * o)");
+        s << "    {\n";
     }
     // One part: the outputs; several: the partials of this part.
     s << "        if (r_parts == 1ul) {\n";
     each("            tdmr_store#(out#, q, racc#, rpos#);\n");
     s << "        } else {\n";
-    each("            { uint64_t at = r_partials + ((" + std::string("#ul") +
-         " * outs + q) * r_parts + part) * 16ul;\n"
+    each("            { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
          "              RefF64(at).v = racc#; RefI64(at + 8ul).v = rpos#; }\n");
     s << "        }\n"
          "    }\n";
@@ -181,29 +212,41 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
 
 void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p) {
     const Region& r = *p.region;
-    s << "void main() {\n"
+    const std::size_t nr = r.reductions.size();
+    const std::string WG = std::to_string(p.workgroup_size);
+    auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
+    // Partials of reduction j, part p, output q at ((j * parts + p) * outs + q) * 16.
+    s << "shared double sh_v[" << nr * p.workgroup_size << "];\n"
+      << "shared int64_t sh_k[" << nr * p.workgroup_size << "];\n"
+      << "void main() {\n"
          "    uint64_t group = uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x);\n"
+         "    uint t = gl_LocalInvocationID.x;\n"
+      << p.pre << "    uint64_t outs = r_inner * r_outer;\n";
+    each("    precise double racc# = 0.0LF;\n    int64_t rpos# = 0L;\n");
+    for (std::size_t j = 0; j < nr; ++j) s << "    racc" << j << " = " << init_of(r.reductions[j].op) << ";\n";
+    // Few outputs (r_wide): a workgroup per output, its invocations folding parts t, t + WG, ...
+    // in order, then the workgroup's fixed pairs. Many: an invocation per output, all its parts
+    // in order (consecutive invocations read consecutive partials).
+    s << "    if (r_wide != 0ul) {\n"
+         "        uint64_t q = group;\n"
+         "        for (uint64_t part = uint64_t(t); part < r_parts; part += "
+      << WG << "ul) {\n";
+    each("            { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
+         "              tdmr_combine#(racc#, rpos#, RefF64(at).v, RefI64(at + 8ul).v); }\n");
+    s << "        }\n";
+    write_group_combine(s, p);
+    each("            tdmr_store#(out#, q, racc#, rpos#);\n");
+    s << "        }\n"
+         "        return;\n"
+         "    }\n"
          "    uint64_t q = group * "
-      << p.workgroup_size << "ul + uint64_t(gl_LocalInvocationID.x);\n"
-      << p.pre
-      << "    uint64_t outs = r_inner * r_outer;\n"
-         "    if (q >= outs) return;\n";
-    for (std::size_t j = 0; j < r.reductions.size(); ++j) {
-        const std::string J = std::to_string(j);
-        s << "    {\n"
-             "        uint64_t at = r_partials + ("
-          << J
-          << "ul * outs + q) * r_parts * 16ul;\n"
-             "        double a = RefF64(at).v; int64_t ka = RefI64(at + 8ul).v;\n"
-             "        for (uint64_t part = 1ul; part < r_parts; ++part)\n"
-             "            tdmr_combine"
-          << J
-          << "(a, ka, RefF64(at + part * 16ul).v, RefI64(at + part * 16ul + 8ul).v);\n"
-             "        tdmr_store"
-          << J << "(out" << J
-          << ", q, a, ka);\n"
-             "    }\n";
-    }
+      << WG << "ul + uint64_t(t);\n"
+               "    if (q >= outs) return;\n"
+               "    for (uint64_t part = 0ul; part < r_parts; ++part) {\n";
+    each("        { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
+         "          tdmr_combine#(racc#, rpos#, RefF64(at).v, RefI64(at + 8ul).v); }\n");
+    s << "    }\n";
+    each("    tdmr_store#(out#, q, racc#, rpos#);\n");
     s << "}\n";
 }
 

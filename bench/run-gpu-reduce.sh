@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The reduction benchmarks of issue 4 on the GPU machine, in one run:
+#   1. tandem-gpu-bench --only reduce with the defaults, and a sweep of TANDEM_REDUCTION_WG x
+#      TANDEM_TWO_PASS_THRESHOLD (how the defaults were chosen);
+#   2. bench/torch_reduce_peers.py: PyTorch eager and torch.compile on the same sums, and copy_;
+#   3. a table: Tandem's bandwidth against PyTorch's copy_ (target: >= 85% for sum along
+#      dimension 1, dimension 2, all, and the fused sum(A .* B, 2)) and against PyTorch's sums.
+# Usage: bench/run-gpu-reduce.sh [--log2n N] [--bench PATH] [--no-torch] [--no-sweep]
+# Results go to $OUT when it is set, else to a temp dir.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+log2n=28
+bench=""
+torch=1
+sweep=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --log2n) log2n="$2"; shift 2 ;;
+    --bench) bench="$2"; shift 2 ;;
+    --no-torch) torch=0; shift ;;
+    --no-sweep) sweep=0; shift ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "run-gpu-reduce.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [[ -z "$bench" ]]; then
+  if command -v tandem-gpu-bench >/dev/null; then bench="$(command -v tandem-gpu-bench)"
+  else
+    for cand in "$root/build-gpu/bench/tandem-gpu-bench" "$root/build/bench/tandem-gpu-bench"; do
+      if [[ -x "$cand" ]]; then bench="$cand"; break; fi
+    done
+  fi
+fi
+[[ -n "$bench" && -x "$bench" ]] || { echo "run-gpu-reduce.sh: no tandem-gpu-bench found (--bench PATH)" >&2; exit 2; }
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/tandem-reduce.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+out="${OUT:-$tmp/out}"
+mkdir -p "$out"
+
+echo "== run-gpu-reduce.sh: $(date -u +%Y-%m-%dT%H:%MZ), n = 2^$log2n fp32" | tee "$out/reduce_log.txt" >&2
+"$bench" --log2n "$log2n" --cache-dir none --only reduce --label default > "$out/reduce_tandem.jsonl" || exit 2
+if [[ $sweep -eq 1 ]]; then
+  for wg in 128 256 512 1024; do
+    for th in 1024 4096 65536; do
+      TANDEM_REDUCTION_WG=$wg TANDEM_TWO_PASS_THRESHOLD=$th "$bench" --log2n "$log2n" --cache-dir none --only reduce \
+        --label "wg=$wg,threshold=$th" | grep '^{"bytes"' | sed "s/^{/{\"wg\":$wg,\"threshold\":$th,/" >> "$out/reduce_sweep.jsonl"
+    done
+  done
+fi
+if [[ $torch -eq 1 ]]; then
+  env -u LD_LIBRARY_PATH python3 "$root/bench/torch_reduce_peers.py" --log2n "$log2n" > "$out/reduce_torch.jsonl" ||
+    echo "run-gpu-reduce.sh: torch_reduce_peers.py failed" >&2
+fi
+python3 - "$out" <<'PY'
+import json, sys, collections
+out = sys.argv[1]
+def load(name):
+    try:
+        return [json.loads(l) for l in open(f"{out}/{name}") if l.startswith("{")]
+    except FileNotFoundError:
+        return []
+t = [j for j in load("reduce_tandem.jsonl") if j.get("kind") == "reduce"]
+p = [j for j in load("reduce_torch.jsonl") if j.get("kind") == "reduce"]
+copy = next((j["wall_GBps"] for j in p if j["system"] == "torch_copy"), float("nan"))
+peer = {(j["system"], j["expr"]): j for j in p}
+print(f"\nreductions of fp32 (PyTorch copy_: {copy:.0f} GB/s)")
+print(f"{'expr':12s} {'text':16s} {'wall ms':>8s} {'GPU ms':>8s} {'GB/s':>7s} {'vs copy':>8s} {'eager ms':>9s} {'compile ms':>11s}")
+for j in t:
+    e = peer.get(("torch_eager", j["expr"]), {}).get("median_wall_ms", float("nan"))
+    c = peer.get(("torch_compile", j["expr"]), {}).get("median_wall_ms", float("nan"))
+    ratio = j["wall_GBps"] / copy if copy == copy else float("nan")
+    mark = "PASS" if ratio >= 0.85 else "MISS"
+    print(f"{j['expr']:12s} {j['text']:16s} {j['median_wall_ms']:8.3f} {j['median_kernel_ms']:8.3f} {j['wall_GBps']:7.0f} "
+          f"{ratio*100:7.0f}% {e:9.3f} {c:11.3f}  {mark} (>= 85%)")
+sw = load("reduce_sweep.jsonl")
+if sw:
+    print("\nsweep: GPU-time GB/s by TANDEM_REDUCTION_WG x TANDEM_TWO_PASS_THRESHOLD")
+    table = collections.defaultdict(dict)
+    for j in sw:
+        table[(j["wg"], j["threshold"])][j["expr"]] = j["kernel_GBps"]
+    exprs = sorted({j["expr"] for j in sw})
+    print(f"{'wg':>5s} {'threshold':>9s} " + " ".join(f"{x:>12s}" for x in exprs))
+    for (wg, th), row in sorted(table.items()):
+        print(f"{wg:5d} {th:9d} " + " ".join(f"{row.get(x, float('nan')):12.0f}" for x in exprs))
+PY
