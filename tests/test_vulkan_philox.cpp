@@ -6,8 +6,7 @@
 //
 // Settings: TANDEM_PHILOX_COUNT (elements per function, default 1000000); TANDEM_TEST_VALIDATION=0 runs
 // without the Khronos validation layer (the GPU machine has none; CI keeps it on and it must stay
-// silent); TANDEM_PHILOX_BENCH=1 adds a throughput run (device-local output, 2^TANDEM_PHILOX_BENCH_LOG2
-// elements, default 2^28).
+// silent). Throughput belongs to the generator ops' benchmark (with the graph integration).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -429,63 +428,5 @@ TEST_F(VulkanPhilox, NormalExtremeWords) {
     EXPECT_EQ(ctx_->validation_messages(), 0u) << texts();
 }
 
-// Throughput of a generator kernel alone (TANDEM_PHILOX_BENCH=1): one element per invocation into
-// device-local memory, the write bandwidth a fused region's randn would need.
-TEST_F(VulkanPhilox, Throughput) {
-    if (!env_flag("TANDEM_PHILOX_BENCH", false)) GTEST_SKIP() << "TANDEM_PHILOX_BENCH=1 runs it";
-    int log2n = 28;  // TANDEM_PHILOX_BENCH_LOG2: elements (capped at 1 GiB of output)
-    if (const char* s = std::getenv("TANDEM_PHILOX_BENCH_LOG2"); s && *s) log2n = std::clamp(std::atoi(s), 10, 28);
-    const std::size_t n = std::size_t{1} << log2n;
-    auto device = std::make_shared<vk::DeviceHeap>(*ctx_, vk::DeviceHeap::Kind::device_local, VkDeviceSize{1} << 30);
-    auto bench = [&]<class T>(const char* name, const std::string& expr, T, std::size_t per = 1) {
-        const std::size_t count = std::min(n / per, (std::size_t{1} << 30) / sizeof(T));  // items of `per` elements
-        auto out = device->allocate(count * sizeof(T));
-        Kernel k = make_kernel<T>(expr, 256);
-        auto record = [&](int reps) {
-            return [&, reps](VkCommandBuffer cb) {
-                vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline.get());
-                for (int r = 0; r < reps; r++) {
-                    constexpr std::uint32_t chunk = 1u << 24;  // 65536 workgroups of 256
-                    for (std::size_t first = 0; first < count; first += chunk) {
-                        Push p{};
-                        p.out = out->address();
-                        p.seed = 1;
-                        p.stream = static_cast<std::uint64_t>(r);
-                        p.n = 6;
-                        p.lo = 1;
-                        p.first = static_cast<std::uint32_t>(first);
-                        p.count = static_cast<std::uint32_t>(count);
-                        vkCmdPushConstants(cb, k.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof p, &p);
-                        const std::size_t m = std::min<std::size_t>(chunk, count - first);
-                        vkCmdDispatch(cb, static_cast<std::uint32_t>((m + 255) / 256), 1, 1);
-                    }
-                    VkMemoryBarrier mb{};
-                    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-                    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-                    mb.dstAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-                    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                                         &mb, 0, nullptr, 0, nullptr);
-                }
-            };
-        };
-        submit(record(1));  // warm-up
-        const double t1 = submit(record(1)), t6 = submit(record(6));
-        const double t = (t6 - t1) / 5;  // submission overhead cancels
-        std::printf("[philox] throughput %-12s %zu elements: %.3f ms, %.1f Gelem/s, %.0f GB/s written\n", name, count * per,
-                    t * 1e3, static_cast<double>(count * per) / t * 1e-9, static_cast<double>(count * sizeof(T)) / t * 1e-9);
-        std::fflush(stdout);
-    };
-    bench("rand_f32", "tdm_rand_f32(pc.seed, pc.stream, i)", 0.0f);
-    bench("randn_f32", "tdm_randn_f32(pc.seed, pc.stream, i)", 0.0f);
-    bench("rand_f64", "tdm_rand_f64(pc.seed, pc.stream, i)", 0.0);
-    bench("randn_f64", "tdm_randn_f64(pc.seed, pc.stream, i)", 0.0);
-    bench("randi", "tdm_randi(pc.seed, pc.stream, i, pc.lo, pc.n)", std::int64_t{0});
-    // one thread per Philox block (generator kernels): i is the block index
-    bench("rand_f32x4", "tdm_rand_f32x4(pc.seed, pc.stream, i)", F4{}, 4);
-    bench("randn_f32x4", "tdm_randn_f32x4(pc.seed, pc.stream, i)", F4{}, 4);
-    bench("rand_f64x2", "tdm_rand_f64x2(pc.seed, pc.stream, i)", D2{}, 2);
-    bench("randn_f64x2", "tdm_randn_f64x2(pc.seed, pc.stream, i)", D2{}, 2);
-    EXPECT_EQ(ctx_->validation_messages(), 0u) << texts();
-}
 
 }  // namespace

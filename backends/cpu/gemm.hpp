@@ -1,0 +1,68 @@
+// Matrix multiply on the CPU: C = alpha * op(A) * op(B) + beta * C, f32 and f64, column-major,
+// op = none or transpose, through OpenBLAS's CBLAS (transposed operands are passed to BLAS as
+// flags: nothing is copied).
+//
+// Threads: Tandem owns the parallelism. OpenBLAS is kept single-threaded in this process
+// (openblas_set_num_threads(1), checked on every call) and gemm splits C into a 2-D grid of
+// blocks, one oneTBB task per block, each block one single-threaded BLAS call that packs its own
+// panels of A and B. So a product runs on the caller's TBB arena (TANDEM_CPU_THREADS workers)
+// and never adds OpenBLAS's own thread pool on top of it: the cores are never oversubscribed,
+// a product running beside other regions shares the workers with them through work stealing,
+// and nested calls (a gemm inside a TBB task) are safe. Measured on the 2-core development
+// machine against OpenBLAS's own 2 threads: bench/bench_gemm.cpp.
+// Matrix-vector shapes (m == 1 or n == 1) go to BLAS gemv, split the same way along the result.
+//
+// Semantics are BLAS's: with beta == 0, C is not read (NaN or Inf in C does not propagate); with
+// k == 0 or alpha == 0, C = beta * C without reading A and B. Otherwise NaN and Inf in A and B
+// propagate as IEEE arithmetic says (0 * Inf = NaN).
+//
+// Exported from libtandem for the tests and the benchmark; not part of the public API.
+#pragma once
+
+#include <cstdint>
+
+
+namespace tandem::detail::cpu {
+
+enum class Trans : std::uint8_t {
+    none,       ///< op(X) = X
+    transpose,  ///< op(X) = X^T (X is stored transposed; read in place)
+};
+
+/// How gemm spreads one product over the cores (the default is the one Tandem uses; the other
+/// exists to measure the choice, bench/bench_gemm.cpp).
+enum class GemmThreading : std::uint8_t {
+    /// oneTBB tasks over a 2-D block partition of C, single-threaded OpenBLAS in each.
+    tbb_blocks,
+    /// One OpenBLAS call on the calling thread with OpenBLAS's own threads (as many as the
+    /// caller's TBB arena has workers). Oversubscribes the cores if TBB work runs meanwhile.
+    openblas_threads,
+};
+
+struct GemmOptions {
+    GemmThreading threading = GemmThreading::tbb_blocks;
+    /// Workers to plan the block grid for; 0: the caller's TBB arena's concurrency. (More blocks
+    /// than the arena has threads still run correctly, as queued tasks: tests use this.)
+    int workers = 0;
+};
+
+/// C (m x n, leading dimension ldc) = alpha * op(A) * op(B) + beta * C, where op(A) is m x k and
+/// op(B) is k x n. A is stored m x k (lda >= max(1, m)) or, transposed, k x m (lda >= max(1, k));
+/// B is stored k x n (ldb >= max(1, k)) or, transposed, n x k (ldb >= max(1, n)). Sizes and
+/// leading dimensions must fit OpenBLAS's 32-bit integers. Throws tandem::ValueError for a
+/// negative size or a leading dimension too small (nothing written).
+void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                     std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+                     const GemmOptions& options = {});
+void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
+                     std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc,
+                     const GemmOptions& options = {});
+
+/// The 2-D block grid gemm uses for an m x n result with `workers` threads (exposed for tests):
+/// row blocks x column blocks, at most `workers` blocks in all.
+struct GemmGrid {
+    std::int64_t row_blocks = 1, col_blocks = 1;
+};
+GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers) noexcept;
+
+}  // namespace tandem::detail::cpu

@@ -1,0 +1,233 @@
+// The Vulkan GEMM: tilings, the kernel's source (a prologue of #defines + shaders/gemm.glsl) and
+// its recording. See gemm.hpp.
+#include "backends/vulkan/gemm.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include "tandem_shaders.hpp"
+
+namespace tandem::detail::vk {
+namespace {
+
+constexpr std::uint32_t kMaxGroups = 65535;  // maxComputeWorkGroupCount: Vulkan's minimum, per dimension
+
+/// What gemm.glsl's push-constant block holds (std430: this layout, 104 bytes).
+struct GemmPush {
+    std::uint64_t a, b, c, d, bias;
+    double alpha, beta;
+    std::uint32_t m, n, k;
+    std::uint32_t lda, ldb, ldc, ldd;
+    std::uint32_t bias_si, bias_sj;
+    std::uint32_t tile_m0, tile_n0;
+    std::uint32_t pad;
+};
+static_assert(sizeof(GemmPush) == kGemmPushBytes);
+
+/// Candidates, best first, for devices with a GPU's register file and shared memory. The first
+/// that fits the device is taken (choose_gemm_tiles).
+std::vector<GemmTiles> gpu_candidates(DType t) {
+    if (t == DType::f64)
+        return {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 8, 4, 4}, {32, 32, 8, 2, 2}};
+    return {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 8, 4, 4}, {32, 32, 8, 4, 4}};
+}
+
+/// For CPU implementations of Vulkan (lavapipe): a workgroup is run by one CPU thread over SIMD
+/// lanes, so large register tiles only lengthen the unrolled shader (and llvmpipe's compile).
+std::vector<GemmTiles> cpu_candidates(DType t) {
+    if (t == DType::f64) return {{64, 64, 8, 4, 4}, {32, 32, 8, 2, 2}};
+    return {{64, 64, 8, 4, 4}, {32, 32, 8, 4, 4}};
+}
+
+}  // namespace
+
+std::uint32_t GemmTiles::vector_width(DType dtype) const noexcept {
+    return vw != 0 ? vw : (dtype == DType::f64 ? 2 : 4);
+}
+
+std::uint32_t GemmTiles::shared_bytes(DType dtype) const noexcept {
+    const std::uint32_t w = vector_width(dtype);
+    return 2 * bk * ((bm / w + 1) + (bn / w + 1)) * w * static_cast<std::uint32_t>(dtype_size(dtype));
+}
+
+std::string GemmTiles::name() const {
+    std::ostringstream s;
+    s << bm << 'x' << bn << 'x' << bk << '/' << tm << 'x' << tn;
+    if (vw != 0) s << 'v' << vw;
+    return s.str();
+}
+
+std::string GemmTiles::invalid_reason(DType dtype) const {
+    if (dtype != DType::f32 && dtype != DType::f64) return "GEMM is for single and double only";
+    if (vw != 0 && vw != 1 && vw != 2 && vw != 4) return "vw must be 0, 1, 2 or 4";
+    if (vector_width(dtype) * dtype_size(dtype) > 16) return "vectors of more than 16 bytes";
+    const std::uint32_t w = vector_width(dtype);
+    if (bm == 0 || bn == 0 || bk == 0 || tm == 0 || tn == 0) return "a zero tile size";
+    if (tm % w != 0 || tn % w != 0) return "tm and tn must be multiples of the vector width " + std::to_string(w);
+    if (bm % tm != 0 || bn % tn != 0) return "bm must be a multiple of tm and bn of tn";
+    const std::uint32_t wg = workgroup_size();
+    if (wg == 0 || wg > 1024) return "workgroup of " + std::to_string(wg) + " invocations";
+    if ((bm * bk) % wg != 0 || (bn * bk) % wg != 0)
+        return "bm * bk and bn * bk must be multiples of the workgroup size " + std::to_string(wg);
+    if (tm * tn > 256) return "register tile larger than 256 elements";
+    return {};
+}
+
+std::string GemmTiles::unfit_reason(DType dtype, const DeviceDescription& device) const {
+    if (std::string why = invalid_reason(dtype); !why.empty()) return why;
+    if (shared_bytes(dtype) > device.shared_memory_bytes)
+        return std::to_string(shared_bytes(dtype)) + " bytes of shared memory (the device has " +
+               std::to_string(device.shared_memory_bytes) + ")";
+    if (workgroup_size() > device.max_workgroup_invocations)
+        return std::to_string(workgroup_size()) + " invocations per workgroup (the device allows " +
+               std::to_string(device.max_workgroup_invocations) + ")";
+    return {};
+}
+
+GemmTiles choose_gemm_tiles(const DeviceDescription& device, DType dtype) {
+    const auto candidates = device.type == "cpu" ? cpu_candidates(dtype) : gpu_candidates(dtype);
+    for (const GemmTiles& t : candidates)
+        if (t.unfit_reason(dtype, device).empty()) return t;
+    throw DeviceError("vulkan gemm: no tiling fits " + device.name + " (" + std::to_string(device.shared_memory_bytes) +
+                      " bytes of shared memory, " + std::to_string(device.max_workgroup_invocations) +
+                      " invocations per workgroup)");
+}
+
+Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activation, const GemmTiles& tiles,
+                   const std::string& defines) {
+    if (std::string why = tiles.invalid_reason(dtype); !why.empty())
+        throw ValueError("vulkan gemm: tiling " + tiles.name() + ": " + why);
+    const bool f64 = dtype == DType::f64;
+    const std::uint32_t w = tiles.vector_width(dtype);
+    const std::string vt = w == 1 ? (f64 ? "double" : "float") : std::string(f64 ? "dvec" : "vec") + std::to_string(w);
+    std::ostringstream s;
+    s << "#version 460\n"
+         "#extension GL_EXT_buffer_reference : require\n"
+         "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+         "#extension GL_EXT_control_flow_attributes : require\n"
+      << "#define T " << (f64 ? "double" : "float") << "\n"
+      << "#define VT " << vt << "\n"
+      << "#define VW " << w << "u\n"
+      << (w == 1 ? "#define COMP(v, i) (v)\n#define SET_COMP(v, i, x) v = x\n"
+                 : "#define COMP(v, i) (v)[i]\n#define SET_COMP(v, i, x) v[i] = x\n")
+      << "#define ELEMENT_BYTES " << (f64 ? 8 : 4) << "\n"
+      << "#define BM " << tiles.bm << "u\n#define BN " << tiles.bn << "u\n#define BK " << tiles.bk << "u\n"
+      << "#define TM " << tiles.tm << "u\n#define TN " << tiles.tn << "u\n"
+      << "#define TRANS_A " << (trans_a ? 1 : 0) << "\n#define TRANS_B " << (trans_b ? 1 : 0) << "\n"
+      << "#define ACT " << static_cast<int>(activation) << "\n"
+      << defines << (defines.empty() || defines.back() == '\n' ? "" : "\n") << tandem_shader_gemm;
+    Kernel k;
+    k.glsl = s.str();
+    k.key = std::string("gemm:") + (f64 ? "f64" : "f32") + ':' + (trans_a ? 't' : 'n') + (trans_b ? 't' : 'n') + ':' +
+            tiles.name() + ":act" + std::to_string(static_cast<int>(activation)) + (defines.empty() ? "" : ":" + defines);
+    k.workgroup_size = tiles.workgroup_size();
+    k.elements_per_thread = tiles.tm * tiles.tn;
+    k.vector_width = 1;
+    k.push_bytes = kGemmPushBytes;
+    return k;
+}
+
+std::string gemm_invalid_reason(const GemmArgs& g, const GemmTiles& tiles) {
+    if (g.dtype != DType::f32 && g.dtype != DType::f64) return "element type must be single or double";
+    const std::uint64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
+    auto too_small = [](const char* name, std::uint32_t ld, std::uint64_t rows) {
+        return std::string(name) + " = " + std::to_string(ld) + " is less than the " + std::to_string(rows) + " rows";
+    };
+    if (g.lda < std::max<std::uint64_t>(1, a_rows)) return too_small("lda", g.lda, a_rows) + " of A as stored";
+    if (g.ldb < std::max<std::uint64_t>(1, b_rows)) return too_small("ldb", g.ldb, b_rows) + " of B as stored";
+    if (g.ldd < std::max<std::uint64_t>(1, g.m)) return too_small("ldd", g.ldd, g.m) + " of D";
+    if (g.beta != 0 && g.ldc < std::max<std::uint64_t>(1, g.m)) return too_small("ldc", g.ldc, g.m) + " of C";
+    if (g.m == 0 || g.n == 0) return {};
+    const std::uint64_t es = dtype_size(g.dtype);
+    auto misaligned = [&](VkDeviceAddress p) { return p % es != 0; };
+    if (g.d == 0) return "no address for D";
+    if (g.k > 0 && (g.a == 0 || g.b == 0)) return "no address for A or B";
+    if (g.beta != 0 && g.c == 0) return "beta != 0 but no address for C";
+    if (g.bias_mode != GemmBias::none && g.bias == 0) return "a bias mode but no address for the bias";
+    if (misaligned(g.a) || misaligned(g.b) || misaligned(g.c) || misaligned(g.d) || misaligned(g.bias))
+        return "an address not aligned to the element size " + std::to_string(es);
+    // Inside a tile the kernel forms 32-bit element offsets: up to max(bm, bn, bk) * ld.
+    const std::uint64_t span = std::max({tiles.bm, tiles.bn, tiles.bk}) + 1ull;
+    if (span * std::max(g.lda, g.ldb) >= (1ull << 32))
+        return "leading dimension " + std::to_string(std::max(g.lda, g.ldb)) + " too large for the kernel's 32-bit tile offsets";
+    // Tile origins along m and n are 32-bit too.
+    if (static_cast<std::uint64_t>(g.m) + tiles.bm >= (1ull << 32) || static_cast<std::uint64_t>(g.n) + tiles.bn >= (1ull << 32))
+        return "m or n too large";
+    return {};
+}
+
+Gemm::Gemm(const Context& context, PipelineCache& pipelines)
+    : context_(context),
+      pipelines_(pipelines),
+      f32_(choose_gemm_tiles(context.description(), DType::f32)),
+      f64_(choose_gemm_tiles(context.description(), DType::f64)) {}
+
+void Gemm::set_tiles(DType dtype, const GemmTiles& tiles) {
+    if (std::string why = tiles.invalid_reason(dtype); !why.empty())
+        throw ValueError("vulkan gemm: tiling " + tiles.name() + ": " + why);
+    if (std::string why = tiles.unfit_reason(dtype, context_.description()); !why.empty())
+        throw DeviceError("vulkan gemm: tiling " + tiles.name() + " does not fit the device: " + why);
+    std::lock_guard lock(mutex_);
+    (dtype == DType::f64 ? f64_ : f32_) = tiles;
+}
+
+void Gemm::set_defines(DType dtype, std::string defines) {
+    std::lock_guard lock(mutex_);
+    (dtype == DType::f64 ? f64_defines_ : f32_defines_) = std::move(defines);
+}
+
+GemmTiles Gemm::tiles(DType dtype) const {
+    std::lock_guard lock(mutex_);
+    return dtype == DType::f64 ? f64_ : f32_;
+}
+
+const ComputePipeline& Gemm::pipeline(const GemmArgs& args) {
+    std::string defines;
+    {
+        std::lock_guard lock(mutex_);
+        defines = args.dtype == DType::f64 ? f64_defines_ : f32_defines_;
+    }
+    return pipelines_.get(gemm_kernel(args.dtype, args.trans_a, args.trans_b, args.activation, tiles(args.dtype), defines));
+}
+
+std::pair<std::uint32_t, std::uint32_t> Gemm::grid(const GemmArgs& args) const {
+    const GemmTiles t = tiles(args.dtype);
+    return {static_cast<std::uint32_t>((static_cast<std::uint64_t>(args.m) + t.bm - 1) / t.bm),
+            static_cast<std::uint32_t>((static_cast<std::uint64_t>(args.n) + t.bn - 1) / t.bn)};
+}
+
+void Gemm::record(VkCommandBuffer cmd, const GemmArgs& args) {
+    const GemmTiles t = tiles(args.dtype);
+    if (std::string why = gemm_invalid_reason(args, t); !why.empty()) throw ValueError("vulkan gemm: " + why);
+    if (args.m == 0 || args.n == 0) return;
+    const ComputePipeline& p = pipeline(args);
+    GemmPush push{};
+    push.a = args.a;
+    push.b = args.b;
+    push.c = args.beta != 0 ? args.c : 0;
+    push.d = args.d;
+    push.bias = args.bias_mode == GemmBias::none ? 0 : args.bias;
+    push.alpha = args.alpha;
+    push.beta = args.beta;
+    push.m = args.m;
+    push.n = args.n;
+    push.k = args.k;
+    push.lda = args.lda;
+    push.ldb = args.ldb;
+    push.ldc = args.beta != 0 ? args.ldc : 0;
+    push.ldd = args.ldd;
+    push.bias_si = args.bias_mode == GemmBias::per_row ? 1 : 0;
+    push.bias_sj = args.bias_mode == GemmBias::per_column ? 1 : 0;
+    const auto [gm, gn] = grid(args);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    for (std::uint32_t m0 = 0; m0 < gm; m0 += kMaxGroups)
+        for (std::uint32_t n0 = 0; n0 < gn; n0 += kMaxGroups) {
+            push.tile_m0 = m0;
+            push.tile_n0 = n0;
+            vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kGemmPushBytes, &push);
+            vkCmdDispatch(cmd, std::min(kMaxGroups, gm - m0), std::min(kMaxGroups, gn - n0), 1);
+        }
+}
+
+}  // namespace tandem::detail::vk

@@ -1,0 +1,131 @@
+// Matrix multiply on a Vulkan device: a tiled, register-blocked GEMM compute shader
+// (shaders/gemm.glsl) for f32 and f64 with a fused elementwise epilogue,
+//   D = act(alpha * op(A) * op(B) + beta * C + bias),
+// column-major, op = none or transpose (read in place through the stored layout: nothing is
+// copied), bias a vector added along rows (length m) or columns (length n), act none or relu.
+// Arrays are device addresses (GL_EXT_buffer_reference, as in the rest of the backend: no
+// descriptor sets); D may be C. Standalone: the graph's matmul node records it through Gemm.
+//
+// Tiles are chosen per device and element type from its DeviceDescription (choose_gemm_tiles):
+// the workgroup's shared memory (two buffers of the A and B tiles) must fit the device's
+// maxComputeSharedMemorySize -- 48 KiB on NVIDIA, 32 KiB on lavapipe -- and its invocations
+// maxComputeWorkGroupInvocations.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/pipeline_cache.hpp"
+#include "tandem/dtype.hpp"
+
+namespace tandem::detail::vk {
+
+/// One tiling of the GEMM kernel: the workgroup computes a bm x bn tile of D in steps of bk
+/// along k; each of its (bm / tm) * (bn / tn) invocations holds a tm x tn register tile.
+struct GemmTiles {
+    std::uint32_t bm = 64, bn = 64, bk = 8, tm = 4, tn = 4;
+    /// Elements per vector of the shared tiles and register fragments: 0 for the widest (16-byte
+    /// vec4 / dvec2), else 1, 2 or 4 (at most 16 bytes).
+    std::uint32_t vw = 0;
+
+    /// The vector width used for `dtype` (vw, or the 16-byte default).
+    std::uint32_t vector_width(DType dtype) const noexcept;
+
+    std::uint32_t workgroup_size() const noexcept { return (bm / tm) * (bn / tn); }
+    /// Shared memory of one workgroup for `dtype`: two buffers of the bk x bm and bk x bn tiles,
+    /// in vectors of vector_width(dtype) elements, one vector of padding per row.
+    std::uint32_t shared_bytes(DType dtype) const noexcept;
+    /// "128x128x8/8x8" (and "v1" etc. when vw is set).
+    std::string name() const;
+    /// Empty if the tiling is valid for `dtype` (divisibility; every invocation loads the same
+    /// number of elements of each tile), else why not.
+    std::string invalid_reason(DType dtype) const;
+    /// Empty if it also fits `device` (shared memory, workgroup invocations), else why not.
+    std::string unfit_reason(DType dtype, const DeviceDescription& device) const;
+
+    bool operator==(const GemmTiles&) const = default;
+
+};
+
+enum class GemmBias : std::uint8_t {
+    none,
+    per_row,     ///< bias has m elements: D(i, j) += bias[i] (MATLAB's A*B + b with b a column)
+    per_column,  ///< bias has n elements: D(i, j) += bias[j] (A*B + b with b a row)
+};
+
+enum class GemmActivation : std::uint8_t { none, relu };
+
+/// One product. Addresses are device addresses of arrays of `dtype` elements, each aligned to
+/// the element size (DeviceHeap's are 256-byte aligned). Leading dimensions are in elements.
+struct GemmArgs {
+    DType dtype = DType::f32;
+    bool trans_a = false, trans_b = false;
+    std::uint32_t m = 0, n = 0, k = 0;  ///< op(A) is m x k, op(B) k x n, C and D m x n
+    VkDeviceAddress a = 0, b = 0;
+    VkDeviceAddress c = 0;              ///< read only when beta != 0 (BLAS: beta == 0 ignores C, NaN included)
+    VkDeviceAddress d = 0;              ///< the result; may equal c
+    VkDeviceAddress bias = 0;           ///< read only when bias_mode != none
+    std::uint32_t lda = 0, ldb = 0, ldc = 0, ldd = 0;  ///< A stored m x k (k x m transposed), B k x n (n x k)
+    double alpha = 1, beta = 0;         ///< rounded to float for f32
+    GemmBias bias_mode = GemmBias::none;
+    GemmActivation activation = GemmActivation::none;
+};
+
+/// The tiling Tandem uses for `dtype` on `device`: the first of its candidates (largest first)
+/// that fits the device. Throws DeviceError if none fits (a device below Vulkan's minimum limits).
+GemmTiles choose_gemm_tiles(const DeviceDescription& device, DType dtype);
+
+/// The kernel (GLSL source, cache key, workgroup size, push-constant bytes) for one variant.
+/// Throws ValueError for an invalid tiling (GemmTiles::invalid_reason).
+/// `defines`: extra preprocessor lines pasted before shaders/gemm.glsl (experiments, e.g.
+/// "#define MAD(a, b, c) ((a) * (b) + (c))"); part of the cache key.
+Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activation, const GemmTiles& tiles,
+                   const std::string& defines = "");
+
+/// Bytes of the push-constant block of every GEMM kernel.
+inline constexpr std::uint32_t kGemmPushBytes = 104;
+
+/// Records GEMMs into command buffers, with pipelines from a PipelineCache. Thread-safe.
+class Gemm {
+public:
+    /// Tiles from choose_gemm_tiles for each element type.
+    Gemm(const Context& context, PipelineCache& pipelines);
+
+    /// Overrides the tiling of `dtype` (benchmarks, tests). Throws ValueError if it is invalid,
+    /// DeviceError if it does not fit the device.
+    void set_tiles(DType dtype, const GemmTiles& tiles);
+    GemmTiles tiles(DType dtype) const;
+    /// Extra #define lines for `dtype`'s kernels (gemm_kernel's `defines`; benchmarks).
+    void set_defines(DType dtype, std::string defines);
+
+    /// The pipeline `args` needs, compiled (or loaded) now: a later record() of the same
+    /// variant does not compile.
+    const ComputePipeline& pipeline(const GemmArgs& args);
+
+    /// Records the product into `cmd`: bind, push constants, dispatch (several dispatches when
+    /// the grid exceeds 65535 workgroups along a dimension); nothing for an empty D. No barrier
+    /// is recorded: the caller makes A, B, C and bias visible to compute-shader reads before,
+    /// and orders D's compute-shader writes before its next use after. Throws ValueError for
+    /// invalid arguments (nothing recorded), ShaderCompileError / DeviceError from the pipeline.
+    void record(VkCommandBuffer cmd, const GemmArgs& args);
+
+    /// Dispatch geometry of `args` with the current tiles (workgroups along m and n).
+    std::pair<std::uint32_t, std::uint32_t> grid(const GemmArgs& args) const;
+
+private:
+    const Context& context_;
+    PipelineCache& pipelines_;
+    mutable std::mutex mutex_;
+    GemmTiles f32_, f64_;
+    std::string f32_defines_, f64_defines_;
+};
+
+/// Checks `args` against `tiles` (sizes, leading dimensions, alignment, addresses, the 32-bit
+/// offsets the kernel uses inside a tile); empty if valid, else why not.
+std::string gemm_invalid_reason(const GemmArgs& args, const GemmTiles& tiles);
+
+}  // namespace tandem::detail::vk

@@ -1,0 +1,483 @@
+// tandem-gemm-gpu-bench: TFLOP/s of the Vulkan GEMM (backends/vulkan/gemm.hpp) on the device that
+// "vulkan" opens (the H100 on the GPU machine; lavapipe here, with --sizes 256).
+//
+// For each element type: A and B (n x n, values k/2^23 - 1 from a counter hash, the same on the
+// host) are made on the device by a small kernel; every tiling in --tiles (default: the GPU
+// candidates that fit) is timed on the first size, NN, and the fastest is kept; then every size is
+// timed with it (and, at the first size, the other three transpose combinations). A timing is the
+// GPU time between timestamps around each of --reps back-to-back dispatches (after --warmup), as
+// the median and the best; TFLOP/s = 2 n^3 / time. Each timed product is checked on sampled
+// columns against a double-precision host reference (error bound of a length-n dot product).
+// Output: one JSON object per line, then a table.
+//
+// Usage: tandem-gemm-gpu-bench [--sizes 4096,8192] [--dtypes f32,f64] [--tiles BMxBNxBK/TMxTN[vW],...]
+//                              [--reps R] [--warmup W] [--no-sweep] [--mad fma,mul] [--probe]
+//                              [--warm-ms MS]
+// --mad sweeps the inner multiply-add's form too (fma() or a * b + c); --probe first measures the
+// device's multiply-add throughput (fp32/fp64, both forms) with a register-only kernel.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/gemm.hpp"
+#include "backends/vulkan/memory.hpp"
+#include "backends/vulkan/pipeline_cache.hpp"
+
+namespace vk = tandem::detail::vk;
+using json = nlohmann::json;
+using tandem::DType;
+
+namespace {
+
+struct Options {
+    std::vector<std::uint32_t> sizes = {4096, 8192};
+    std::vector<DType> dtypes = {DType::f32, DType::f64};
+    std::vector<vk::GemmTiles> tiles;  // empty: the defaults below
+    int reps = 10, warmup = 2;
+    bool sweep = true;
+    std::vector<std::string> mads = {"fma"};  // inner multiply-add forms to sweep: fma() or a * b + c
+    bool probe = false;                       // FMA-throughput probe first
+    double warm_ms = 250;                     // GPU kept busy this long before each timed batch (clocks up)
+};
+
+std::vector<json> g_results;
+void emit(const json& j) {
+    g_results.push_back(j);
+    std::printf("%s\n", j.dump().c_str());
+    std::fflush(stdout);
+}
+
+const char* dt_name(DType t) { return t == DType::f32 ? "fp32" : "fp64"; }
+
+std::string mad_defines(const std::string& mad) {
+    return mad == "mul" ? "#define MAD(a, b, c) ((a) * (b) + (c))" : "";
+}
+
+const char* kProbeGlsl = R"(#version 460
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 256) in;
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer O { T v[]; };
+layout(push_constant) uniform P { uint64_t out_addr; uint iters; uint pad; } p;
+void main() {
+    T x = T(gl_GlobalInvocationID.x) * T(1e-9);
+    T a0 = x, a1 = x + T(1), a2 = x + T(2), a3 = x + T(3), a4 = x + T(4), a5 = x + T(5), a6 = x + T(6), a7 = x + T(7);
+    const T m = T(0.9999999), c = T(1e-7);
+    for (uint i = 0; i < p.iters; ++i) {
+        a0 = MAD(a0, m, c); a1 = MAD(a1, m, c); a2 = MAD(a2, m, c); a3 = MAD(a3, m, c);
+        a4 = MAD(a4, m, c); a5 = MAD(a5, m, c); a6 = MAD(a6, m, c); a7 = MAD(a7, m, c);
+    }
+    O(p.out_addr + uint64_t(gl_GlobalInvocationID.x) * 8ul).v[0] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+}
+)";
+
+std::uint32_t hash(std::uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+// The value at element index i of an array with `seed` (exact in float and double).
+double value(std::uint32_t seed, std::uint64_t i) {
+    const std::uint32_t h = hash(static_cast<std::uint32_t>(i) ^ hash(seed + static_cast<std::uint32_t>(i >> 32)));
+    return static_cast<double>(h >> 8) * (2.0 / 16777216.0) - 1.0;
+}
+
+const char* kInitGlsl = R"(#version 460
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 256) in;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer F { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer D { double v[]; };
+layout(push_constant) uniform P { uint64_t addr; uint64_t count; uint seed; uint is_f64; } p;
+uint hash(uint x) { x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16; return x; }
+void main() {
+    for (uint64_t i = gl_GlobalInvocationID.x; i < p.count; i += uint64_t(gl_NumWorkGroups.x) * 256ul) {
+        uint h = hash(uint(i) ^ hash(p.seed + uint(i >> 32)));
+        double v = double(h >> 8) * (2.0LF / 16777216.0LF) - 1.0LF;
+        if (p.is_f64 != 0u) D(p.addr + i * 8ul).v[0] = v; else F(p.addr + i * 4ul).v[0] = float(v);
+    }
+}
+)";
+
+class Bench {
+public:
+    explicit Bench(const Options& o) : opt_(o) {
+        vk::ContextOptions co;
+        co.device = "vulkan";
+        ctx_ = vk::Context::create(co);
+        heap_ = std::make_shared<vk::DeviceHeap>(*ctx_, vk::DeviceHeap::Kind::device_local, 256ull << 20, 256ull << 20);
+        readback_ = std::make_shared<vk::DeviceHeap>(*ctx_, vk::DeviceHeap::Kind::readback, 64ull << 20, 64ull << 20);
+        pipelines_ = std::make_unique<vk::PipelineCache>(*ctx_, "", nullptr);
+        gemm_ = std::make_unique<vk::Gemm>(*ctx_, *pipelines_);
+        VkDevice dev = ctx_->device();
+        VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
+                                    VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, ctx_->compute_family()};
+        VkCommandPool pool = VK_NULL_HANDLE;
+        vk::check(vkCreateCommandPool(dev, &pci, nullptr, &pool), "vkCreateCommandPool");
+        pool_ = vk::CommandPool(dev, pool);
+        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, pool,
+                                       VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+        vk::check(vkAllocateCommandBuffers(dev, &ai, &cmd_), "vkAllocateCommandBuffers");
+        VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, nullptr, 0};
+        VkFence f = VK_NULL_HANDLE;
+        vk::check(vkCreateFence(dev, &fi, nullptr, &f), "vkCreateFence");
+        fence_ = vk::Fence(dev, f);
+        VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, nullptr, 0, VK_QUERY_TYPE_TIMESTAMP,
+                                 kMaxQueries, 0};
+        VkQueryPool q = VK_NULL_HANDLE;
+        vk::check(vkCreateQueryPool(dev, &qi, nullptr, &q), "vkCreateQueryPool");
+        queries_ = vk::QueryPool(dev, q);
+        vk::Kernel init;
+        init.glsl = kInitGlsl;
+        init.key = "bench:gemm-init";
+        init.workgroup_size = 256;
+        init.elements_per_thread = 1;
+        init.push_bytes = 24;
+        init_ = &pipelines_->get(init);
+        const auto& d = ctx_->description();
+        emit({{"kind", "device"}, {"name", d.name}, {"driver", d.driver}, {"shared_memory_bytes", d.shared_memory_bytes},
+              {"tiles_f32", gemm_->tiles(DType::f32).name()}, {"tiles_f64", gemm_->tiles(DType::f64).name()}});
+    }
+    ~Bench() {
+        if (ctx_) vkDeviceWaitIdle(ctx_->device());
+    }
+
+    void run() {
+        if (opt_.probe) probe();
+        for (DType dt : opt_.dtypes) {
+            const std::uint32_t n0 = opt_.sizes.front();
+            if (opt_.sweep) {
+                std::vector<vk::GemmTiles> cands = opt_.tiles;
+                if (cands.empty())
+                    cands = dt == DType::f64
+                                ? std::vector<vk::GemmTiles>{{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 128, 8, 4, 8},
+                                                             {64, 64, 8, 4, 4},   {128, 64, 16, 8, 4}, {64, 64, 16, 4, 4}}
+                                : std::vector<vk::GemmTiles>{{128, 128, 8, 8, 8},  {128, 128, 16, 8, 8}, {128, 64, 8, 8, 4},
+                                                             {64, 128, 8, 4, 8},   {128, 256, 8, 8, 16}, {256, 128, 8, 16, 8},
+                                                             {64, 64, 8, 4, 4}};
+                double best = 0;
+                vk::GemmTiles best_tiles = gemm_->tiles(dt);
+                std::string best_mad = opt_.mads.front();
+                for (const auto& mad : opt_.mads)
+                    for (const auto& t : cands) {
+                        if (!t.unfit_reason(dt, ctx_->description()).empty()) continue;
+                        gemm_->set_tiles(dt, t);
+                        gemm_->set_defines(dt, mad_defines(mad));
+                        mad_ = mad;
+                        const double tf = measure(dt, n0, false, false, "sweep", std::max(3, opt_.reps / 2));
+                        if (tf > best) {
+                            best = tf;
+                            best_tiles = t;
+                            best_mad = mad;
+                        }
+                    }
+                gemm_->set_tiles(dt, best_tiles);
+                gemm_->set_defines(dt, mad_defines(best_mad));
+                mad_ = best_mad;
+                emit({{"kind", "best_tiles"}, {"dtype", dt_name(dt)}, {"tiles", best_tiles.name()}, {"mad", best_mad},
+                      {"tflops", best}});
+            }
+            for (std::uint32_t n : opt_.sizes) measure(dt, n, false, false, "final", opt_.reps);
+            for (auto [ta, tb] : {std::pair{false, true}, {true, false}, {true, true}})
+                measure(dt, n0, ta, tb, "final", std::max(3, opt_.reps / 2));
+        }
+    }
+
+private:
+    static constexpr std::uint32_t kMaxQueries = 128;
+
+    void begin() {
+        vk::check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
+                                    VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
+        vk::check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    }
+    void barrier(VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
+        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, src, dst};
+        vkCmdPipelineBarrier(cmd_, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
+    }
+    void submit_wait() {
+        vk::check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+        VkFence f = fence_.get();
+        vk::check(vkResetFences(ctx_->device(), 1, &f), "vkResetFences");
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &cmd_, 0, nullptr};
+        vk::check(vkQueueSubmit(ctx_->compute_queue(), 1, &si, f), "vkQueueSubmit");
+        vk::check(vkWaitForFences(ctx_->device(), 1, &f, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    }
+
+    // Device arrays of the current (dtype, n), made once.
+    void prepare(DType dt, std::uint32_t n) {
+        if (dt == cur_dt_ && n == cur_n_) return;
+        a_.reset();
+        b_.reset();
+        d_.reset();
+        const VkDeviceSize bytes = VkDeviceSize{n} * n * tandem::dtype_size(dt);
+        a_ = heap_->allocate(bytes);
+        b_ = heap_->allocate(bytes);
+        d_ = heap_->allocate(bytes);
+        begin();
+        vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, init_->pipeline);
+        for (auto [arr, seed] : {std::pair{a_.get(), 1u}, {b_.get(), 2u}}) {
+            struct {
+                std::uint64_t addr, count;
+                std::uint32_t seed, is_f64;
+            } push{arr->address(), std::uint64_t{n} * n, seed, dt == DType::f64 ? 1u : 0u};
+            vkCmdPushConstants(cmd_, init_->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+            vkCmdDispatch(cmd_, 4096, 1, 1);
+        }
+        submit_wait();
+        cur_dt_ = dt;
+        cur_n_ = n;
+    }
+
+    // Times `reps` products; returns the TFLOP/s of the median.
+    double measure(DType dt, std::uint32_t n, bool ta, bool tb, const char* phase, int reps) {
+        prepare(dt, n);
+        vk::GemmArgs g;
+        g.dtype = dt;
+        g.trans_a = ta;
+        g.trans_b = tb;
+        g.m = g.n = g.k = n;
+        g.a = a_->address();
+        g.b = b_->address();
+        g.d = d_->address();
+        g.lda = g.ldb = g.ldd = n;
+        g.alpha = 1;
+        g.beta = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        gemm_->pipeline(g);
+        const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        // Keep the GPU busy for warm_ms first, so that its clocks are up when the timed batch starts.
+        const auto warm0 = std::chrono::steady_clock::now();
+        while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm0).count() < opt_.warm_ms) {
+            begin();
+            for (int i = 0; i < 4; ++i) {
+                gemm_->record(cmd_, g);
+                barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+            }
+            submit_wait();
+        }
+        const int total = std::min<int>(opt_.warmup + reps, kMaxQueries - 1);
+        begin();
+        vkCmdResetQueryPool(cmd_, queries_.get(), 0, kMaxQueries);
+        for (int i = 0; i < total; ++i) {
+            vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), static_cast<std::uint32_t>(i));
+            gemm_->record(cmd_, g);
+            barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                    VK_ACCESS_SHADER_WRITE_BIT);
+        }
+        vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), static_cast<std::uint32_t>(total));
+        // Sampled columns of D for the check.
+        const std::vector<std::uint32_t> cols = {0, n / 3, n - 1};
+        const VkDeviceSize es = tandem::dtype_size(dt), col_bytes = VkDeviceSize{n} * es;
+        auto back = readback_->allocate(col_bytes * cols.size());
+        barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                VK_ACCESS_TRANSFER_READ_BIT);
+        std::vector<VkBufferCopy> regions;
+        for (std::size_t c = 0; c < cols.size(); ++c)
+            regions.push_back({d_->offset() + VkDeviceSize{cols[c]} * col_bytes, back->offset() + c * col_bytes, col_bytes});
+        vkCmdCopyBuffer(cmd_, d_->buffer(), back->buffer(), static_cast<std::uint32_t>(regions.size()), regions.data());
+        barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                VK_ACCESS_HOST_READ_BIT);
+        const auto w0 = std::chrono::steady_clock::now();
+        submit_wait();
+        const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
+        std::vector<std::uint64_t> ts(static_cast<std::size_t>(total) + 1);
+        vk::check(vkGetQueryPoolResults(ctx_->device(), queries_.get(), 0, static_cast<std::uint32_t>(total) + 1,
+                                        ts.size() * 8, ts.data(), 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                  "vkGetQueryPoolResults");
+        const auto& desc = ctx_->description();
+        const std::uint64_t mask = desc.timestamp_valid_bits >= 64 ? ~0ull : ((1ull << desc.timestamp_valid_bits) - 1);
+        std::vector<double> ms;
+        for (int i = opt_.warmup; i < total; ++i)
+            ms.push_back(static_cast<double>((ts[static_cast<std::size_t>(i) + 1] - ts[static_cast<std::size_t>(i)]) & mask) *
+                         desc.timestamp_period_ns / 1e6);
+        std::sort(ms.begin(), ms.end());
+        const double med = ms[ms.size() / 2], best = ms.front();
+        const double flop = 2.0 * n * static_cast<double>(n) * n;
+        // Check sampled columns (rows strided for large n) against a double host reference.
+        back->invalidate();
+        double worst = 0;
+        const std::uint32_t row_step = n > 4096 ? 5 : 1;
+        for (std::size_t c = 0; c < cols.size(); ++c) {
+            const std::uint32_t j = cols[c];
+            std::vector<double> bcol(n);
+            for (std::uint32_t p = 0; p < n; ++p) bcol[p] = value(2, tb ? j + std::uint64_t{p} * n : p + std::uint64_t{j} * n);
+            for (std::uint32_t i = 0; i < n; i += row_step) {
+                double ref = 0, mag = 0;
+                for (std::uint32_t p = 0; p < n; ++p) {
+                    const double x = value(1, ta ? p + std::uint64_t{i} * n : i + std::uint64_t{p} * n);
+                    ref += x * bcol[p];
+                    mag += std::fabs(x * bcol[p]);
+                }
+                const char* at = static_cast<const char*>(back->mapped()) + c * col_bytes + i * es;
+                double got;
+                if (dt == DType::f64) std::memcpy(&got, at, 8);
+                else {
+                    float f;
+                    std::memcpy(&f, at, 4);
+                    got = f;
+                }
+                const double eps = dt == DType::f64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+                const double bound = 3.0 * (n + 2) * eps * mag;
+                worst = std::max(worst, std::fabs(got - ref) / bound);
+                if (!(std::fabs(got - ref) <= bound)) {
+                    emit({{"kind", "error"}, {"what", "check failed"}, {"i", i}, {"j", j}, {"got", got}, {"ref", ref}});
+                    std::exit(1);
+                }
+            }
+        }
+        const vk::GemmTiles t = gemm_->tiles(dt);
+        const double tflops = flop / (med * 1e-3) / 1e12;
+        emit({{"kind", "gemm"}, {"phase", phase}, {"dtype", dt_name(dt)}, {"n", n},
+              {"op", std::string(ta ? "T" : "N") + (tb ? "T" : "N")}, {"tiles", t.name()}, {"mad", mad_},
+              {"median_ms", med}, {"best_ms", best}, {"tflops", tflops}, {"tflops_best", flop / (best * 1e-3) / 1e12},
+              {"reps", reps}, {"batch_wall_ms", wall_ms}, {"pipeline_ms", compile_ms}, {"check_worst_of_bound", worst}});
+        return tflops;
+    }
+
+    // Multiply-add throughput: 8 independent chains per invocation, fp32/fp64, fma() and a * b + c.
+    void probe() {
+        const auto& desc = ctx_->description();
+        auto out = heap_->allocate(8ull << 22);
+        for (const char* type : {"float", "double"})
+            for (const char* mad : {"fma", "mul"}) {
+                vk::Kernel k;
+                k.glsl = std::string(kProbeGlsl);
+                const std::string defs = std::string("#define T ") + type + "\n#define MAD(a, b, c) " +
+                                         (std::string(mad) == "fma" ? "fma(a, b, c)" : "((a) * (b) + (c))") + "\n";
+                k.glsl.insert(k.glsl.find('\n') + 1, defs);
+                k.key = std::string("bench:probe:") + type + mad;
+                k.workgroup_size = 256;
+                k.elements_per_thread = 1;
+                k.push_bytes = 16;
+                const vk::ComputePipeline& p = pipelines_->get(k);
+                struct {
+                    std::uint64_t addr;
+                    std::uint32_t iters, pad;
+                } push{out->address(), 4096, 0};
+                const std::uint32_t groups = 132 * 64;  // a multiple of any SM count near the H100's
+                double best = 1e30;
+                for (int r = 0; r < 4; ++r) {
+                    begin();
+                    vkCmdResetQueryPool(cmd_, queries_.get(), 0, 2);
+                    vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+                    vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+                    vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
+                    vkCmdDispatch(cmd_, groups, 1, 1);
+                    vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 1);
+                    submit_wait();
+                    std::uint64_t ts[2];
+                    vk::check(vkGetQueryPoolResults(ctx_->device(), queries_.get(), 0, 2, sizeof ts, ts, 8,
+                                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                              "vkGetQueryPoolResults");
+                    best = std::min(best, static_cast<double>(ts[1] - ts[0]) * desc.timestamp_period_ns / 1e6);
+                }
+                const double flop = 2.0 * 8 * push.iters * 256.0 * groups;
+                emit({{"kind", "probe"}, {"type", type}, {"mad", mad}, {"ms", best}, {"tflops", flop / (best * 1e-3) / 1e12}});
+            }
+    }
+
+    std::string mad_ = "fma";
+    Options opt_;
+    std::unique_ptr<vk::Context> ctx_;
+    std::shared_ptr<vk::DeviceHeap> heap_, readback_;
+    std::unique_ptr<vk::PipelineCache> pipelines_;
+    std::unique_ptr<vk::Gemm> gemm_;
+    vk::CommandPool pool_;
+    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    vk::Fence fence_;
+    vk::QueryPool queries_;
+    const vk::ComputePipeline* init_ = nullptr;
+    std::shared_ptr<vk::DeviceArray> a_, b_, d_;
+    DType cur_dt_ = DType::logical;
+    std::uint32_t cur_n_ = 0;
+};
+
+std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    for (std::string part; std::getline(ss, part, ',');)
+        if (!part.empty()) out.push_back(part);
+    return out;
+}
+
+[[noreturn]] void usage(const std::string& why) {
+    std::fprintf(stderr,
+                 "tandem-gemm-gpu-bench: %s\nusage: tandem-gemm-gpu-bench [--sizes 4096,8192] [--dtypes f32,f64] "
+                 "[--tiles BMxBNxBK/TMxTN[vW],...] [--reps R] [--warmup W] [--no-sweep]\n",
+                 why.c_str());
+    std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) usage(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--sizes") {
+            o.sizes.clear();
+            for (const auto& s : split(next())) o.sizes.push_back(static_cast<std::uint32_t>(std::stoul(s)));
+        } else if (a == "--dtypes") {
+            o.dtypes.clear();
+            for (const auto& s : split(next())) {
+                if (s == "f32") o.dtypes.push_back(DType::f32);
+                else if (s == "f64") o.dtypes.push_back(DType::f64);
+                else usage("unknown dtype " + s);
+            }
+        } else if (a == "--tiles") {
+            for (const auto& s : split(next())) {
+                vk::GemmTiles t;
+                if (std::sscanf(s.c_str(), "%ux%ux%u/%ux%uv%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn, &t.vw) < 5)
+                    usage("bad tiles " + s);
+                o.tiles.push_back(t);
+            }
+        } else if (a == "--reps") o.reps = std::stoi(next());
+        else if (a == "--warmup") o.warmup = std::stoi(next());
+        else if (a == "--no-sweep") o.sweep = false;
+        else if (a == "--probe") o.probe = true;
+        else if (a == "--warm-ms") o.warm_ms = std::stod(next());
+        else if (a == "--mad") {
+            o.mads = split(next());
+            for (const auto& m : o.mads)
+                if (m != "fma" && m != "mul") usage("--mad takes fma and/or mul");
+        }
+        else usage("unknown argument " + a);
+    }
+    if (o.sizes.empty() || o.dtypes.empty() || o.reps < 1) usage("nothing to measure");
+    try {
+        Bench b(o);
+        b.run();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "tandem-gemm-gpu-bench: %s\n", e.what());
+        return 2;
+    }
+    std::printf("\n%-6s %-6s %-3s %-16s %-4s %10s %10s %10s\n", "dtype", "n", "op", "tiles", "mad", "median_ms", "TFLOP/s",
+                "best");
+    for (const json& j : g_results)
+        if (j["kind"] == "gemm")
+            std::printf("%-6s %-6u %-3s %-16s %-4s %10.3f %10.2f %10.2f %s\n", j["dtype"].get<std::string>().c_str(),
+                        j["n"].get<unsigned>(), j["op"].get<std::string>().c_str(), j["tiles"].get<std::string>().c_str(),
+                        j["mad"].get<std::string>().c_str(), j["median_ms"].get<double>(), j["tflops"].get<double>(),
+                        j["tflops_best"].get<double>(), j["phase"].get<std::string>().c_str());
+    return 0;
+}

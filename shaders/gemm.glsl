@@ -1,0 +1,172 @@
+// gemm.glsl -- tiled, register-blocked GEMM with a fused elementwise epilogue, for f32 and f64:
+//   D = act(alpha * op(A) * op(B) + beta * C + bias)      (column-major, D may be C)
+// backends/vulkan/gemm.cpp pastes this file after a prologue that sets the configuration:
+//   #version 460 and the extensions (buffer_reference, int64, float64, control_flow_attributes)
+//   T, VT, VW      element type, the vector of the shared tiles and register fragments (vec4 / dvec2 by
+//                  default, or narrower: VW 1 makes VT = T) and that vector's width
+//   COMP, SET_COMP component i of a VT (and its assignment; the value itself when VW is 1)
+//   BM, BN, BK     the workgroup's tile of D (BM x BN) and the depth of one step over k
+//   TM, TN         each invocation's register tile (TM x TN elements of D); multiples of VW
+//   TRANS_A/B      0/1: op(A) = A or A^T (the stored layout; nothing is copied), so the loads of a
+//                  step follow the stored layout's contiguous dimension (coalesced either way)
+//   ACT            0: none, 1: relu
+// Arrays are reached by GL_EXT_buffer_reference (no descriptor sets); sizes, strides, scalars and
+// addresses travel in push constants, so one pipeline serves every size and every alpha/beta.
+//
+// Shape of the work: workgroup (x, y) computes D's tile rows [x*BM, x*BM+BM), columns [y*BN, ...).
+// Its BM/TM x BN/TN invocations each own a TM x TN register tile: invocation (tx, ty) holds rows
+// g*(BM/TM)*VW + tx*VW + [0, VW) for g < TM/VW and columns h*(BN/TN)*VW + ty*VW + [0, VW) for
+// h < TN/VW, so at each k the invocations of a subgroup read consecutive 16-byte vectors of the
+// A tile (no bank conflicts) and a few broadcast vectors of the B tile. Steps of BK along k stage
+// op(A)'s BM x BK and op(B)'s BK x BN tiles in shared memory (k-major: As[k][m], Bs[k][n], one
+// vector of padding per row against bank conflicts of the transposed stores), double-buffered:
+// the next step's global loads are issued into registers before the current step's arithmetic,
+// stored to the other buffer after it, and one barrier per step separates the two. Edges (sizes
+// that are not multiples of the tile) load zeros and skip the stores; no access leaves the arrays.
+
+// The multiply-add of the inner loop (a prologue may define it otherwise, for experiments).
+#ifndef MAD
+#define MAD(a, b, c) fma(a, b, c)
+#endif
+
+layout(local_size_x = (BM / TM) * (BN / TN)) in;
+
+const uint WG = (BM / TM) * (BN / TN);
+const uint THREADS_M = BM / TM, THREADS_N = BN / TN;
+const uint TMV = TM / VW, TNV = TN / VW;        // vectors per invocation along m / n
+const uint AV = BM / VW + 1, BV = BN / VW + 1;  // shared row lengths in vectors (+1: padding)
+const uint A_LOADS = BM * BK / WG, B_LOADS = BN * BK / WG;
+const uint ES = ELEMENT_BYTES;
+
+layout(buffer_reference, std430, buffer_reference_align = ELEMENT_BYTES) readonly buffer GemmIn { T v[]; };
+layout(buffer_reference, std430, buffer_reference_align = ELEMENT_BYTES) writeonly buffer GemmOut { T v[]; };
+
+layout(push_constant) uniform GemmPush {
+    uint64_t a, b, c, d, bias;  // device addresses; c is read only when beta != 0, bias only when nonzero
+    double alpha, beta;
+    uint m, n, k;
+    uint lda, ldb, ldc, ldd;
+    uint bias_si, bias_sj;      // bias(i, j) = bias[i * bias_si + j * bias_sj]: (1, 0) per row, (0, 1) per column
+    uint tile_m0, tile_n0;      // first tile of this dispatch (a grid wider than 65535 groups is split)
+    uint pad;
+} pc;
+
+shared VT As[2][BK][AV];
+shared VT Bs[2][BK][BV];
+
+void store_shared_a(uint buf, uint kk, uint i, T v) { SET_COMP(As[buf][kk][i / VW], i % VW, v); }
+void store_shared_b(uint buf, uint kk, uint j, T v) { SET_COMP(Bs[buf][kk][j / VW], j % VW, v); }
+
+void main() {
+    const uint lid = gl_LocalInvocationID.x;
+    const uint tx = lid % THREADS_M, ty = lid / THREADS_M;
+    const uint m0 = (pc.tile_m0 + gl_WorkGroupID.x) * BM;
+    const uint n0 = (pc.tile_n0 + gl_WorkGroupID.y) * BN;
+    const uint M = pc.m, N = pc.n, K = pc.k;
+
+    // Where each invocation's loads land in the tiles (the same at every step), and the 32-bit
+    // element offset of each from the step's tile origin in the stored array.
+    // A: stored m x k (TRANS_A 0: contiguous along m) or k x m (TRANS_A 1: contiguous along k).
+    uint a_i[A_LOADS], a_k[A_LOADS], a_off[A_LOADS];
+    uint b_j[B_LOADS], b_k[B_LOADS], b_off[B_LOADS];
+    [[unroll]] for (uint r = 0; r < A_LOADS; ++r) {
+        const uint e = lid + r * WG;
+#if TRANS_A
+        a_k[r] = e % BK; a_i[r] = e / BK; a_off[r] = a_k[r] + a_i[r] * pc.lda;
+#else
+        a_i[r] = e % BM; a_k[r] = e / BM; a_off[r] = a_i[r] + a_k[r] * pc.lda;
+#endif
+    }
+    [[unroll]] for (uint r = 0; r < B_LOADS; ++r) {
+        const uint e = lid + r * WG;
+#if TRANS_B
+        b_j[r] = e % BN; b_k[r] = e / BN; b_off[r] = b_j[r] + b_k[r] * pc.ldb;
+#else
+        b_k[r] = e % BK; b_j[r] = e / BK; b_off[r] = b_k[r] + b_j[r] * pc.ldb;
+#endif
+    }
+    // Tile origins (64-bit addresses) at k = 0, and their advance per step.
+#if TRANS_A
+    uint64_t a_ptr = pc.a + (uint64_t(m0) * pc.lda) * ES;
+    const uint64_t a_step = uint64_t(BK) * ES;
+#else
+    uint64_t a_ptr = pc.a + uint64_t(m0) * ES;
+    const uint64_t a_step = uint64_t(BK) * pc.lda * ES;
+#endif
+#if TRANS_B
+    uint64_t b_ptr = pc.b + uint64_t(n0) * ES;
+    const uint64_t b_step = uint64_t(BK) * pc.ldb * ES;
+#else
+    uint64_t b_ptr = pc.b + (uint64_t(n0) * pc.ldb) * ES;
+    const uint64_t b_step = uint64_t(BK) * ES;
+#endif
+
+    VT acc[TN][TMV];
+    [[unroll]] for (uint j = 0; j < TN; ++j)
+        [[unroll]] for (uint g = 0; g < TMV; ++g) acc[j][g] = VT(0);
+
+    T ra[A_LOADS], rb[B_LOADS];
+    const uint steps = (K + BK - 1) / BK;
+
+    // Step 0: global -> registers -> shared buffer 0.
+    [[unroll]] for (uint r = 0; r < A_LOADS; ++r)
+        ra[r] = (m0 + a_i[r] < M && a_k[r] < K) ? GemmIn(a_ptr).v[a_off[r]] : T(0);
+    [[unroll]] for (uint r = 0; r < B_LOADS; ++r)
+        rb[r] = (n0 + b_j[r] < N && b_k[r] < K) ? GemmIn(b_ptr).v[b_off[r]] : T(0);
+    [[unroll]] for (uint r = 0; r < A_LOADS; ++r) store_shared_a(0, a_k[r], a_i[r], ra[r]);
+    [[unroll]] for (uint r = 0; r < B_LOADS; ++r) store_shared_b(0, b_k[r], b_j[r], rb[r]);
+    barrier();
+
+    for (uint s = 0; s < steps; ++s) {
+        const uint buf = s & 1u;
+        const bool more = s + 1 < steps;
+        if (more) {
+            // The next step's loads, in flight during this step's arithmetic.
+            a_ptr += a_step;
+            b_ptr += b_step;
+            const uint k1 = (s + 1) * BK;
+            [[unroll]] for (uint r = 0; r < A_LOADS; ++r)
+                ra[r] = (m0 + a_i[r] < M && k1 + a_k[r] < K) ? GemmIn(a_ptr).v[a_off[r]] : T(0);
+            [[unroll]] for (uint r = 0; r < B_LOADS; ++r)
+                rb[r] = (n0 + b_j[r] < N && k1 + b_k[r] < K) ? GemmIn(b_ptr).v[b_off[r]] : T(0);
+        }
+        [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
+            VT af[TMV], bf[TNV];
+            [[unroll]] for (uint g = 0; g < TMV; ++g) af[g] = As[buf][kk][g * THREADS_M + tx];
+            [[unroll]] for (uint h = 0; h < TNV; ++h) bf[h] = Bs[buf][kk][h * THREADS_N + ty];
+            [[unroll]] for (uint h = 0; h < TNV; ++h)
+                [[unroll]] for (uint q = 0; q < VW; ++q)
+                    [[unroll]] for (uint g = 0; g < TMV; ++g)
+                        acc[h * VW + q][g] = MAD(af[g], VT(COMP(bf[h], q)), acc[h * VW + q][g]);
+        }
+        if (more) {
+            [[unroll]] for (uint r = 0; r < A_LOADS; ++r) store_shared_a(buf ^ 1u, a_k[r], a_i[r], ra[r]);
+            [[unroll]] for (uint r = 0; r < B_LOADS; ++r) store_shared_b(buf ^ 1u, b_k[r], b_j[r], rb[r]);
+        }
+        barrier();
+    }
+
+    // Epilogue: alpha * AB (+ beta * C) (+ bias), activation, one store per element.
+    const T alpha = T(pc.alpha), beta = T(pc.beta);
+    const bool read_c = pc.beta != 0.0LF;
+    const bool add_bias = pc.bias != 0ul;
+    [[unroll]] for (uint h = 0; h < TNV; ++h)
+        [[unroll]] for (uint q = 0; q < VW; ++q) {
+            const uint j = n0 + h * THREADS_N * VW + ty * VW + q;
+            if (j >= N) continue;
+            // Column j of C and D (64-bit addresses: an index into v[] is 32-bit).
+            const uint64_t c_col = pc.c + uint64_t(j) * pc.ldc * ES, d_col = pc.d + uint64_t(j) * pc.ldd * ES;
+            [[unroll]] for (uint g = 0; g < TMV; ++g)
+                [[unroll]] for (uint p = 0; p < VW; ++p) {
+                    const uint i = m0 + g * THREADS_M * VW + tx * VW + p;
+                    if (i >= M) continue;
+                    T v = alpha * COMP(acc[h * VW + q][g], p);
+                    if (read_c) v = fma(beta, GemmIn(c_col).v[i], v);
+                    if (add_bias) v += GemmIn(pc.bias).v[i * pc.bias_si + j * pc.bias_sj];
+#if ACT == 1
+                    v = v > T(0) ? v : (v == v ? T(0) : v);  // relu; NaN stays NaN
+#endif
+                    GemmOut(d_col).v[i] = v;
+                }
+        }
+}

@@ -1,0 +1,457 @@
+// The Vulkan GEMM (backends/vulkan/gemm.hpp, shaders/gemm.glsl) on the Vulkan device (lavapipe in
+// CI) with the Khronos validation layer and synchronization validation on: any message fails.
+// Operands go host -> staging -> device-local, the product is recorded between precise barriers,
+// D comes back through a readback buffer; every element is checked against a plain double triple
+// loop with the forward error bound of a length-k dot product,
+//   |D - ref|_ij <= 3 * (k + 2) * eps(T) * (|alpha| (|op(A)||op(B)|)_ij + |beta C_ij| + |bias|) + tiny.
+// Covered: the four transpose combinations, f32 and f64, alpha/beta (beta = 0 ignores NaN in C),
+// bias along rows and columns, relu, D written in place over C, padded leading dimensions, 1xN,
+// Nx1, 1x1, k = 0, empty results, sizes that are not multiples of the tiles, NaN/Inf propagation,
+// every GPU tiling that fits the device (the H100's tiles run here too), a grid of more than
+// 65535 workgroups (split dispatches), tile choice per device and argument checks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/context.hpp"
+#include "backends/vulkan/gemm.hpp"
+#include "backends/vulkan/memory.hpp"
+#include "backends/vulkan/pipeline_cache.hpp"
+
+namespace vk = tandem::detail::vk;
+using tandem::DType;
+
+namespace {
+
+constexpr VkDeviceSize MiB = 1 << 20;
+
+std::string texts(const vk::Context& context) {
+    std::string out;
+    for (const auto& t : context.validation_texts()) out += t + "\n";
+    return out;
+}
+
+// One device with validation, heaps, a pipeline cache in memory, a Gemm, one command buffer.
+class Rig {
+public:
+    Rig() {
+        vk::ContextOptions o;
+        o.validation = true;
+        ctx = vk::Context::create(o);
+        device = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::device_local, 64 * MiB, 64 * MiB);
+        upload = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::upload, 64 * MiB, 64 * MiB);
+        readback = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::readback, 64 * MiB, 64 * MiB);
+        pipelines = std::make_unique<vk::PipelineCache>(*ctx, "", nullptr);
+        gemm = std::make_unique<vk::Gemm>(*ctx, *pipelines);
+        VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
+                                    VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, ctx->compute_family()};
+        VkCommandPool p = VK_NULL_HANDLE;
+        vk::check(vkCreateCommandPool(ctx->device(), &pci, nullptr, &p), "vkCreateCommandPool");
+        pool = vk::CommandPool(ctx->device(), p);
+        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, pool.get(),
+                                       VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+        vk::check(vkAllocateCommandBuffers(ctx->device(), &ai, &cmd), "vkAllocateCommandBuffers");
+        VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, nullptr, 0};
+        VkFence f = VK_NULL_HANDLE;
+        vk::check(vkCreateFence(ctx->device(), &fi, nullptr, &f), "vkCreateFence");
+        fence = vk::Fence(ctx->device(), f);
+    }
+    ~Rig() {
+        if (ctx) vkDeviceWaitIdle(ctx->device());
+    }
+
+    // Uploads `data` to a new device-local array (the copy is recorded into the open command buffer).
+    template <class T>
+    std::shared_ptr<vk::DeviceArray> put(const std::vector<T>& data) {
+        const VkDeviceSize bytes = std::max<VkDeviceSize>(data.size() * sizeof(T), sizeof(T));
+        auto staging = upload->allocate(bytes);
+        if (!data.empty()) std::memcpy(staging->mapped(), data.data(), data.size() * sizeof(T));
+        auto arr = device->allocate(bytes);
+        VkBufferCopy region{staging->offset(), arr->offset(), bytes};
+        vkCmdCopyBuffer(cmd, staging->buffer(), arr->buffer(), 1, &region);
+        keep.push_back(staging);
+        keep.push_back(arr);
+        return arr;
+    }
+    void begin() {
+        keep.clear();
+        vk::check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
+                                    VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
+        vk::check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+    }
+    void barrier(VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
+        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, src, dst};
+        vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
+    }
+    void submit_and_wait() {
+        vk::check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+        VkFence f = fence.get();
+        vk::check(vkResetFences(ctx->device(), 1, &f), "vkResetFences");
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &cmd, 0, nullptr};
+        vk::check(vkQueueSubmit(ctx->compute_queue(), 1, &si, f), "vkQueueSubmit");
+        vk::check(vkWaitForFences(ctx->device(), 1, &f, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    }
+
+    std::unique_ptr<vk::Context> ctx;
+    std::shared_ptr<vk::DeviceHeap> device, upload, readback;
+    std::unique_ptr<vk::PipelineCache> pipelines;
+    std::unique_ptr<vk::Gemm> gemm;
+    vk::CommandPool pool;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    vk::Fence fence;
+    std::vector<std::shared_ptr<vk::DeviceArray>> keep;
+};
+
+Rig& rig() {
+    static Rig r;  // one device for the suite: lavapipe's pipelines compile once per variant
+    return r;
+}
+
+struct Case {
+    bool ta = false, tb = false;
+    std::uint32_t m = 0, n = 0, k = 0;
+    double alpha = 1, beta = 0;
+    std::uint32_t pad = 0;  // extra rows of every leading dimension
+    vk::GemmBias bias = vk::GemmBias::none;
+    vk::GemmActivation act = vk::GemmActivation::none;
+    bool in_place = false;  // D is C
+};
+
+std::string describe(const Case& c) {
+    return std::string(c.ta ? "T" : "N") + (c.tb ? "T" : "N") + " m=" + std::to_string(c.m) + " n=" +
+           std::to_string(c.n) + " k=" + std::to_string(c.k) + " alpha=" + std::to_string(c.alpha) +
+           " beta=" + std::to_string(c.beta) + " pad=" + std::to_string(c.pad) + " bias=" +
+           std::to_string(static_cast<int>(c.bias)) + " act=" + std::to_string(static_cast<int>(c.act)) +
+           (c.in_place ? " in place" : "");
+}
+
+template <class T>
+struct Host {
+    std::uint32_t lda, ldb, ldc;
+    std::vector<T> a, b, c, bias;
+};
+
+template <class T>
+Host<T> make(const Case& c, std::uint32_t seed) {
+    Host<T> h;
+    const std::uint32_t a_rows = c.ta ? c.k : c.m, a_cols = c.ta ? c.m : c.k;
+    const std::uint32_t b_rows = c.tb ? c.n : c.k, b_cols = c.tb ? c.k : c.n;
+    h.lda = std::max(1u, a_rows) + c.pad;
+    h.ldb = std::max(1u, b_rows) + c.pad;
+    h.ldc = std::max(1u, c.m) + c.pad;
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    auto fill = [&](std::vector<T>& v, std::size_t count) {
+        v.resize(count);
+        for (auto& x : v) x = static_cast<T>(u(rng));
+    };
+    fill(h.a, std::size_t{h.lda} * a_cols);
+    fill(h.b, std::size_t{h.ldb} * b_cols);
+    fill(h.c, std::size_t{h.ldc} * c.n);
+    fill(h.bias, c.bias == vk::GemmBias::per_row ? c.m : c.bias == vk::GemmBias::per_column ? c.n : 0);
+    return h;
+}
+
+// Runs the product on the device; returns D (ldc x n, as stored; padding rows as C had them when
+// in place, else zero-initialised by the test).
+template <class T>
+std::vector<T> run(const Case& c, const Host<T>& h) {
+    Rig& r = rig();
+    const DType dt = sizeof(T) == 8 ? DType::f64 : DType::f32;
+    r.begin();
+    auto a = r.put(h.a), b = r.put(h.b), cc = r.put(h.c);
+    auto bias = r.put(h.bias);
+    std::vector<T> zeros(h.c.size(), T(0));
+    auto d = c.in_place ? cc : r.put(zeros);
+    r.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    vk::GemmArgs g;
+    g.dtype = dt;
+    g.trans_a = c.ta;
+    g.trans_b = c.tb;
+    g.m = c.m;
+    g.n = c.n;
+    g.k = c.k;
+    g.a = a->address();
+    g.b = b->address();
+    g.c = cc->address();
+    g.d = d->address();
+    g.bias = bias->address();
+    g.lda = h.lda;
+    g.ldb = h.ldb;
+    g.ldc = h.ldc;
+    g.ldd = h.ldc;
+    g.alpha = c.alpha;
+    g.beta = c.beta;
+    g.bias_mode = c.bias;
+    g.activation = c.act;
+    r.gemm->record(r.cmd, g);
+    r.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+              VK_ACCESS_TRANSFER_READ_BIT);
+    const VkDeviceSize bytes = std::max<VkDeviceSize>(h.c.size() * sizeof(T), sizeof(T));
+    auto back = r.readback->allocate(bytes);
+    VkBufferCopy region{d->offset(), back->offset(), bytes};
+    vkCmdCopyBuffer(r.cmd, d->buffer(), back->buffer(), 1, &region);
+    r.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+              VK_ACCESS_HOST_READ_BIT);
+    r.submit_and_wait();
+    back->invalidate();
+    std::vector<T> out(h.c.size());
+    if (!out.empty()) std::memcpy(out.data(), back->mapped(), out.size() * sizeof(T));
+    r.keep.clear();
+    return out;
+}
+
+template <class T>
+void check(const Case& c, std::uint32_t seed = 7) {
+    SCOPED_TRACE(describe(c) + (sizeof(T) == 4 ? " single" : " double"));
+    const Host<T> h = make<T>(c, seed);
+    const std::vector<T> d = run(c, h);
+    const double eps = std::numeric_limits<T>::epsilon();
+    int failures = 0;
+    for (std::uint32_t j = 0; j < c.n; ++j)
+        for (std::uint32_t i = 0; i < h.ldc; ++i) {
+            const std::size_t at = i + std::size_t{j} * h.ldc;
+            if (i >= c.m) {
+                ASSERT_EQ(d[at], c.in_place ? h.c[at] : T(0)) << "padding row " << i << " of column " << j << " written";
+                continue;
+            }
+            double ref = 0, mag = 0;
+            for (std::uint32_t p = 0; p < c.k; ++p) {
+                const double x = c.ta ? h.a[p + std::size_t{i} * h.lda] : h.a[i + std::size_t{p} * h.lda];
+                const double y = c.tb ? h.b[j + std::size_t{p} * h.ldb] : h.b[p + std::size_t{j} * h.ldb];
+                ref += x * y;
+                mag += std::fabs(x * y);
+            }
+            ref *= c.alpha;
+            mag *= std::fabs(c.alpha);
+            if (c.beta != 0) {
+                ref += c.beta * static_cast<double>(h.c[at]);
+                mag += std::fabs(c.beta * static_cast<double>(h.c[at]));
+            }
+            if (c.bias != vk::GemmBias::none) {
+                const double b = h.bias[c.bias == vk::GemmBias::per_row ? i : j];
+                ref += b;
+                mag += std::fabs(b);
+            }
+            double bound = 3.0 * static_cast<double>(c.k + 2) * eps * mag + std::numeric_limits<T>::min();
+            if (c.act == vk::GemmActivation::relu) ref = std::max(ref, 0.0);
+            const double got = d[at];
+            if (!(std::fabs(got - ref) <= bound) && ++failures <= 5)
+                ADD_FAILURE() << "D(" << i << "," << j << ") = " << got << ", reference " << ref << ", error "
+                              << std::fabs(got - ref) << " > bound " << bound;
+        }
+    EXPECT_EQ(failures, 0);
+    EXPECT_EQ(rig().ctx->validation_messages(), 0u) << texts(*rig().ctx);
+}
+
+template <class T>
+void all_transposes(Case c) {
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            c.ta = ta;
+            c.tb = tb;
+            check<T>(c);
+        }
+}
+
+// Restores the device's own tilings when a test that overrides them ends.
+struct TilesGuard {
+    vk::GemmTiles f32 = rig().gemm->tiles(DType::f32), f64 = rig().gemm->tiles(DType::f64);
+    ~TilesGuard() {
+        rig().gemm->set_tiles(DType::f32, f32);
+        rig().gemm->set_tiles(DType::f64, f64);
+    }
+};
+
+}  // namespace
+
+TEST(VulkanGemm, AllTransposesSizes) {
+    for (auto [m, n, k] : {std::tuple{64u, 64u, 64u}, {37u, 53u, 29u}, {130u, 70u, 300u}, {5u, 131u, 9u}}) {
+        all_transposes<float>({false, false, m, n, k});
+        all_transposes<double>({false, false, m, n, k});
+    }
+}
+
+TEST(VulkanGemm, AlphaBetaPaddingInPlace) {
+    all_transposes<float>({false, false, 45, 38, 33, -2.5, 0.5, 3});
+    all_transposes<double>({false, false, 45, 38, 33, 0.75, -1.0, 5});
+    Case c{false, true, 70, 66, 40, 1.5, 2.0, 1};
+    c.in_place = true;
+    check<float>(c);
+    check<double>(c);
+}
+
+TEST(VulkanGemm, BiasAndRelu) {
+    for (auto bias : {vk::GemmBias::per_row, vk::GemmBias::per_column})
+        for (auto act : {vk::GemmActivation::none, vk::GemmActivation::relu}) {
+            Case c{true, false, 67, 71, 19, 1.0, 0.5};
+            c.bias = bias;
+            c.act = act;
+            check<float>(c);
+            check<double>(c);
+        }
+}
+
+TEST(VulkanGemm, VectorAndEmptyShapes) {
+    for (auto [m, n, k] : {std::tuple{1u, 200u, 33u}, {200u, 1u, 33u}, {1u, 1u, 1000u}, {1u, 1u, 1u}, {9u, 7u, 0u}}) {
+        all_transposes<float>({false, false, m, n, k, 1.5, 0.5, 2});
+        all_transposes<double>({false, false, m, n, k, 1.5, 0.5, 0});
+    }
+    // k = 0 and beta = 0: D = 0 + bias.
+    Case c{false, false, 9, 7, 0, 1.0, 0.0};
+    c.bias = vk::GemmBias::per_column;
+    check<double>(c);
+    // Empty results record nothing.
+    for (auto [m, n] : {std::pair{0u, 5u}, {5u, 0u}, {0u, 0u}}) {
+        vk::GemmArgs g;
+        g.m = m;
+        g.n = n;
+        g.k = 3;
+        g.lda = g.ldd = g.ldc = std::max(1u, m);
+        g.ldb = 3;
+        rig().begin();
+        EXPECT_NO_THROW(rig().gemm->record(rig().cmd, g));
+        rig().submit_and_wait();
+    }
+    EXPECT_EQ(rig().ctx->validation_messages(), 0u) << texts(*rig().ctx);
+}
+
+template <class T>
+void nan_inf_case() {
+    SCOPED_TRACE(sizeof(T) == 4 ? "single" : "double");
+    const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+    const std::uint32_t m = 40, n = 30, k = 20;
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            Case c{ta, tb, m, n, k, 1.0, 1.0};
+            Host<T> h;
+            h.lda = ta ? k : m;
+            h.ldb = tb ? n : k;
+            h.ldc = m;
+            h.a.assign(std::size_t{m} * k, T(1));
+            h.b.assign(std::size_t{k} * n, T(0.5));
+            h.c.assign(std::size_t{m} * n, T(7));
+            auto A = [&](std::uint32_t i, std::uint32_t p) -> T& { return h.a[ta ? p + i * k : i + p * m]; };
+            auto B = [&](std::uint32_t p, std::uint32_t j) -> T& { return h.b[tb ? j + p * n : p + j * k]; };
+            A(2, 3) = nan;
+            A(5, 1) = inf;
+            B(1, 4) = T(0);
+            h.c[17 + 9 * m] = nan;
+            std::vector<T> d = run(c, h);
+            for (std::uint32_t j = 0; j < n; ++j)
+                for (std::uint32_t i = 0; i < m; ++i) {
+                    const T got = d[i + j * m];
+                    if (i == 2 || (i == 5 && j == 4) || (i == 17 && j == 9))
+                        EXPECT_TRUE(std::isnan(got)) << "D(" << i << "," << j << ") = " << got;
+                    else if (i == 5) EXPECT_EQ(got, inf) << "D(5," << j << ")";
+                    else EXPECT_EQ(got, T(7 + 0.5 * (j == 4 ? k - 1 : k))) << "D(" << i << "," << j << ")";
+                }
+            // beta = 0: C (NaN at (17, 9)) is not read.
+            c.beta = 0;
+            d = run(c, h);
+            EXPECT_EQ(d[17 + 9 * m], T(0.5 * k));
+            EXPECT_TRUE(std::isnan(d[2 + 7 * m]));
+            EXPECT_EQ(d[5 + 7 * m], inf);
+            // relu keeps NaN (as max(x, 0) would not): a NaN result is not silently zeroed.
+            c.act = vk::GemmActivation::relu;
+            c.alpha = -1;
+            d = run(c, h);
+            EXPECT_TRUE(std::isnan(d[2 + 7 * m]));
+            EXPECT_EQ(d[5 + 7 * m], T(0));
+            EXPECT_EQ(d[0], T(0));
+        }
+    EXPECT_EQ(rig().ctx->validation_messages(), 0u) << texts(*rig().ctx);
+}
+
+TEST(VulkanGemm, NanAndInfPropagate) {
+    nan_inf_case<float>();
+    nan_inf_case<double>();
+}
+
+TEST(VulkanGemm, EveryTilingThatFitsTheDevice) {
+    // The GPU tilings (the H100 takes the largest) run on lavapipe too where they fit.
+    TilesGuard guard;
+    const vk::DeviceDescription& dev = rig().ctx->description();
+    const std::vector<vk::GemmTiles> tilings = {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 8, 4, 4},
+                                                {32, 32, 8, 4, 4},   {32, 32, 8, 2, 2},  {64, 128, 16, 4, 8},
+                                                {64, 64, 8, 4, 4, 1}, {128, 64, 8, 8, 4, 1}, {32, 32, 8, 4, 4, 2}};
+    int ran = 0;
+    for (DType dt : {DType::f32, DType::f64})
+        for (const vk::GemmTiles& t : tilings) {
+            if (!t.unfit_reason(dt, dev).empty()) continue;
+            SCOPED_TRACE(t.name());
+            rig().gemm->set_tiles(dt, t);
+            ++ran;
+            if (dt == DType::f32) all_transposes<float>({false, false, 200, 141, 37, 1.0, 0.5});
+            else all_transposes<double>({false, false, 141, 200, 37, -1.0, 0.5});
+        }
+    EXPECT_GE(ran, 8);
+}
+
+TEST(VulkanGemm, GridWiderThan65535GroupsIsSplit) {
+    TilesGuard guard;
+    rig().gemm->set_tiles(DType::f32, {32, 32, 8, 4, 4});
+    // 65536 + 1 tiles along m: two dispatches along x.
+    Case c{false, false, 32u * 65536u + 5u, 1, 2, 1.0, 0.0};
+    vk::GemmArgs g;
+    g.dtype = DType::f32;
+    g.m = c.m;
+    g.n = 1;
+    EXPECT_EQ(rig().gemm->grid(g).first, 65537u);
+    check<float>(c);
+}
+
+TEST(VulkanGemm, TilesChosenPerDevice) {
+    vk::DeviceDescription nvidia;
+    nvidia.type = "discrete";
+    nvidia.shared_memory_bytes = 48 * 1024;
+    nvidia.max_workgroup_invocations = 1024;
+    const vk::GemmTiles f64 = vk::choose_gemm_tiles(nvidia, DType::f64), f32 = vk::choose_gemm_tiles(nvidia, DType::f32);
+    EXPECT_LE(f64.shared_bytes(DType::f64), 48u * 1024);
+    EXPECT_LE(f32.shared_bytes(DType::f32), 48u * 1024);
+    EXPECT_EQ(f64.bm, 128u);
+    vk::DeviceDescription small = nvidia;
+    small.shared_memory_bytes = 32 * 1024;
+    const vk::GemmTiles f64s = vk::choose_gemm_tiles(small, DType::f64);
+    EXPECT_LE(f64s.shared_bytes(DType::f64), 32u * 1024);
+    const vk::DeviceDescription& here = rig().ctx->description();
+    for (DType dt : {DType::f32, DType::f64}) {
+        const vk::GemmTiles t = rig().gemm->tiles(dt);
+        EXPECT_EQ(t.unfit_reason(dt, here), "") << t.name();
+        EXPECT_LE(t.shared_bytes(dt), here.shared_memory_bytes);
+    }
+    vk::DeviceDescription tiny = nvidia;
+    tiny.shared_memory_bytes = 1024;
+    EXPECT_THROW(vk::choose_gemm_tiles(tiny, DType::f64), tandem::DeviceError);
+    EXPECT_THROW(rig().gemm->set_tiles(DType::f32, {128, 128, 8, 3, 8}), tandem::ValueError);
+}
+
+TEST(VulkanGemm, BadArgumentsThrowBeforeRecording) {
+    vk::GemmArgs g;
+    g.dtype = DType::f64;
+    g.m = 10;
+    g.n = 10;
+    g.k = 10;
+    g.a = g.b = g.d = 256;
+    g.lda = 9;  // < m
+    g.ldb = g.ldd = 10;
+    rig().begin();
+    EXPECT_THROW(rig().gemm->record(rig().cmd, g), tandem::ValueError);
+    g.lda = 10;
+    g.beta = 1;  // C needed but absent
+    EXPECT_THROW(rig().gemm->record(rig().cmd, g), tandem::ValueError);
+    g.beta = 0;
+    g.a = 260;  // misaligned for doubles
+    EXPECT_THROW(rig().gemm->record(rig().cmd, g), tandem::ValueError);
+    rig().submit_and_wait();
+    EXPECT_EQ(rig().ctx->validation_messages(), 0u) << texts(*rig().ctx);
+}
