@@ -14,6 +14,8 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"fill", G::Leaf, 0, R::Leaf, false},
     {"linspace", G::Generator, 0, R::Leaf, false},
     {"colon", G::Generator, 0, R::Leaf, false},
+    {"rand", G::Generator, 0, R::Leaf, false},
+    {"randn", G::Generator, 0, R::Leaf, true},
     {"uminus", G::Unary, 1, R::Arithmetic, false},
     {"abs", G::Unary, 1, R::Arithmetic, false},
     {"sqrt", G::Unary, 1, R::Arithmetic, false},

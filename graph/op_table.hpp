@@ -16,6 +16,8 @@ enum class OpKind : std::uint8_t {
     Constant,  ///< one value repeated over a shape (attr[0])
     Linspace,  ///< 1 x n: attr = {a, b, n}
     Colon,     ///< 1 x n: attr = {a, step}
+    RandU,     ///< uniform on (0, 1), Philox: attr = {seed low 32 bits, seed high 32 bits, stream}
+    RandN,     ///< standard normal, Philox: the same attributes
     // unary elementwise
     Neg, Abs, Sqrt, Exp, Log, Log2, Log10, Log1p, Expm1, Sin, Cos, Tan, Asin, Acos, Atan,
     Sinh, Cosh, Tanh, Floor, Ceil, Round, Fix, Sign, IsNan, IsInf, IsFinite, Not, Cast,

@@ -2,7 +2,9 @@
 // executor and scheduler. One per tandem::Runtime.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <utility>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "graph/node.hpp"
@@ -28,6 +30,14 @@ public:
     Backend* device() const noexcept { return device_.get(); }
     const std::string& device_note() const noexcept { return device_note_; }
 
+    /// The random-number generator's state: its seed, and the next stream (each rand/randn call
+    /// takes one, so every call draws numbers of its own).
+    void seed(std::uint64_t s) noexcept {
+        rng_seed_.store(s);
+        rng_stream_.store(0);
+    }
+    std::pair<std::uint64_t, std::uint64_t> next_stream() noexcept { return {rng_seed_.load(), rng_stream_++}; }
+
     /// A materialised Input node copied from (or adopting) host data.
     std::shared_ptr<Node> input(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage);
 
@@ -44,6 +54,7 @@ private:
     std::unique_ptr<cpu::CpuBackend> cpu_;
     std::string device_note_;                // why no device is in use (set by open_device)
     std::unique_ptr<Backend> device_;        // the Vulkan backend, when a device is in use
+    std::atomic<std::uint64_t> rng_seed_{0}, rng_stream_{0};
     std::unique_ptr<Scheduler> scheduler_;  // last: destroyed first, after waiting for its work
 };
 

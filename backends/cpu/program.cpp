@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "backends/cpu/philox.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::cpu {
@@ -259,10 +260,15 @@ private:
                 return new_cell(reg_type(ins.dtype == DType::f32 ? DType::f32 : DType::f64), ins.attr[0]);
             case OpGroup::Generator: {
                 Step st{};
-                st.kind = ins.op == OpKind::Linspace ? StepKind::Linspace : StepKind::Colon;
+                st.kind = ins.op == OpKind::Linspace ? StepKind::Linspace
+                          : ins.op == OpKind::Colon  ? StepKind::Colon
+                          : ins.op == OpKind::RandU  ? StepKind::RandU
+                                                     : StepKind::RandN;
                 st.op = ins.op;
                 std::copy(ins.attr.begin(), ins.attr.end(), st.attr);
-                st.out = result_slot(output, ElemType::f64);
+                // Random numbers are made in their own type (single ones are not rounded doubles).
+                const bool rng = ins.op == OpKind::RandU || ins.op == OpKind::RandN;
+                st.out = result_slot(output, rng && ins.dtype == DType::f32 ? ElemType::f32 : ElemType::f64);
                 p_.steps_.push_back(st);
                 return st.out;
             }
@@ -501,6 +507,21 @@ void Program::run_block(std::int64_t start, std::size_t n, std::byte* scratch) c
                 for (std::size_t i = 0; i < n; ++i) {
                     std::int64_t g = start + static_cast<std::int64_t>(i);
                     o[i] = g == count - 1 ? b : a + static_cast<double>(g) * step;
+                }
+                break;
+            }
+            case StepKind::RandU:
+            case StepKind::RandN: {
+                const std::uint64_t seed = static_cast<std::uint64_t>(st.attr[0]) | static_cast<std::uint64_t>(st.attr[1]) << 32;
+                const auto stream = static_cast<std::uint64_t>(st.attr[2]);
+                const auto first = static_cast<std::uint64_t>(start);
+                const bool f32 = slots_[st.out].type == ElemType::f32;
+                if (st.kind == StepKind::RandU) {
+                    if (f32) fill_rand_f32(seed, stream, first, n, static_cast<float*>(ptr[st.out]));
+                    else fill_rand_f64(seed, stream, first, n, static_cast<double*>(ptr[st.out]));
+                } else {
+                    if (f32) fill_randn_f32(seed, stream, first, n, static_cast<float*>(ptr[st.out]));
+                    else fill_randn_f64(seed, stream, first, n, static_cast<double*>(ptr[st.out]));
                 }
                 break;
             }

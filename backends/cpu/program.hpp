@@ -55,7 +55,7 @@ private:
         ElemType type;
         std::uint32_t index;  // physical register, base pointer or scalar cell
     };
-    enum class StepKind : std::uint8_t { Unary, Binary, Where, Convert, CheckNan, Load, Linspace, Colon, Fill };
+    enum class StepKind : std::uint8_t { Unary, Binary, Where, Convert, CheckNan, Load, Linspace, Colon, RandU, RandN, Fill };
     struct Step {
         StepKind kind;
         OpKind op;                 // for messages

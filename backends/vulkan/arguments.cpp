@@ -71,6 +71,12 @@ ScalarPlan plan_scalars(const Region& r) {
                 add(i, 0, ins.attr[0]);
                 add(i, 1, ins.attr[1]);
                 break;
+            case OpKind::RandU:
+            case OpKind::RandN:  // seed's low and high 32 bits and the stream: exact as doubles
+                add(i, 0, ins.attr[0]);
+                add(i, 1, ins.attr[1]);
+                add(i, 2, ins.attr[2]);
+                break;
             default:
                 for (int k = 0; k < op_info(ins.op).arity; ++k) {
                     const Arg& a = ins.args[static_cast<std::size_t>(k)];

@@ -447,6 +447,16 @@ private:
                     return define(i, DType::f64, "double(i) == s" + std::to_string(s[3]) + " ? s" +
                                                      std::to_string(s[1]) + " : s" + std::to_string(s[0]) +
                                                      " + double(i) * s" + std::to_string(s[2]));
+                if (ins.op == OpKind::RandU || ins.op == OpKind::RandN) {
+                    // shaders/philox.glsl: the same bits as backends/cpu/philox.hpp.
+                    need_rng_ = true;
+                    const DType rt = ins.dtype == DType::f32 ? DType::f32 : DType::f64;
+                    const std::string seed = "(uint64_t(s" + std::to_string(s[0]) + ") | (uint64_t(s" +
+                                             std::to_string(s[1]) + ") << 32))";
+                    const std::string f = std::string(ins.op == OpKind::RandU ? "tdm_rand_" : "tdm_randn_") +
+                                          (rt == DType::f32 ? "f32" : "f64");
+                    return define(i, rt, f + "(" + seed + ", uint64_t(s" + std::to_string(s[2]) + "), uint64_t(i))");
+                }
                 return define(i, DType::f64, "s" + std::to_string(s[0]) + " + double(i) * s" + std::to_string(s[1]));
             }
             case OpGroup::Unary: {
@@ -582,6 +592,7 @@ private:
         s << "layout(local_size_x = " << k.workgroup_size << ") in;\n";
         s << "// " << r_.summary() << "\n";
         s << tandem_shader_convert_f32 << '\n';
+        if (!combine && need_rng_) s << tandem_shader_philox << '\n';
         if (!combine && (need_f64_ || need_f32_)) s << tandem_shader_math_f64 << '\n';
         if (!combine && need_f32_) s << tandem_shader_math_f32 << '\n';
         s << "layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefF64 { double v; };\n"
@@ -726,6 +737,7 @@ private:
     std::vector<std::string> lanes_;
     bool need_f64_ = false, need_f32_ = false, need_modrem_ = false, uses_u8_ = false;
     bool contiguous_ = false;  // reduce regions: ReducePlan::contiguous
+    bool need_rng_ = false;    // a generator of random numbers: paste shaders/philox.glsl
 };
 
 }  // namespace

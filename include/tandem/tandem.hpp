@@ -8,6 +8,7 @@
 #include "tandem/future.hpp"
 #include "tandem/host_array.hpp"
 #include "tandem/ops.hpp"
+#include "tandem/random.hpp"
 #include "tandem/reductions.hpp"
 #include "tandem/runtime.hpp"
 #include "tandem/shape.hpp"
