@@ -50,6 +50,11 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     std::vector<bool> wanted(pending.size(), false);
     for (Node* t : targets)
         if (pos(t) != kOutside) wanted[pos(t)] = true;
+    // A matrix product reads materialised operands: a constant one is computed, not folded.
+    for (std::size_t i = 0; i < pending.size(); ++i)
+        if (pending[i]->op == OpKind::MatMul)
+            for (auto& in : pending[i]->inputs)
+                if (std::size_t k = pos(in.get()); k != kOutside && in->op == OpKind::Constant) wanted[k] = true;
 
     std::vector<std::size_t> group_of(pending.size(), kFolded);
     std::vector<Group> groups;
@@ -65,6 +70,15 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
         if (n->op == OpKind::Constant && !wanted[i]) continue;
+        if (n->op == OpKind::MatMul) {
+            // A region of its own, over the product's shape.
+            const std::size_t g = groups.size();
+            groups.push_back({n->shape, {i}, {}});
+            group_of[i] = g;
+            for (auto& in : n->inputs)
+                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded) groups[g].deps.insert(group_of[k]);
+            continue;
+        }
         if (is_reduction(n->op)) {
             // A group of its own over its input's shape; it may join its producer's group below.
             const std::size_t g = groups.size();
@@ -141,7 +155,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             const std::size_t k = pos(pending[i]->inputs[0].get());
             if (k == kOutside || group_of[k] == kFolded) continue;
             const std::size_t g = group_of[k];
-            if (is_reduction(pending[k]->op)) continue;  // reducing a reduction: its own region
+            if (is_reduction(pending[k]->op) || pending[k]->op == OpKind::MatMul) continue;  // its own region
             const double dim = pending[i]->attr[0];
             if (has_dim[g] && dim_of[g] != dim) blocked[g] = true;
             has_dim[g] = true;
@@ -150,7 +164,9 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         for (std::size_t i = 0; i < pending.size(); ++i) {
             if (group_of[i] == kFolded || !is_reduction(pending[i]->op)) continue;
             const std::size_t k = pos(pending[i]->inputs[0].get());
-            if (k == kOutside || group_of[k] == kFolded || is_reduction(pending[k]->op)) continue;
+            if (k == kOutside || group_of[k] == kFolded || is_reduction(pending[k]->op) ||
+                pending[k]->op == OpKind::MatMul)
+                continue;
             if (!blocked[group_of[k]]) {
                 merged_into[group_of[i]] = group_of[k];
                 absorbed[group_of[k]].push_back(group_of[i]);
@@ -192,6 +208,14 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         };
         for (std::size_t m : g.members) {
             const Node* n = pending[m];
+            if (n->op == OpKind::MatMul) {
+                r.matmul = true;
+                r.trans_a = n->attr[0] != 0;
+                r.trans_b = n->attr[1] != 0;
+                r.inputs = n->inputs;
+                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                continue;
+            }
             if (is_reduction(n->op)) {
                 // A reduction with nothing folded in: its program loads the input as is.
                 Instr ins{OpKind::Cast, n->inputs[0]->dtype, DType::f64, {}, {static_cast<double>(n->inputs[0]->dtype), 0, 0}};

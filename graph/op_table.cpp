@@ -73,6 +73,7 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"min (index)", G::Reduce, 1, R::Reduction, false},
     {"any", G::Reduce, 1, R::Reduction, false},
     {"all", G::Reduce, 1, R::Reduction, false},
+    {"mtimes", G::Contract, 2, R::Arithmetic, false},
 }};
 
 }  // namespace

@@ -28,11 +28,13 @@ enum class OpKind : std::uint8_t {
     Where,
     // reductions along one dimension (attr[0], 0-based) or over all elements (attr[0] = -1)
     Sum, Prod, MaxOf, MinOf, ArgMax, ArgMin, Any, All,
+    // matrix product: attr = {transpose A, transpose B} (0 or 1)
+    MatMul,
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);
 
-enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce };
+enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, Contract };
 
 /// How an op's result type follows from its operands'.
 enum class TypeRule : std::uint8_t {

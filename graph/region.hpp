@@ -51,6 +51,10 @@ struct Region {
     int reduce_dim = -1;
 
     bool is_reduce() const noexcept { return !reductions.empty(); }
+    /// A matrix product region: outputs[0] = op(inputs[0]) * op(inputs[1]) (no program; the shape
+    /// is the result's).
+    bool matmul = false;
+    bool trans_a = false, trans_b = false;
     /// The reduce domain as (inner, len, outer): element (i, k, o) is linear index
     /// i + inner * (k + len * o); output (i, o) is i + inner * o.
     struct ReduceExtents {

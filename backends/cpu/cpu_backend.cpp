@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "backends/cpu/gemm.hpp"
 #include "backends/cpu/program.hpp"
 #include "backends/cpu/reduce.hpp"
 #include "tandem/error.hpp"
@@ -63,9 +64,28 @@ void CpuBackend::submit(Submission s) {
     s.done(error);
 }
 
+void CpuBackend::run_matmul(const Region& region, std::span<const Storage* const> inputs,
+                            std::span<Storage* const> outputs) {
+    const Shape& sa = region.inputs[0]->shape;
+    const Shape& sb = region.inputs[1]->shape;
+    const std::int64_t m = region.trans_a ? sa[1] : sa[0], k = region.trans_a ? sa[0] : sa[1];
+    const std::int64_t n = region.trans_b ? sb[0] : sb[1];
+    if (m == 0 || n == 0) return;
+    const Trans ta = region.trans_a ? Trans::transpose : Trans::none;
+    const Trans tb = region.trans_b ? Trans::transpose : Trans::none;
+    const std::int64_t lda = std::max<std::int64_t>(1, sa[0]), ldb = std::max<std::int64_t>(1, sb[0]);
+    if (region.outputs[0].node->dtype == DType::f32)
+        gemm(ta, tb, m, n, k, 1.0f, static_cast<const float*>(inputs[0]->data()), lda,
+             static_cast<const float*>(inputs[1]->data()), ldb, 0.0f, static_cast<float*>(outputs[0]->data()), m);
+    else
+        gemm(ta, tb, m, n, k, 1.0, static_cast<const double*>(inputs[0]->data()), lda,
+             static_cast<const double*>(inputs[1]->data()), ldb, 0.0, static_cast<double*>(outputs[0]->data()), m);
+}
+
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
                          std::span<Storage* const> outputs) {
     if (region.is_reduce()) return run_reduce(region, inputs, outputs, kernels_, block_, true);
+    if (region.matmul) return run_matmul(region, inputs, outputs);
     Program program(region, inputs, outputs, kernels_, block_);
     const std::int64_t numel = program.numel();
     if (numel == 0) return;

@@ -308,7 +308,9 @@ private:
                 const void* fn = reinterpret_cast<const void*>(k_.where[col(t)]);
                 return call(StepKind::Where, ins.op, fn, {c, a, b}, t, ins.dtype == DType::logical ? -1 : output);
             }
-            case OpGroup::Reduce: break;  // never an instruction: a region's reductions follow its program
+            case OpGroup::Reduce:    // never an instruction: a region's reductions follow its program
+            case OpGroup::Contract:  // a region of its own
+                break;
         }
         throw Error(std::string("cpu executor: ") + std::string(info.name) + " inside a region's program (fusion bug)");
         return 0;

@@ -490,7 +490,9 @@ private:
                 return define(i, t, "(" + c + " == " + lit(ct, "0.0") + ") ? " + b + " : " + a);
             }
             case OpGroup::Reduce:
-                throw DeviceError("vulkan codegen: a reduce op inside a region's program (fusion bug)");
+            case OpGroup::Contract:
+                throw DeviceError(std::string("vulkan codegen: ") + std::string(info.name) +
+                                  " inside a region's program (fusion bug)");
         }
     }
 

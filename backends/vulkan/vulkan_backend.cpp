@@ -6,6 +6,7 @@
 
 #include "backends/vulkan/codegen.hpp"
 #include "backends/vulkan/compiler.hpp"
+#include "backends/vulkan/gemm.hpp"
 
 namespace tandem::detail::vk {
 
@@ -184,6 +185,7 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
         std::fprintf(stderr, "[tandem] pipeline cache: %s\n", m.c_str());
     });
     b->pipelines_->warm_up();
+    b->gemm_ = std::make_unique<Gemm>(c, *b->pipelines_);
     const DeviceDescription& d = c.description();
     b->codegen_.max_push_bytes = std::min<std::uint32_t>(d.max_push_constants, 128);
     // NVIDIA: subgroups of 32, lavapipe: 8; a workgroup of several subgroups, a few elements each.
@@ -404,6 +406,7 @@ void VulkanBackend::submit(Submission s) {
             throw DeviceOutOfMemory("injected fault (Config::test_fault = oom): out of device memory");
         }
     }
+    if (r.matmul) return submit_matmul(std::move(s));
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<int> dims;
@@ -516,6 +519,64 @@ void VulkanBackend::submit(Submission s) {
     if (b.dispatches >= kMaxDispatchesPerBatch) submit_locked();
 }
 
+void VulkanBackend::submit_matmul(Submission s) {
+    const Region& r = *s.region;
+    const Shape& sa = r.inputs[0]->shape;
+    const Shape& sb = r.inputs[1]->shape;
+    GemmArgs g;
+    g.dtype = r.outputs[0].node->dtype;
+    g.trans_a = r.trans_a;
+    g.trans_b = r.trans_b;
+    g.m = static_cast<std::uint32_t>(r.trans_a ? sa[1] : sa[0]);
+    g.k = static_cast<std::uint32_t>(r.trans_a ? sa[0] : sa[1]);
+    g.n = static_cast<std::uint32_t>(r.trans_b ? sb[0] : sb[1]);
+    g.lda = static_cast<std::uint32_t>(std::max<std::int64_t>(1, sa[0]));
+    g.ldb = static_cast<std::uint32_t>(std::max<std::int64_t>(1, sb[0]));
+    g.ldc = g.ldd = std::max<std::uint32_t>(1, g.m);
+    // Compiled (or loaded) before anything is recorded: a failure leaves nothing half-recorded.
+    gemm_->pipeline(g);
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto a = device_copy(*s.inputs[0], b), bm = device_copy(*s.inputs[1], b);
+    b.keep.push_back(a);
+    b.keep.push_back(bm);
+    g.a = a->address();
+    g.b = bm->address();
+    g.d = out->address();
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (g.m > 0 && g.n > 0) {
+        const int q = b.begin_span(Span::kernel);
+        gemm_->record(b.cmd, g);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
+    Batch::Item item{std::move(s.done), &r, nullptr, {}};
+    if (!s.wanted_on_host.empty() && s.wanted_on_host[0]) {
+        auto rb = readback_heap_->allocate(out->bytes());
+        VkBufferCopy region{out->offset(), rb->offset(), out->bytes()};
+        if (out->bytes() >= kQueueCopyBytes) {
+            if (!b.readback) b.readback = open_copy(Span::download);
+            vkCmdCopyBuffer(b.readback->cmd, out->buffer(), rb->buffer(), 1, &region);
+        } else {
+            const int q = b.begin_span(Span::download);
+            vkCmdCopyBuffer(b.cmd, out->buffer(), rb->buffer(), 1, &region);
+            b.end_span(q);
+        }
+        item.readbacks.emplace_back(rb, s.outputs[0]);
+    }
+    b.items.push_back(std::move(item));
+    {
+        std::lock_guard slock(stats_mutex_);
+        ++stats_.dispatches;
+    }
+    if (b.dispatches >= kMaxDispatchesPerBatch) submit_locked();
+}
+
 void VulkanBackend::flush() {
     std::lock_guard lock(record_mutex_);
     submit_locked();
@@ -617,7 +678,7 @@ void VulkanBackend::complete_loop() {
             std::exception_ptr e = error;
             if (!e) {
                 try {
-                    check_error(*item.region, item.args->mapped());
+                    if (item.args) check_error(*item.region, item.args->mapped());
                     for (auto& [rb, value] : item.readbacks) {
                         rb->invalidate();
                         auto host = options_.pool->allocate(value->bytes(), "download");

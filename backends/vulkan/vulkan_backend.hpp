@@ -25,6 +25,8 @@
 
 namespace tandem::detail::vk {
 
+class Gemm;
+
 struct VulkanOptions {
     ContextOptions context;
     std::string pipeline_cache_dir;  ///< "" = memory only
@@ -66,6 +68,7 @@ private:
     struct Copy;
     VulkanBackend() = default;
     std::shared_ptr<DeviceArray> device_copy(Value& v, Batch& b);
+    void submit_matmul(Submission s);
     Batch& open_batch();
     std::unique_ptr<CopyJob> open_copy(Span kind);
     void submit_copy(CopyJob& job, VkSemaphore wait, std::uint64_t wait_value, VkSemaphore signal);
@@ -78,6 +81,7 @@ private:
     std::shared_ptr<Context> context_;  // shared with every device copy, which may outlive us
     std::shared_ptr<DeviceHeap> device_heap_, upload_heap_, readback_heap_;
     std::unique_ptr<PipelineCache> pipelines_;
+    std::unique_ptr<Gemm> gemm_;
     VulkanOptions options_;
     CodegenOptions codegen_;
 

@@ -1,0 +1,69 @@
+// A plain reference for matmul (a long double triple loop) and the check both matmul suites use:
+// |C - ref| <= 3 (k + 2) eps (|A||B|)_ij elementwise (eps of the result's type).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "tandem/tandem.hpp"
+
+namespace tmm {
+
+using tref::Dims;
+using tref::Host;
+using tandem::DType;
+
+inline Host random_matrix(std::int64_t r, std::int64_t c, DType t, std::mt19937_64& rng, bool specials = false) {
+    Host h;
+    h.dims = {r, c};
+    h.dtype = t;
+    h.v.resize(static_cast<std::size_t>(r * c));
+    std::uniform_real_distribution<double> u(-2.0, 2.0);
+    for (auto& v : h.v) {
+        v = t == DType::logical ? static_cast<double>(rng() & 1u) : tref::to_type(u(rng), t);
+        if (specials && t != DType::logical && rng() % 97 == 0) v = (rng() & 1u) ? NAN : INFINITY;
+    }
+    return h;
+}
+
+/// ::testing::AssertionSuccess when got = op(a) * op(b) within the bound.
+inline ::testing::AssertionResult product_ok(const Host& got, const Host& a, const Host& b, bool ta, bool tb) {
+    const std::int64_t ra = a.dims[0], ca = a.dims[1], rb = b.dims[0], cb = b.dims[1];
+    const std::int64_t m = ta ? ca : ra, k = ta ? ra : ca, n = tb ? rb : cb;
+    if (got.dims != Dims{m, n})
+        return ::testing::AssertionFailure() << "shape " << tref::dims_str(got.dims) << ", expected " << m << "x" << n;
+    const bool single = a.dtype == DType::f32 || b.dtype == DType::f32;
+    if (got.dtype != (single ? DType::f32 : DType::f64)) return ::testing::AssertionFailure() << "wrong dtype";
+    const double eps = single ? 0x1p-23 : 0x1p-52;
+    auto A = [&](std::int64_t i, std::int64_t p) { return ta ? a.v[static_cast<std::size_t>(p + ra * i)] : a.v[static_cast<std::size_t>(i + ra * p)]; };
+    auto B = [&](std::int64_t p, std::int64_t j) { return tb ? b.v[static_cast<std::size_t>(j + rb * p)] : b.v[static_cast<std::size_t>(p + rb * j)]; };
+    int bad = 0;
+    std::string first;
+    for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = 0; i < m; ++i) {
+            long double s = 0, sa = 0;
+            bool nan = false;
+            for (std::int64_t p = 0; p < k; ++p) {
+                const long double x = A(i, p), y = B(p, j);
+                if (std::isnan(static_cast<double>(x * y)) || std::isnan(static_cast<double>(x)) || std::isnan(static_cast<double>(y))) nan = true;
+                s += x * y;
+                sa += std::fabs(static_cast<double>(x * y));
+            }
+            const double g = got.v[static_cast<std::size_t>(i + m * j)];
+            const double want = static_cast<double>(s);
+            bool ok;
+            if (nan || std::isnan(want)) ok = std::isnan(g);
+            else if (std::isinf(want)) ok = g == want || std::isnan(g);  // Inf - Inf inside the sum may be NaN
+            else ok = std::fabs(g - want) <= 3.0 * (static_cast<double>(k) + 2.0) * eps * static_cast<double>(sa) + 1e-300;
+            if (!ok && bad++ == 0) first = "(" + std::to_string(i) + "," + std::to_string(j) + ") got " + tref::fmt(g) + ", expected " + tref::fmt(want);
+        }
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << bad << " elements off, first " << first;
+}
+
+}  // namespace tmm
