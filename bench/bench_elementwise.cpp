@@ -24,6 +24,7 @@
 // prints the ratios against the targets. See docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 
+#include <bit>
 #include <emmintrin.h>  // SSE2: the x86-64 baseline, for the copy variants
 
 #include <Eigen/Core>
@@ -73,6 +74,8 @@ struct State {
 
     std::vector<double> x_host, b_host;
     tandem::Array x, x32, a, b;  // materialized inputs
+    tandem::Array m;             // b's elements as a rows x cols matrix (the reductions)
+    std::int64_t rows = 1, cols = 1;
 
     Eigen::ArrayXd ex, ey;       // Eigen's input and (preallocated) output
     Eigen::ArrayXf ex32, ey32;
@@ -261,6 +264,15 @@ void BM_add_tandem(benchmark::State& state) {
     set_counters(state, 3.0 * 8.0 * static_cast<double>(g->n), static_cast<double>(g->n));
 }
 
+// Reductions of the rows x cols matrix: its elements read once (the outputs are small).
+template <int Dim>
+void BM_sum_tandem(benchmark::State& state) {
+    const tandem::Metrics before = g->rt->metrics();
+    for (auto _ : state) evaluate_fresh<double>(Dim == 0 ? tandem::sum(g->m, tandem::all_dims) : tandem::sum(g->m, Dim));
+    check_regions(state, before);
+    set_counters(state, 8.0 * static_cast<double>(g->rows * g->cols), static_cast<double>(g->rows * g->cols));
+}
+
 template <void (*Copy)(const double*, double*, std::int64_t)>
 void BM_copy(benchmark::State& state) {
     for (auto _ : state) {
@@ -319,8 +331,31 @@ void setup(State& s) {
     s.x32 = s.rt->array(std::span<const float>(x32_host), shape);
     s.a = s.x;
     s.b = s.rt->array(std::span<const double>(s.b_host), shape);
+    s.rows = std::int64_t{1} << (std::bit_width(static_cast<std::uint64_t>(n)) / 2);
+    s.cols = n / s.rows;
+    s.m = s.rt->array(std::span<const double>(s.b_host.data(), static_cast<std::size_t>(s.rows * s.cols)),
+                      tandem::Shape{s.rows, s.cols});
     // The inputs are materialized before anything is timed (and stay so).
-    s.rt->gather({s.x, s.x32, s.b}).get();
+    s.rt->gather({s.x, s.x32, s.b, s.m}).get();
+    // -- check 0: the reductions against plain loops (also their warm-up).
+    {
+        auto h1 = tandem::sum(s.m, 1).gather().get(), h2 = tandem::sum(s.m, 2).gather().get();
+        auto ha = tandem::sum(s.m, tandem::all_dims).gather().get();
+        double worst = 0, total = 0;
+        for (std::int64_t j = 0; j < s.cols; ++j) {
+            double want = 0;
+            for (std::int64_t i = 0; i < s.rows; ++i) want += s.b_host[static_cast<std::size_t>(i + s.rows * j)];
+            total += want;
+            worst = std::max(worst, std::fabs(h1.data<double>()[j] - want) / std::fabs(want));
+        }
+        for (std::int64_t i = 0; i < s.rows; ++i) {
+            double want = 0;
+            for (std::int64_t j = 0; j < s.cols; ++j) want += s.b_host[static_cast<std::size_t>(i + s.rows * j)];
+            worst = std::max(worst, std::fabs(h2.data<double>()[i] - want) / std::fabs(want));
+        }
+        worst = std::max(worst, std::fabs(ha.data<double>()[0] - total) / total);
+        if (!(worst < 1e-12)) fail("Tandem's sums are wrong (relative difference " + std::to_string(worst) + ")");
+    }
 
     s.ex = Eigen::Map<const Eigen::ArrayXd>(s.x_host.data(), static_cast<Eigen::Index>(n));
     s.ex32 = Eigen::Map<const Eigen::ArrayXf>(x32_host.data(), static_cast<Eigen::Index>(n));
@@ -413,6 +448,9 @@ void register_benchmarks() {
     timed(benchmark::RegisterBenchmark("BM_fused_chain_tandem_f32", BM_fused_chain_tandem_f32), 3);
     timed(benchmark::RegisterBenchmark("BM_fused_chain_eigen_f32", BM_fused_chain_eigen_f32), 3);
     timed(benchmark::RegisterBenchmark("BM_add_tandem", BM_add_tandem), 10);
+    timed(benchmark::RegisterBenchmark("BM_sum_dim1_tandem", BM_sum_tandem<1>), 10);
+    timed(benchmark::RegisterBenchmark("BM_sum_dim2_tandem", BM_sum_tandem<2>), 10);
+    timed(benchmark::RegisterBenchmark("BM_sum_all_tandem", BM_sum_tandem<0>), 10);
     timed(benchmark::RegisterBenchmark("BM_copy_bandwidth", BM_copy<copy_memcpy>), 10);
     timed(benchmark::RegisterBenchmark("BM_copy_bandwidth_stores", BM_copy<copy_stores>), 10);
     timed(benchmark::RegisterBenchmark("BM_copy_bandwidth_stream", BM_copy<copy_stream>), 10);
@@ -434,7 +472,7 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     // Release Tandem's arrays before their runtime.
-    state.x = state.x32 = state.a = state.b = tandem::Array();
+    state.x = state.x32 = state.a = state.b = state.m = tandem::Array();
     state.rt.reset();
     g = nullptr;
     return 0;

@@ -6,7 +6,8 @@
 #   2. bench/peers.py: NumPy and numexpr on the same chain, checked against that dump first;
 #   3. a table: median ms of each, Eigen/Tandem >= 1.5, NumPy/Tandem >= 3, numexpr/Tandem >= 1,
 #      and c = a + b at >= 80% of the copy bandwidth (the best of three parallel copies:
-#      memcpy, ordinary stores, streaming stores), each PASS or MISS.
+#      memcpy, ordinary stores, streaming stores), sum along dimension 1, 2 and all of the same
+#      elements as a matrix at >= 80% of it too, each PASS or MISS.
 #
 # Usage: bench/run-cpu.sh [PATH/TO/tandem-bench] [--strict] [--summary FILE] [-- extra tandem-bench args]
 #   PATH       defaults to build-bench/bench/tandem-bench, then build/bench/tandem-bench
@@ -130,6 +131,11 @@ copies = {k: med[k]["bytes_per_second"] for k in COPIES if k in med}
 best_copy = max(copies, key=copies.get)
 copy_bw = copies[best_copy]
 row("c = a + b bandwidth / copy bandwidth", 100.0 * add_bw / copy_bw, 80.0, "{:.0f}", "%")
+# Reductions (issue 4): the matrix read once, against the same copy bandwidth.
+for k, label in (("BM_sum_dim1_tandem", "sum(A, 1)"), ("BM_sum_dim2_tandem", "sum(A, 2)"),
+                 ("BM_sum_all_tandem", "sum(A, 'all')")):
+    if k in med:
+        row(f"{label} bandwidth / copy bandwidth", 100.0 * med[k]["bytes_per_second"] / copy_bw, 80.0, "{:.0f}", "%")
 
 print()
 print(f"c = a + b (3 arrays counted): {add_bw / 1e9:.1f} GB/s, {med['BM_add_tandem']['s'] * 1e3:.2f} ms")

@@ -48,28 +48,28 @@ void combine(OpKind op, Acc& a, const Acc& b) {
 }
 
 /// Folds x[0..n) at positions k0, k0 + 1, ... into one partial, in a fixed order: sums and
-/// products in 8 lanes (element i into lane i % 8, lanes combined pairwise), the rest in order.
+/// products in 32 lanes (element i into lane i % 32, lanes combined pairwise), the rest in order.
 Acc fold_run(OpKind op, const double* x, std::size_t n, std::int64_t k0) {
     Acc a = initial(op);
     switch (op) {
         case OpKind::Sum:
         case OpKind::Prod: {
+            // 32 lanes (four vectors of eight: independent chains), combined pairwise.
+            constexpr std::size_t L = 32;
             const bool sum = op == OpKind::Sum;
-            double lane[8];
+            double lane[L];
             for (double& l : lane) l = sum ? 0.0 : 1.0;
             std::size_t i = 0;
             if (sum)
-                for (; i + 8 <= n; i += 8)
-                    for (int l = 0; l < 8; ++l) lane[l] += x[i + static_cast<std::size_t>(l)];
+                for (; i + L <= n; i += L)
+                    for (std::size_t l = 0; l < L; ++l) lane[l] += x[i + l];
             else
-                for (; i + 8 <= n; i += 8)
-                    for (int l = 0; l < 8; ++l) lane[l] *= x[i + static_cast<std::size_t>(l)];
-            for (; i < n; ++i) lane[i % 8] = sum ? lane[i % 8] + x[i] : lane[i % 8] * x[i];
-            const double p01 = sum ? lane[0] + lane[1] : lane[0] * lane[1];
-            const double p23 = sum ? lane[2] + lane[3] : lane[2] * lane[3];
-            const double p45 = sum ? lane[4] + lane[5] : lane[4] * lane[5];
-            const double p67 = sum ? lane[6] + lane[7] : lane[6] * lane[7];
-            a.v = sum ? (p01 + p23) + (p45 + p67) : (p01 * p23) * (p45 * p67);
+                for (; i + L <= n; i += L)
+                    for (std::size_t l = 0; l < L; ++l) lane[l] *= x[i + l];
+            for (; i < n; ++i) lane[i % L] = sum ? lane[i % L] + x[i] : lane[i % L] * x[i];
+            for (std::size_t w = L / 2; w > 0; w /= 2)
+                for (std::size_t l = 0; l < w; ++l) lane[l] = sum ? lane[l] + lane[l + w] : lane[l] * lane[l + w];
+            a.v = lane[0];
             return a;
         }
         case OpKind::Any:
@@ -91,31 +91,49 @@ Acc fold_run(OpKind op, const double* x, std::size_t n, std::int64_t k0) {
     }
 }
 
-/// Folds x[i] at position k into acc[i] for i < n (the strided case: one position, many outputs).
-void fold_lanes(OpKind op, Acc* acc, const double* x, std::size_t n, std::int64_t k) {
+/// Folds x[i] at position k into (v[i], pos[i]) for i < n (the strided case: one position, many
+/// outputs; values and positions apart so the loops vectorise).
+void fold_lanes(OpKind op, double* v, std::int64_t* pos, const double* x, std::size_t n, std::int64_t k) {
     switch (op) {
         case OpKind::Sum:
-            for (std::size_t i = 0; i < n; ++i) acc[i].v += x[i];
+            for (std::size_t i = 0; i < n; ++i) v[i] += x[i];
             break;
         case OpKind::Prod:
-            for (std::size_t i = 0; i < n; ++i) acc[i].v *= x[i];
+            for (std::size_t i = 0; i < n; ++i) v[i] *= x[i];
             break;
         case OpKind::Any:
-            for (std::size_t i = 0; i < n; ++i)
-                if (x[i] != 0.0 && !std::isnan(x[i])) acc[i].v = 1.0;
+            for (std::size_t i = 0; i < n; ++i) v[i] = (x[i] != 0.0 && !std::isnan(x[i])) ? 1.0 : v[i];
             break;
         case OpKind::All:
-            for (std::size_t i = 0; i < n; ++i)
-                if (x[i] == 0.0) acc[i].v = 0.0;
+            for (std::size_t i = 0; i < n; ++i) v[i] = x[i] == 0.0 ? 0.0 : v[i];
             break;
         default: {
             const bool mx = is_max(op);
             for (std::size_t i = 0; i < n; ++i) {
-                const double v = x[i];
-                if (!std::isnan(v) && (std::isnan(acc[i].v) || (mx ? v > acc[i].v : v < acc[i].v))) acc[i] = {v, k};
+                const double y = x[i];
+                if (!std::isnan(y) && (std::isnan(v[i]) || (mx ? y > v[i] : y < v[i]))) {
+                    v[i] = y;
+                    pos[i] = k;
+                }
             }
         }
     }
+}
+
+/// Folds rows x[0..rows) (positions k, k + 1, ...) into (v, pos) element by element, each row in
+/// order: sums and products keep the accumulator in a register across the rows.
+void fold_rows(OpKind op, double* v, std::int64_t* pos, const double* const* x, int rows, std::size_t n, std::int64_t k) {
+    if (op == OpKind::Sum && rows == 4) {
+        const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+        for (std::size_t i = 0; i < n; ++i) v[i] = (((v[i] + x0[i]) + x1[i]) + x2[i]) + x3[i];
+        return;
+    }
+    if (op == OpKind::Prod && rows == 4) {
+        const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+        for (std::size_t i = 0; i < n; ++i) v[i] = (((v[i] * x0[i]) * x1[i]) * x2[i]) * x3[i];
+        return;
+    }
+    for (int r = 0; r < rows; ++r) fold_lanes(op, v, pos, x[r], n, k + r);
 }
 
 /// The block of a reduced value as doubles: the data itself for f64, else converted into `buf`.
@@ -232,50 +250,73 @@ void run_reduce(const Region& region, std::span<const Storage* const> inputs, st
         return;
     }
 
-    // Strided: each position k of the reduced dimension is a run of `inner` outputs. Pieces of
-    // at most one block along inner; the reduced dimension split into chunks only when there are
-    // too few pieces to share out (the split depends on the shape, not on the threads).
-    const auto pieces = static_cast<std::size_t>((inner + static_cast<std::int64_t>(B) - 1) / static_cast<std::int64_t>(B));
-    const std::size_t units = static_cast<std::size_t>(outer) * pieces;
+    // Strided: each position k of the reduced dimension is a run of `inner` outputs, contiguous in
+    // memory; consecutive k are consecutive runs. A task takes one outer index and a chunk of k,
+    // reading its runs whole (block by block) in order: one contiguous stretch of memory. The
+    // reduced dimension is split into chunks only when there are too few outer indices to share
+    // out (the split depends on the shape, not on the threads).
+    const auto units = static_cast<std::size_t>(outer);
     const std::int64_t kchunks = units >= 64 ? 1 : std::min<std::int64_t>(len, static_cast<std::int64_t>((64 + units - 1) / units));
     const std::int64_t kc_len = (len + kchunks - 1) / kchunks;
     const std::size_t tasks = units * static_cast<std::size_t>(kchunks);
-    // Partials: per task, per reduction, one Acc per inner element of its piece.
-    std::vector<Acc> partial(tasks * nred * B);
+    const auto I = static_cast<std::size_t>(inner);
+    // Partials: per task, per reduction, a value and a position per inner element.
+    std::vector<double> pv(tasks * nred * I);
+    std::vector<std::int64_t> pk(tasks * nred * I);
     for_range(tasks, parallel, [&](std::size_t first, std::size_t last) {
-        Scratch& s = scratch_for(reg_bytes, B);
+        Scratch& s = scratch_for(reg_bytes, 4 * B);
         std::byte* regs = aligned(s.regs);
         for (std::size_t t = first; t < last; ++t) {
-            const std::size_t u = t / static_cast<std::size_t>(kchunks);
+            const auto o = static_cast<std::int64_t>(t / static_cast<std::size_t>(kchunks));
             const auto c = static_cast<std::int64_t>(t % static_cast<std::size_t>(kchunks));
-            const auto o = static_cast<std::int64_t>(u / pieces);
-            const auto i0 = static_cast<std::int64_t>(u % pieces) * static_cast<std::int64_t>(B);
-            const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(B), inner - i0));
-            Acc* acc = &partial[t * nred * B];
-            for (std::size_t j = 0; j < nred; ++j) std::fill_n(acc + j * B, n, initial(region.reductions[j].op));
+            double* v = &pv[t * nred * I];
+            std::int64_t* pos = &pk[t * nred * I];
+            for (std::size_t j = 0; j < nred; ++j) {
+                std::fill_n(v + j * I, I, initial(region.reductions[j].op).v);
+                std::fill_n(pos + j * I, I, std::int64_t{0});
+            }
             const std::int64_t k_end = std::min(len, (c + 1) * kc_len);
-            for (std::int64_t k = c * kc_len; k < k_end; ++k) {
-                const std::int64_t start = i0 + inner * (k + len * o);
-                program.run_block(start, n, regs);
-                for (std::size_t j = 0; j < nred; ++j) {
-                    const double* x = as_doubles(program.sink(j, start, regs), n, s.conv.data());
-                    fold_lanes(region.reductions[j].op, acc + j * B, x, n, k);
+            // Up to kRows positions of k at a time, so that a sum or product loads and stores its
+            // accumulators once per kRows rows; each row is folded in order (the same bits).
+            constexpr std::int64_t kRows = 4;
+            for (std::int64_t k = c * kc_len; k < k_end; k += kRows) {
+                const std::int64_t rows = std::min(kRows, k_end - k);
+                for (std::int64_t i0 = 0; i0 < inner; i0 += static_cast<std::int64_t>(B)) {
+                    const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(B), inner - i0));
+                    for (std::size_t j = 0; j < nred; ++j) {
+                        const double* x[kRows];
+                        for (std::int64_t r = 0; r < rows; ++r) {
+                            const std::int64_t start = i0 + inner * (k + r + len * o);
+                            program.run_block(start, n, regs);  // per reduction: a block holds one row
+                            double* buf = s.conv.data() + static_cast<std::size_t>(r) * B;
+                            x[r] = as_doubles(program.sink(j, start, regs), n, buf);
+                            // A value in the program's registers is overwritten by the next block.
+                            const auto* p = reinterpret_cast<const std::byte*>(x[r]);
+                            if (p >= regs && p < regs + reg_bytes) {
+                                std::copy_n(x[r], n, buf);
+                                x[r] = buf;
+                            }
+                        }
+                        fold_rows(region.reductions[j].op, v + j * I + static_cast<std::size_t>(i0),
+                                  pos + j * I + static_cast<std::size_t>(i0), x, static_cast<int>(rows), n, k);
+                    }
                 }
             }
         }
     });
     for_range(units, parallel, [&](std::size_t first, std::size_t last) {
         for (std::size_t u = first; u < last; ++u) {
-            const auto o = static_cast<std::int64_t>(u / pieces);
-            const auto i0 = static_cast<std::int64_t>(u % pieces) * static_cast<std::int64_t>(B);
-            const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(B), inner - i0));
+            const auto o = static_cast<std::int64_t>(u);
             for (std::size_t j = 0; j < nred; ++j) {
                 const OpKind op = region.reductions[j].op;
-                for (std::size_t i = 0; i < n; ++i) {
-                    Acc a = partial[(u * static_cast<std::size_t>(kchunks)) * nred * B + j * B + i];
-                    for (std::int64_t c = 1; c < kchunks; ++c)
-                        combine(op, a, partial[(u * static_cast<std::size_t>(kchunks) + static_cast<std::size_t>(c)) * nred * B + j * B + i]);
-                    write_output(*region.outputs[j].node, op, *outputs[j], i0 + static_cast<std::int64_t>(i) + inner * o, a);
+                for (std::size_t i = 0; i < I; ++i) {
+                    const std::size_t at0 = (u * static_cast<std::size_t>(kchunks)) * nred * I + j * I + i;
+                    Acc a{pv[at0], pk[at0]};
+                    for (std::int64_t c = 1; c < kchunks; ++c) {
+                        const std::size_t at = (u * static_cast<std::size_t>(kchunks) + static_cast<std::size_t>(c)) * nred * I + j * I + i;
+                        combine(op, a, Acc{pv[at], pk[at]});
+                    }
+                    write_output(*region.outputs[j].node, op, *outputs[j], static_cast<std::int64_t>(i) + inner * o, a);
                 }
             }
         }
