@@ -30,11 +30,13 @@ enum class OpKind : std::uint8_t {
     Sum, Prod, MaxOf, MinOf, ArgMax, ArgMin, Any, All,
     // matrix product: attr = {transpose A, transpose B} (0 or 1)
     MatMul,
+    // the same elements in another shape (column-major order kept): no work, the value is shared
+    Reshape,
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);
 
-enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, Contract };
+enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, Contract, View };
 
 /// How an op's result type follows from its operands'.
 enum class TypeRule : std::uint8_t {

@@ -9,6 +9,7 @@
 #include "tandem/error.hpp"
 #include "tandem/ops.hpp"
 #include "tandem/reductions.hpp"
+#include "tandem/shape_ops.hpp"
 
 namespace tandem {
 
@@ -161,9 +162,7 @@ Array dot(const Array& a, const Array& b) {
                          b.shape().to_string());
     Array x = a.dtype() == DType::logical ? as_double(a) : a;
     Array y = b.dtype() == DType::logical ? as_double(b) : b;
-    if (a.shape() != b.shape())
-        throw ShapeError("dot: vectors of different orientation (" + a.shape().to_string() + " and " +
-                         b.shape().to_string() + ") need a reshape, which is not available yet");
+    if (a.shape() != b.shape()) y = reshape(y, a.shape());  // orientation does not matter
     return reduce(OpKind::Sum, x * y, -1);
 }
 

@@ -55,6 +55,8 @@ struct Region {
     /// is the result's).
     bool matmul = false;
     bool trans_a = false, trans_b = false;
+    /// A view region (reshape): outputs[0] shares inputs[0]'s value; nothing runs.
+    bool alias = false;
     /// The reduce domain as (inner, len, outer): element (i, k, o) is linear index
     /// i + inner * (k + len * o); output (i, o) is i + inner * o.
     struct ReduceExtents {

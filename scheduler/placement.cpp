@@ -6,6 +6,7 @@ Placement::Placement(Backend& cpu, Backend* device, std::int64_t min_device_elem
     : cpu_(&cpu), device_(device), min_device_elements_(min_device_elements) {}
 
 PlacementDecision Placement::place(const Region& region) const {
+    if (region.alias) return {cpu_, "a view: shares its input's value"};
     if (!device_ || !device_enabled_.load()) return {cpu_, "cpu only"};
     if (region.shape.numel() < min_device_elements_) return {cpu_, "small: below device_min_elements"};
     return {device_, "large enough for the device"};

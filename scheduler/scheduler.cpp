@@ -243,6 +243,11 @@ void Scheduler::run_on_host(const JobPtr& job) {
             inputs.push_back(in->eval.value);
         }
     }
+    if (r.alias) {
+        // A view: the output is its input's value (wherever its copies live); nothing runs.
+        if (!error) job->outputs = {inputs.at(0)};
+        return complete(job, error, {}, false);
+    }
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::exception_ptr> per_output(r.outputs.size());
     if (!error) {
@@ -388,7 +393,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             requeue_on_host(job, after);
         } else {
             if (error) failed_.fetch_add(1, std::memory_order_relaxed);
-            else {
+            else if (!r.alias) {  // a view computes and writes nothing
                 regions_.fetch_add(1, std::memory_order_relaxed);
                 ops_.fetch_add(r.program.size(), std::memory_order_relaxed);
                 std::uint64_t written = 0;

@@ -53,4 +53,26 @@ TEST(VulkanMatmul, ChainedOnTheDevice) {
     tvk::expect_device_clean(*gpu);
 }
 
+// A view of a device-resident value stays on the device: nothing is downloaded or uploaded
+// for it, and its consumer runs there.
+TEST(VulkanMatmul, ReshapeOfADeviceValue) {
+    auto gpu = tvk::open_gpu();
+    std::mt19937_64 rng(10);
+    Host a = tmm::random_matrix(64, 48, DType::f64, rng);
+    Array A = tref::make_array(*gpu, a);
+    Array C = A * 3.0;
+    gpu->evaluate({C}).get();
+    const auto m0 = gpu->metrics();
+    Host s = tref::gather(tandem::sum(tandem::reshape(C, tandem::Shape{48, 64}), 1));
+    const auto m1 = gpu->metrics();
+    EXPECT_EQ(m1.upload_bytes - m0.upload_bytes, 0u);
+    EXPECT_EQ(m1.download_bytes - m0.download_bytes, 64u * 8u) << "only the 1 x 64 sums come back";
+    for (int j = 0; j < 64; ++j) {
+        double want = 0;
+        for (int i = 0; i < 48; ++i) want += 3.0 * a.v[static_cast<std::size_t>(i + 48 * j)];
+        EXPECT_NEAR(s.v[static_cast<std::size_t>(j)], want, 1e-12 * 48 * 10);
+    }
+    tvk::expect_device_clean(*gpu);
+}
+
 }  // namespace

@@ -491,6 +491,7 @@ private:
             }
             case OpGroup::Reduce:
             case OpGroup::Contract:
+            case OpGroup::View:
                 throw DeviceError(std::string("vulkan codegen: ") + std::string(info.name) +
                                   " inside a region's program (fusion bug)");
         }

@@ -13,3 +13,4 @@
 #include "tandem/reductions.hpp"
 #include "tandem/runtime.hpp"
 #include "tandem/shape.hpp"
+#include "tandem/shape_ops.hpp"

@@ -1,0 +1,74 @@
+// reshape and column: the same elements in column-major order, free (no region runs, nothing is
+// written: the value is shared), of inputs, computed values, constants and failed values;
+// consumers of a reshaped value fuse as usual; shape errors; dot of a row and a column.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "reference.hpp"
+#include "tandem/tandem.hpp"
+
+using tandem::Array;
+using tandem::Runtime;
+using tandem::Shape;
+
+namespace {
+
+tandem::Config cpu_config() {
+    tandem::Config c;
+    c.device = "cpu";
+    return c;
+}
+
+TEST(Reshape, SameElementsNewShapeNoWork) {
+    Runtime rt(cpu_config());
+    std::vector<double> d(24);
+    for (std::size_t i = 0; i < d.size(); ++i) d[i] = static_cast<double>(i);
+    Array x = rt.array(std::span<const double>(d), Shape{4, 6});
+    Array y = x * 2.0;
+    rt.evaluate({y}).get();
+    const auto m0 = rt.metrics();
+    auto r = tandem::reshape(y, Shape{2, 3, 4}).gather().get();
+    const auto m1 = rt.metrics();
+    EXPECT_EQ(r.shape(), (Shape{2, 3, 4}));
+    for (std::size_t i = 0; i < d.size(); ++i) EXPECT_EQ(r.data<double>()[i], 2.0 * d[i]);
+    EXPECT_EQ(m1.regions_executed - m0.regions_executed, 0u) << "a reshape computes nothing";
+    EXPECT_EQ(m1.elements_written - m0.elements_written, 0u) << "a reshape writes nothing";
+    EXPECT_EQ(tandem::column(x).shape(), (Shape{24, 1}));
+    // a reshaped value feeds fused consumers; the producer runs once
+    auto s = tref::gather(tandem::sum(tandem::reshape(x + 1.0, Shape{6, 4}), 1));
+    ASSERT_EQ(s.v.size(), 4u);
+    for (int j = 0; j < 4; ++j) {
+        double want = 0;
+        for (int i = 0; i < 6; ++i) want += d[static_cast<std::size_t>(i + 6 * j)] + 1.0;
+        EXPECT_EQ(s.v[static_cast<std::size_t>(j)], want);
+    }
+    // a constant is computed, then shared
+    auto o = tandem::reshape(rt.ones(Shape{2, 3}), Shape{3, 2}).gather().get();
+    EXPECT_EQ(o.to_doubles(), std::vector<double>(6, 1.0));
+    EXPECT_EQ(tandem::reshape(x, Shape{4, 6}).node(), x.node()) << "the same shape is the same array";
+}
+
+TEST(Reshape, ErrorsAndFailedValues) {
+    Runtime rt(cpu_config());
+    Array x = rt.ones(Shape{2, 3});
+    try {
+        tandem::reshape(x, Shape{4, 2});
+        ADD_FAILURE() << "no error";
+    } catch (const tandem::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("2x3"), std::string::npos) << e.what();
+    }
+    std::vector<double> n = {1, NAN};
+    Array bad = tandem::logical(rt.array(std::span<const double>(n)));
+    EXPECT_THROW(tandem::reshape(bad, Shape{1, 2}).gather().get(), tandem::ValueError);
+}
+
+TEST(Reshape, DotOfARowAndAColumn) {
+    Runtime rt(cpu_config());
+    std::vector<double> a = {1, 2, 3}, b = {4, -5, 6};
+    Array row = rt.array(std::span<const double>(a), Shape{1, 3}), col = rt.array(std::span<const double>(b), Shape{3, 1});
+    EXPECT_EQ(tandem::dot(row, col).gather().get().to_doubles(), std::vector<double>{12.0});
+}
+
+}  // namespace
