@@ -52,7 +52,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         if (pos(t) != kOutside) wanted[pos(t)] = true;
     // A matrix product (or a view) reads materialised operands: a constant one is computed, not folded.
     for (std::size_t i = 0; i < pending.size(); ++i)
-        if (pending[i]->op == OpKind::MatMul || pending[i]->op == OpKind::Reshape)
+        if (own_region(pending[i]->op))
             for (auto& in : pending[i]->inputs)
                 if (std::size_t k = pos(in.get()); k != kOutside && in->op == OpKind::Constant) wanted[k] = true;
 
@@ -70,7 +70,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
         if (n->op == OpKind::Constant && !wanted[i]) continue;
-        if (n->op == OpKind::MatMul || n->op == OpKind::Reshape) {
+        if (own_region(n->op)) {
             // A region of its own, over the result's shape.
             const std::size_t g = groups.size();
             groups.push_back({n->shape, {i}, {}});
@@ -155,7 +155,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             const std::size_t k = pos(pending[i]->inputs[0].get());
             if (k == kOutside || group_of[k] == kFolded) continue;
             const std::size_t g = group_of[k];
-            if (is_reduction(pending[k]->op) || pending[k]->op == OpKind::MatMul || pending[k]->op == OpKind::Reshape)
+            if (is_reduction(pending[k]->op) || own_region(pending[k]->op))
                 continue;  // its own region
             const double dim = pending[i]->attr[0];
             if (has_dim[g] && dim_of[g] != dim) blocked[g] = true;
@@ -166,7 +166,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             if (group_of[i] == kFolded || !is_reduction(pending[i]->op)) continue;
             const std::size_t k = pos(pending[i]->inputs[0].get());
             if (k == kOutside || group_of[k] == kFolded || is_reduction(pending[k]->op) ||
-                pending[k]->op == OpKind::MatMul || pending[k]->op == OpKind::Reshape)
+                own_region(pending[k]->op))
                 continue;
             if (!blocked[group_of[k]]) {
                 merged_into[group_of[i]] = group_of[k];
@@ -209,6 +209,12 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         };
         for (std::size_t m : g.members) {
             const Node* n = pending[m];
+            if (n->op == OpKind::Transpose) {
+                r.transpose = true;
+                r.inputs = n->inputs;
+                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                continue;
+            }
             if (n->op == OpKind::Reshape) {
                 r.alias = true;
                 r.inputs = n->inputs;

@@ -9,7 +9,19 @@
 
 namespace tandem {
 
-Array matmul(const Array& a, const Array& b, MatmulOptions o) {
+Array matmul(const Array& a0, const Array& b0, MatmulOptions o) {
+    // A transposed operand is read in place: transpose(x) * y is x' * y without the copy.
+    // (Not once the transpose is computed: its operand is released then, and it is an array.)
+    auto unwrap = [](const Array& x, bool& trans) {
+        if (x.node()->op != detail::OpKind::Transpose) return x;
+        auto in = detail::runtime_of(x).scheduler().locked([&]() -> std::shared_ptr<detail::Node> {
+            return x.node()->inputs.empty() ? nullptr : x.node()->inputs[0];
+        });
+        if (!in) return x;
+        trans = !trans;
+        return Array(std::move(in));
+    };
+    const Array a = unwrap(a0, o.transpose_a), b = unwrap(b0, o.transpose_b);
     detail::RuntimeImpl& rt = detail::runtime_of(a);
     if (&detail::runtime_of(b) != &rt) throw ValueError("matmul: operands belong to different runtimes");
     const Shape& sa = a.shape();

@@ -75,6 +75,7 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"all", G::Reduce, 1, R::Reduction, false},
     {"mtimes", G::Contract, 2, R::Arithmetic, false},
     {"reshape", G::View, 1, R::Arithmetic, false},
+    {"transpose", G::View, 1, R::Arithmetic, false},
 }};
 
 }  // namespace

@@ -32,6 +32,8 @@ enum class OpKind : std::uint8_t {
     MatMul,
     // the same elements in another shape (column-major order kept): no work, the value is shared
     Reshape,
+    // 2-D transpose (MATLAB .', and ' for real arrays)
+    Transpose,
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);
@@ -65,6 +67,11 @@ inline bool is_elementwise(OpKind op) noexcept {
 }
 
 inline bool is_reduction(OpKind op) noexcept { return op_info(op).group == OpGroup::Reduce; }
+/// Ops that are a region of their own: a matrix product, a view, a transpose.
+inline bool own_region(OpKind op) noexcept {
+    const OpGroup g = op_info(op).group;
+    return g == OpGroup::Contract || g == OpGroup::View;
+}
 
 /// The reduction of all elements (attr[0] of a Reduce node).
 inline constexpr double kReduceAll = -1.0;

@@ -57,6 +57,8 @@ struct Region {
     bool trans_a = false, trans_b = false;
     /// A view region (reshape): outputs[0] shares inputs[0]'s value; nothing runs.
     bool alias = false;
+    /// A transpose region: outputs[0] = inputs[0].' (2-D; the shape is the result's).
+    bool transpose = false;
     /// The reduce domain as (inner, len, outer): element (i, k, o) is linear index
     /// i + inner * (k + len * o); output (i, o) is i + inner * o.
     struct ReduceExtents {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "reference.hpp"
@@ -69,6 +71,34 @@ TEST(Reshape, DotOfARowAndAColumn) {
     std::vector<double> a = {1, 2, 3}, b = {4, -5, 6};
     Array row = rt.array(std::span<const double>(a), Shape{1, 3}), col = rt.array(std::span<const double>(b), Shape{3, 1});
     EXPECT_EQ(tandem::dot(row, col).gather().get().to_doubles(), std::vector<double>{12.0});
+}
+
+TEST(Transpose, EveryShapeAndTypeMatchesAndMatmulReadsItInPlace) {
+    Runtime rt(cpu_config());
+    std::mt19937_64 rng(21);
+    for (tandem::DType t : {tandem::DType::f64, tandem::DType::f32, tandem::DType::logical})
+        for (auto [r, c] : {std::pair{1, 1}, {1, 9}, {9, 1}, {3, 5}, {64, 64}, {65, 130}, {200, 3}, {0, 4}}) {
+            SCOPED_TRACE(std::string(tref::dtype_str(t)) + " " + std::to_string(r) + "x" + std::to_string(c));
+            tref::Host h = tref::random_host({r, c}, t, rng);
+            tref::Host got = tref::gather(tandem::transpose(tref::make_array(rt, h)));
+            ASSERT_EQ(got.dims, (tref::Dims{c, r}));
+            ASSERT_EQ(got.dtype, t);
+            for (int i = 0; i < r; ++i)
+                for (int j = 0; j < c; ++j) {
+                    const double w = h.v[static_cast<std::size_t>(i + r * j)], g = got.v[static_cast<std::size_t>(j + c * i)];
+                    ASSERT_TRUE(w == g || (std::isnan(w) && std::isnan(g))) << i << "," << j;
+                }
+        }
+    tref::Host a = tref::random_host({40, 30}, tandem::DType::f64, rng, false), b = tref::random_host({40, 20}, tandem::DType::f64, rng, false);
+    Array A = tref::make_array(rt, a), B = tref::make_array(rt, b);
+    const auto m0 = rt.metrics();
+    tref::Host p = tref::gather(tandem::matmul(tandem::transpose(A), B));
+    const auto m1 = rt.metrics();
+    EXPECT_EQ(m1.regions_executed - m0.regions_executed, 1u) << "A' read in place: no transpose region";
+    tref::Host q = tref::gather(tandem::matmul(A, B, {true, false}));
+    EXPECT_EQ(p.v, q.v);
+    EXPECT_THROW(tandem::transpose(rt.ones(Shape{2, 2, 2})), tandem::ShapeError);
+    EXPECT_EQ(tref::gather(tandem::transpose(tandem::transpose(A))).v, a.v);
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 // for a consumer, and fed from a device-resident operand.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <utility>
 
 #include "matmul_reference.hpp"
 #include "reference.hpp"
@@ -50,6 +52,24 @@ TEST(VulkanMatmul, ChainedOnTheDevice) {
     Host ctc = tref::gather(tandem::matmul(tref::make_array(*gpu, c), tref::make_array(*gpu, c), {true, false}));
     for (std::size_t i = 0; i < d.v.size(); ++i) EXPECT_NEAR(d.v[i], ctc.v[i] + 1.0, 1e-9 * (1 + std::fabs(ctc.v[i])));
     EXPECT_EQ(gpu->metrics().device_fallbacks, 0u);
+    tvk::expect_device_clean(*gpu);
+}
+
+TEST(VulkanMatmul, TransposeTiles) {
+    auto gpu = tvk::open_gpu();
+    std::mt19937_64 rng(11);
+    for (DType t : {DType::f64, DType::f32, DType::logical})
+        for (auto [r, c] : {std::pair{2, 3}, {32, 32}, {33, 65}, {100, 7}, {1, 1}}) {
+            SCOPED_TRACE(std::string(tref::dtype_str(t)) + " " + std::to_string(r) + "x" + std::to_string(c));
+            Host h = tref::random_host({r, c}, t, rng);
+            Host got = tref::gather(tandem::transpose(tref::make_array(*gpu, h)));
+            ASSERT_EQ(got.dims, (tref::Dims{c, r}));
+            for (int i = 0; i < r; ++i)
+                for (int j = 0; j < c; ++j) {
+                    const double w = h.v[static_cast<std::size_t>(i + r * j)], g = got.v[static_cast<std::size_t>(j + c * i)];
+                    ASSERT_TRUE(w == g || (std::isnan(w) && std::isnan(g))) << i << "," << j;
+                }
+        }
     tvk::expect_device_clean(*gpu);
 }
 

@@ -82,10 +82,49 @@ void CpuBackend::run_matmul(const Region& region, std::span<const Storage* const
              static_cast<const double*>(inputs[1]->data()), ldb, 0.0, static_cast<double*>(outputs[0]->data()), m);
 }
 
+namespace {
+template <class T>
+void transpose_tiles(const T* src, T* dst, std::int64_t rows, std::int64_t cols, std::int64_t j0, std::int64_t j1) {
+    // 64 x 64 tiles: a tile of the source's columns and of the result's columns both stay in cache.
+    constexpr std::int64_t kTile = 64;
+    for (std::int64_t jb = j0; jb < j1; jb += kTile)
+        for (std::int64_t ib = 0; ib < rows; ib += kTile) {
+            const std::int64_t je = std::min(j1, jb + kTile), ie = std::min(rows, ib + kTile);
+            for (std::int64_t i = ib; i < ie; ++i)
+                for (std::int64_t j = jb; j < je; ++j) dst[j + cols * i] = src[i + rows * j];
+        }
+}
+}  // namespace
+
+void CpuBackend::run_transpose(const Region& region, std::span<const Storage* const> inputs,
+                               std::span<Storage* const> outputs) {
+    const Shape& in = region.inputs[0]->shape;
+    const std::int64_t rows = in[0], cols = in[1];
+    if (rows == 0 || cols == 0) return;
+    const std::size_t elem = dtype_size(region.outputs[0].node->dtype);
+    const void* src = inputs[0]->data();
+    void* dst = outputs[0]->data();
+    auto run = [&](std::int64_t j0, std::int64_t j1) {
+        if (elem == 8) transpose_tiles(static_cast<const double*>(src), static_cast<double*>(dst), rows, cols, j0, j1);
+        else if (elem == 4) transpose_tiles(static_cast<const float*>(src), static_cast<float*>(dst), rows, cols, j0, j1);
+        else transpose_tiles(static_cast<const std::uint8_t*>(src), static_cast<std::uint8_t*>(dst), rows, cols, j0, j1);
+    };
+#if defined(TANDEM_TSAN)
+    run(0, cols);
+#else
+    // Column bands of the source, 64 columns each: independent, contiguous reads.
+    const std::int64_t bands = (cols + 63) / 64;
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, bands, 1), [&](const tbb::blocked_range<std::int64_t>& r) {
+        run(r.begin() * 64, std::min(cols, r.end() * 64));
+    });
+#endif
+}
+
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
                          std::span<Storage* const> outputs) {
     if (region.is_reduce()) return run_reduce(region, inputs, outputs, kernels_, block_, true);
     if (region.matmul) return run_matmul(region, inputs, outputs);
+    if (region.transpose) return run_transpose(region, inputs, outputs);
     Program program(region, inputs, outputs, kernels_, block_);
     const std::int64_t numel = program.numel();
     if (numel == 0) return;

@@ -7,6 +7,7 @@
 #include "backends/vulkan/codegen.hpp"
 #include "backends/vulkan/compiler.hpp"
 #include "backends/vulkan/gemm.hpp"
+#include "backends/vulkan/transpose.hpp"
 
 namespace tandem::detail::vk {
 
@@ -407,6 +408,7 @@ void VulkanBackend::submit(Submission s) {
         }
     }
     if (r.matmul) return submit_matmul(std::move(s));
+    if (r.transpose) return submit_transpose(std::move(s));
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<int> dims;
@@ -552,6 +554,44 @@ void VulkanBackend::submit_matmul(Submission s) {
         b.end_span(q);
         ++b.dispatches;
     }
+    finish_item(b, std::move(s), out);
+}
+
+void VulkanBackend::submit_transpose(Submission s) {
+    const Region& r = *s.region;
+    const Shape& in = r.inputs[0]->shape;
+    const auto rows = static_cast<std::uint64_t>(in[0]), cols = static_cast<std::uint64_t>(in[1]);
+    const std::uint64_t gx = (rows + kTransposeTile - 1) / kTransposeTile, gy = (cols + kTransposeTile - 1) / kTransposeTile;
+    if (gx > 65535 || gy > 65535 || rows > 0xFFFFFFFFull || cols > 0xFFFFFFFFull)
+        throw DeviceError("vulkan: a transpose of " + in.to_string() + " needs more workgroups than one dispatch has");
+    const DType t = r.outputs[0].node->dtype;
+    const ComputePipeline& pipeline = pipelines_->get(transpose_kernel(t));  // before recording
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto src = device_copy(*s.inputs[0], b);
+    b.keep.push_back(src);
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (gx > 0 && gy > 0) {
+        struct {
+            std::uint64_t src, dst;
+            std::uint32_t rows, cols;
+        } push{src->address(), out->address(), static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols)};
+        const int q = b.begin_span(Span::kernel);
+        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+        vkCmdDispatch(b.cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    finish_item(b, std::move(s), out);
+}
+
+/// The end of recording one region with one output `out`: its barrier, its readback if a host
+/// sink wants it, its completion item.
+void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out) {
+    const Region& r = *s.region;
     buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);

@@ -12,5 +12,8 @@ namespace tandem {
 TANDEM_API Array reshape(const Array& a, const Shape& shape);
 /// MATLAB a(:): the elements as a column vector.
 TANDEM_API Array column(const Array& a);
+/// MATLAB a.' (and a' for real arrays) of a 2-D array (ShapeError for N-D). A vector's transpose
+/// is free (a reshape); a matrix's is a tiled copy, and matmul reads it in place instead.
+TANDEM_API Array transpose(const Array& a);
 
 }  // namespace tandem
