@@ -618,9 +618,10 @@ void bench_transfer(tandem::Runtime& rt, const Options& o) {
           {"copy_queue_submits_per_rep", queue_submits}});
 }
 
-// e. reductions (issue 4): over n fp32 elements as a rows x cols matrix (rows = 2^(log2n/2)),
-// sum along dimension 1 (contiguous), along dimension 2 (strided), over all elements, and the
-// fused sum(A .* B, 2); bytes counted: the inputs read once (outputs are n/rows or n/cols).
+// e. reductions and other ops of issue 4: over n fp32 elements as a rows x cols matrix (rows =
+// 2^(log2n/2)), sum along dimension 1 (contiguous), along dimension 2 (strided), over all
+// elements, and the fused sum(A .* B, 2) (bytes counted: the inputs read once); transpose(A)
+// (read and written: 2 arrays); randn of n singles (written: 1 array).
 void bench_reduce(tandem::Runtime& rt, const Options& o) {
     const std::int64_t n = std::int64_t{1} << o.log2n;
     const std::int64_t rows = std::int64_t{1} << (o.log2n / 2), cols = n / rows;
@@ -666,6 +667,8 @@ void bench_reduce(tandem::Runtime& rt, const Options& o) {
         {"sum_dim2", "sum(A, 2)", 1, [&] { return tandem::sum(A, 2); }},
         {"sum_all", "sum(A, 'all')", 1, [&] { return tandem::sum(A, tandem::all_dims); }},
         {"sum_ab_dim2", "sum(A .* B, 2)", 2, [&] { return tandem::sum(A * B, 2); }},
+        {"transpose", "transpose(A)", 2, [&] { return tandem::transpose(A); }},
+        {"randn", "randn(n, 1, 'single')", 1, [&] { return tandem::randn(rt, tandem::Shape{n, 1}, tandem::DType::f32); }},
     };
     for (const Red& e : reds) {
         std::uint64_t regions = 0, fallbacks = 0;

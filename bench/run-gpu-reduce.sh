@@ -4,7 +4,8 @@
 #      TANDEM_TWO_PASS_THRESHOLD (how the defaults were chosen);
 #   2. bench/torch_reduce_peers.py: PyTorch eager and torch.compile on the same sums, and copy_;
 #   3. a table: Tandem's bandwidth against PyTorch's copy_ (target: >= 85% for sum along
-#      dimension 1, dimension 2, all, and the fused sum(A .* B, 2)) and against PyTorch's sums.
+#      dimension 1, dimension 2, all, and the fused sum(A .* B, 2); >= 80% for transpose(A) and
+#      randn of 2^28 singles) and against PyTorch's sums.
 # Usage: bench/run-gpu-reduce.sh [--log2n N] [--bench PATH] [--no-torch] [--no-sweep]
 # Results go to $OUT when it is set, else to a temp dir.
 set -uo pipefail
@@ -70,9 +71,10 @@ for j in t:
     e = peer.get(("torch_eager", j["expr"]), {}).get("median_wall_ms", float("nan"))
     c = peer.get(("torch_compile", j["expr"]), {}).get("median_wall_ms", float("nan"))
     ratio = j["wall_GBps"] / copy if copy == copy else float("nan")
-    mark = "PASS" if ratio >= 0.85 else "MISS"
+    target = 0.85 if j["expr"].startswith("sum") else 0.80
+    mark = "PASS" if ratio >= target else "MISS"
     print(f"{j['expr']:12s} {j['text']:16s} {j['median_wall_ms']:8.3f} {j['median_kernel_ms']:8.3f} {j['wall_GBps']:7.0f} "
-          f"{ratio*100:7.0f}% {e:9.3f} {c:11.3f}  {mark} (>= 85%)")
+          f"{ratio*100:7.0f}% {e:9.3f} {c:11.3f}  {mark} (>= {target*100:.0f}%)")
 sw = load("reduce_sweep.jsonl")
 if sw:
     print("\nsweep: GPU-time GB/s by TANDEM_REDUCTION_WG x TANDEM_TWO_PASS_THRESHOLD")

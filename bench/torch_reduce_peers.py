@@ -79,6 +79,13 @@ def main():
             counted = arrays * 4.0 * n
             emit({"kind": "reduce", "system": system, "dtype": "fp32", "expr": name, "median_wall_ms": ms,
                   "wall_GBps": counted / ms / 1e6})
+    t_ms = time_call(lambda: A.t().contiguous(), o.warmup, o.reps)
+    emit({"kind": "reduce", "system": "torch_eager", "dtype": "fp32", "expr": "transpose", "median_wall_ms": t_ms,
+          "wall_GBps": 2 * 4.0 * n / t_ms / 1e6})
+    g = torch.Generator(device=dev)
+    r_ms = time_call(lambda: torch.randn(n, device=dev, dtype=torch.float32, generator=g), o.warmup, o.reps)
+    emit({"kind": "reduce", "system": "torch_eager", "dtype": "fp32", "expr": "randn", "median_wall_ms": r_ms,
+          "wall_GBps": 4.0 * n / r_ms / 1e6})
     dst = torch.empty_like(A)
     ms = time_call(lambda: dst.copy_(A), o.warmup, o.reps)
     emit({"kind": "reduce", "system": "torch_copy", "dtype": "fp32", "expr": "copy", "median_wall_ms": ms,

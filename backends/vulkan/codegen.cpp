@@ -455,7 +455,19 @@ private:
                                              std::to_string(s[1]) + ") << 32))";
                     const std::string f = std::string(ins.op == OpKind::RandU ? "tdm_rand_" : "tdm_randn_") +
                                           (rt == DType::f32 ? "f32" : "f64");
-                    return define(i, rt, f + "(" + seed + ", uint64_t(s" + std::to_string(s[2]) + "), uint64_t(i))");
+                    const std::string stream = "uint64_t(s" + std::to_string(s[2]) + ")";
+                    // The vector path, when a vector is exactly one Philox block (4 singles or 2
+                    // doubles): the block once per step, lane c taking component c -- the same bits
+                    // as element by element, a quarter (half) of the generator's work.
+                    const std::uint32_t per_block = rt == DType::f32 ? 4u : 2u;
+                    if (lane_ >= 0 && vec_ == per_block) {
+                        const std::string name = "g" + std::to_string(i) + "_v";
+                        vec_rng_.emplace(i, std::string(rt == DType::f32 ? "vec4 " : "dvec2 ") + name + " = " + f +
+                                                (rt == DType::f32 ? "x4" : "x2") + "(" + seed + ", " + stream +
+                                                ", uint64_t(vi));");
+                        return define(i, rt, name + "[" + std::to_string(lane_) + "]");
+                    }
+                    return define(i, rt, f + "(" + seed + ", " + stream + ", uint64_t(i))");
                 }
                 return define(i, DType::f64, "s" + std::to_string(s[0]) + " + double(i) * s" + std::to_string(s[1]));
             }
@@ -694,6 +706,7 @@ private:
              "            }\n"
              "            break;\n"
              "        }\n";
+        for (const auto& [instr, decl] : vec_rng_) s << "        " << decl << "\n";
         for (const auto& [in, t] : vec_in_) {
             const std::string base = "in" + std::to_string(in);
             const std::string load = std::string(vref(t, true)) + "(" + vaddr(base, t) + ").v";
@@ -733,6 +746,7 @@ private:
     std::map<std::uint32_t, bool> offsets_done_;
     std::map<std::pair<std::uint32_t, DType>, std::string> scalar_inputs_;  // loaded once, in pre_
     std::map<std::uint32_t, DType> vec_in_;  // fast path: full inputs read, by their storage type
+    std::map<std::size_t, std::string> vec_rng_;  // fast path: a Philox block per step, by instruction
     std::uint32_t vec_ = 1, steps_ = 1;
     int lane_ = -1;
     bool keying_ = true;
