@@ -76,6 +76,10 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"mtimes", G::Contract, 2, R::Arithmetic, false},
     {"reshape", G::View, 1, R::Arithmetic, false},
     {"transpose", G::View, 1, R::Arithmetic, false},
+    {"cumsum", G::Scan, 1, R::Arithmetic, false},
+    {"cumprod", G::Scan, 1, R::Arithmetic, false},
+    {"cummax", G::Scan, 1, R::Arithmetic, false},
+    {"cummin", G::Scan, 1, R::Arithmetic, false},
 }};
 
 }  // namespace

@@ -34,11 +34,13 @@ enum class OpKind : std::uint8_t {
     Reshape,
     // 2-D transpose (MATLAB .', and ' for real arrays)
     Transpose,
+    // cumulative along a dimension (attr[0], 0-based): the same shape
+    CumSum, CumProd, CumMax, CumMin,
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);
 
-enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, Contract, View };
+enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, Contract, View, Scan };
 
 /// How an op's result type follows from its operands'.
 enum class TypeRule : std::uint8_t {
@@ -67,10 +69,10 @@ inline bool is_elementwise(OpKind op) noexcept {
 }
 
 inline bool is_reduction(OpKind op) noexcept { return op_info(op).group == OpGroup::Reduce; }
-/// Ops that are a region of their own: a matrix product, a view, a transpose.
+/// Ops that are a region of their own: a matrix product, a view, a transpose, a scan.
 inline bool own_region(OpKind op) noexcept {
     const OpGroup g = op_info(op).group;
-    return g == OpGroup::Contract || g == OpGroup::View;
+    return g == OpGroup::Contract || g == OpGroup::View || g == OpGroup::Scan;
 }
 
 /// The reduction of all elements (attr[0] of a Reduce node).

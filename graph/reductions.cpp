@@ -153,6 +153,23 @@ Array all(const Array& a) { return reduce(OpKind::All, a, implicit_dim(a)); }
 Array all(const Array& a, int dim) { return reduce(OpKind::All, a, checked_dim(dim, "all")); }
 Array all(const Array& a, AllDims) { return reduce(OpKind::All, a, -1); }
 
+namespace {
+Array scan(OpKind op, const Array& a, int dim) {
+    detail::RuntimeImpl& rt = detail::runtime_of(a);
+    Array x = a.dtype() == DType::logical ? as_double(a) : a;
+    return Array(rt.nodes().make(op, x.dtype(), x.shape(), {x.node()}, {static_cast<double>(dim), 0, 0}));
+}
+}  // namespace
+
+Array cumsum(const Array& a) { return scan(OpKind::CumSum, a, default_dim(a.shape())); }
+Array cumsum(const Array& a, int dim) { return scan(OpKind::CumSum, a, checked_dim(dim, "cumsum")); }
+Array cumprod(const Array& a) { return scan(OpKind::CumProd, a, default_dim(a.shape())); }
+Array cumprod(const Array& a, int dim) { return scan(OpKind::CumProd, a, checked_dim(dim, "cumprod")); }
+Array cummax(const Array& a) { return scan(OpKind::CumMax, a, default_dim(a.shape())); }
+Array cummax(const Array& a, int dim) { return scan(OpKind::CumMax, a, checked_dim(dim, "cummax")); }
+Array cummin(const Array& a) { return scan(OpKind::CumMin, a, default_dim(a.shape())); }
+Array cummin(const Array& a, int dim) { return scan(OpKind::CumMin, a, checked_dim(dim, "cummin")); }
+
 Array nnz(const Array& a) { return reduce(OpKind::Sum, a != 0.0, -1); }
 
 Array dot(const Array& a, const Array& b) {

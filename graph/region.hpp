@@ -59,6 +59,10 @@ struct Region {
     bool alias = false;
     /// A transpose region: outputs[0] = inputs[0].' (2-D; the shape is the result's).
     bool transpose = false;
+    /// A scan region: outputs[0] = scan_op of inputs[0] along reduce_dim (0-based), line by
+    /// line in order (the same shape; reduce_extents gives the lines).
+    bool scan = false;
+    OpKind scan_op = OpKind::CumSum;
     /// The reduce domain as (inner, len, outer): element (i, k, o) is linear index
     /// i + inner * (k + len * o); output (i, o) is i + inner * o.
     struct ReduceExtents {

@@ -9,6 +9,11 @@ PlacementDecision Placement::place(const Region& region) const {
     if (region.alias) return {cpu_, "a view: shares its input's value"};
     if (!device_ || !device_enabled_.load()) return {cpu_, "cpu only"};
     if (region.shape.numel() < min_device_elements_) return {cpu_, "small: below device_min_elements"};
+    if (region.scan) {
+        // A device scan runs an invocation per line: few lines leave the GPU idle.
+        const auto e = region.reduce_extents();
+        if (e.inner * e.outer * 64 < min_device_elements_) return {cpu_, "a scan of too few lines for the device"};
+    }
     return {device_, "large enough for the device"};
 }
 

@@ -172,6 +172,44 @@ inline Expected reduce(const Host& x, Op op, int dim, bool omitnan = false) {
     return e;
 }
 
+enum class ScanOp { cumsum, cumprod, cummax, cummin };
+
+inline tandem::Array call_scan(ScanOp op, const tandem::Array& x, int dim) {
+    switch (op) {
+        case ScanOp::cumsum: return dim ? tandem::cumsum(x, dim) : tandem::cumsum(x);
+        case ScanOp::cumprod: return dim ? tandem::cumprod(x, dim) : tandem::cumprod(x);
+        case ScanOp::cummax: return dim ? tandem::cummax(x, dim) : tandem::cummax(x);
+        case ScanOp::cummin: return dim ? tandem::cummin(x, dim) : tandem::cummin(x);
+    }
+    return x;
+}
+
+/// The reference scan along dim (0-based): each line in order, the running value in double,
+/// each element rounded to the result's type (the documented arithmetic, so exact comparison).
+inline Host scan(const Host& x, ScanOp op, int dim) {
+    Host y = x;
+    if (y.dtype == DType::logical) y.dtype = DType::f64;
+    Dims d = x.dims;
+    while (d.size() <= static_cast<std::size_t>(dim)) d.push_back(1);
+    std::int64_t inner = 1, outer = 1;
+    for (int q = 0; q < dim; ++q) inner *= d[static_cast<std::size_t>(q)];
+    const std::int64_t len = d[static_cast<std::size_t>(dim)];
+    for (std::size_t q = static_cast<std::size_t>(dim) + 1; q < d.size(); ++q) outer *= d[q];
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < inner; ++i) {
+            double a = op == ScanOp::cumsum ? 0.0 : op == ScanOp::cumprod ? 1.0 : NAN;
+            for (std::int64_t k = 0; k < len; ++k) {
+                const auto at = static_cast<std::size_t>(i + inner * (k + len * o));
+                const double v = x.v[at];
+                if (op == ScanOp::cumsum) a = a + v;
+                else if (op == ScanOp::cumprod) a = a * v;
+                else if (!std::isnan(v) && (std::isnan(a) || (op == ScanOp::cummax ? v > a : v < a))) a = v;
+                y.v[at] = tref::to_type(a, y.dtype);
+            }
+        }
+    return y;
+}
+
 /// got against the reference: shape and type exact, values within the tolerance (NaN where NaN,
 /// infinities exactly).
 inline ::testing::AssertionResult matches(const Host& got, const Expected& want) {

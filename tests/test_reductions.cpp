@@ -74,6 +74,23 @@ TEST_P(ReduceOps, EveryOpEveryDimMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Reductions, ReduceOps, ::testing::Values(DType::f64, DType::f32, DType::logical),
                          [](const auto& p) { return std::string(tref::dtype_str(p.param)); });
 
+TEST_P(ReduceOps, ScansEveryDimExactlyAsDocumented) {
+    const DType t = GetParam();
+    Runtime rt(cpu_config());
+    std::mt19937_64 rng(77 + static_cast<int>(t));
+    for (const Dims& shape : kShapes)
+        for (tred::ScanOp op : {tred::ScanOp::cumsum, tred::ScanOp::cumprod, tred::ScanOp::cummax, tred::ScanOp::cummin}) {
+            const Host x = tred::random_data(shape, t, rng, true, op == tred::ScanOp::cumprod);
+            const Array a = tref::make_array(rt, x);
+            for (int dim : {0, 1, 2, 3}) {
+                SCOPED_TRACE("scan " + std::to_string(static_cast<int>(op)) + " of " + tref::dims_str(shape) + " dim " +
+                             std::to_string(dim));
+                const int d0 = dim == 0 ? tred::default_dim(x.dims, Op::max) : dim - 1;
+                EXPECT_TRUE(tref::same_values(tref::gather(tred::call_scan(op, a, dim)), tred::scan(x, op, d0)));
+            }
+        }
+}
+
 TEST(Reductions, MatlabRulesOnSmallCases) {
     Runtime rt(cpu_config());
     const std::vector<double> m = {1, 2, 3, 4, 5, 6};  // [1 3 5; 2 4 6]

@@ -98,7 +98,8 @@ std::vector<Region> regions_for(OpKind op, DType t) {
     const Shape s{4, 5};
     const OpInfo& info = op_info(op);
     if (op == OpKind::Input) return out;
-    if (info.group == OpGroup::Reduce || info.group == OpGroup::Contract || info.group == OpGroup::View)
+    if (info.group == OpGroup::Reduce || info.group == OpGroup::Contract || info.group == OpGroup::View ||
+        info.group == OpGroup::Scan)
         return out;  // never program instructions
     if (op == OpKind::Constant) {
         Builder b(s);

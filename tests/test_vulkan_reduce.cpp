@@ -57,6 +57,23 @@ TEST_P(VulkanReduce, EveryOpEveryDimMatchesReference) {
     tvk::expect_device_clean(*gpu);
 }
 
+TEST_P(VulkanReduce, ScansSameBitsAsDocumented) {
+    const DType t = GetParam();
+    auto gpu = tvk::open_gpu();
+    std::mt19937_64 rng(99 + static_cast<int>(t));
+    for (const Dims& shape : kShapes)
+        for (tred::ScanOp op : {tred::ScanOp::cumsum, tred::ScanOp::cumprod, tred::ScanOp::cummax, tred::ScanOp::cummin}) {
+            const Host x = tred::random_data(shape, t, rng, true, op == tred::ScanOp::cumprod);
+            const Array a = tref::make_array(*gpu, x);
+            for (int dim : {1, 2, 3}) {
+                SCOPED_TRACE("scan " + std::to_string(static_cast<int>(op)) + " of " + tref::dims_str(shape) + " dim " +
+                             std::to_string(dim));
+                EXPECT_TRUE(tref::same_values(tref::gather(tred::call_scan(op, a, dim)), tred::scan(x, op, dim - 1)));
+            }
+        }
+    tvk::expect_device_clean(*gpu);
+}
+
 INSTANTIATE_TEST_SUITE_P(VulkanReduce, VulkanReduce, ::testing::Values(DType::f64, DType::f32, DType::logical),
                          [](const auto& p) { return std::string(tref::dtype_str(p.param)); });
 

@@ -125,6 +125,7 @@ void CpuBackend::execute(const Region& region, std::span<const Storage* const> i
     if (region.is_reduce()) return run_reduce(region, inputs, outputs, kernels_, block_, true);
     if (region.matmul) return run_matmul(region, inputs, outputs);
     if (region.transpose) return run_transpose(region, inputs, outputs);
+    if (region.scan) return run_scan(region, *inputs[0], *outputs[0], true);
     Program program(region, inputs, outputs, kernels_, block_);
     const std::int64_t numel = program.numel();
     if (numel == 0) return;

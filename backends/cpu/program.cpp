@@ -311,6 +311,7 @@ private:
             case OpGroup::Reduce:    // never an instruction: a region's reductions follow its program
             case OpGroup::Contract:  // a region of its own
             case OpGroup::View:
+            case OpGroup::Scan:
                 break;
         }
         throw Error(std::string("cpu executor: ") + std::string(info.name) + " inside a region's program (fusion bug)");

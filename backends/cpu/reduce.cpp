@@ -323,4 +323,55 @@ void run_reduce(const Region& region, std::span<const Storage* const> inputs, st
     });
 }
 
+namespace {
+template <class T>
+void scan_lines(OpKind op, const T* x, T* y, std::int64_t inner, std::int64_t len, std::int64_t outer,
+                std::int64_t i0, std::int64_t i1, std::int64_t o) {
+    // Lines i0..i1 of outer index o: k in order, the lines side by side (contiguous in memory
+    // when inner > 1), the running values in double.
+    const std::size_t w = static_cast<std::size_t>(i1 - i0);
+    thread_local std::vector<double> acc;
+    acc.assign(w, op == OpKind::CumSum ? 0.0 : op == OpKind::CumProd ? 1.0 : std::numeric_limits<double>::quiet_NaN());
+    for (std::int64_t k = 0; k < len; ++k) {
+        const std::int64_t base = inner * (k + len * o) + i0;
+        const T* xr = x + base;
+        T* yr = y + base;
+        for (std::size_t i = 0; i < w; ++i) {
+            const double v = static_cast<double>(xr[i]);
+            double& a = acc[i];
+            switch (op) {
+                case OpKind::CumSum: a = a + v; break;
+                case OpKind::CumProd: a = a * v; break;
+                case OpKind::CumMax: if (!std::isnan(v) && (std::isnan(a) || v > a)) a = v; break;
+                default: if (!std::isnan(v) && (std::isnan(a) || v < a)) a = v; break;
+            }
+            yr[i] = static_cast<T>(a);
+        }
+    }
+    (void)outer;
+}
+}  // namespace
+
+void run_scan(const Region& region, const Storage& input, Storage& output, bool parallel) {
+    const auto [inner, len, outer] = region.reduce_extents();
+    if (inner == 0 || len == 0 || outer == 0) return;
+    // Units: an outer index and a piece of at most 1024 lines.
+    constexpr std::int64_t kPiece = 1024;
+    const std::int64_t pieces = (inner + kPiece - 1) / kPiece;
+    const auto units = static_cast<std::size_t>(outer * pieces);
+    const bool f32 = region.outputs[0].node->dtype == DType::f32;
+    for_range(units, parallel, [&](std::size_t first, std::size_t last) {
+        for (std::size_t u = first; u < last; ++u) {
+            const auto o = static_cast<std::int64_t>(u) / pieces, i0 = (static_cast<std::int64_t>(u) % pieces) * kPiece;
+            const std::int64_t i1 = std::min(inner, i0 + kPiece);
+            if (f32)
+                scan_lines(region.scan_op, static_cast<const float*>(input.data()), static_cast<float*>(output.data()),
+                           inner, len, outer, i0, i1, o);
+            else
+                scan_lines(region.scan_op, static_cast<const double*>(input.data()), static_cast<double*>(output.data()),
+                           inner, len, outer, i0, i1, o);
+        }
+    });
+}
+
 }  // namespace tandem::detail::cpu

@@ -504,6 +504,7 @@ private:
             case OpGroup::Reduce:
             case OpGroup::Contract:
             case OpGroup::View:
+            case OpGroup::Scan:
                 throw DeviceError(std::string("vulkan codegen: ") + std::string(info.name) +
                                   " inside a region's program (fusion bug)");
         }

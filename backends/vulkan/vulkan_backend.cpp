@@ -7,6 +7,7 @@
 #include "backends/vulkan/codegen.hpp"
 #include "backends/vulkan/compiler.hpp"
 #include "backends/vulkan/gemm.hpp"
+#include "backends/vulkan/scan.hpp"
 #include "backends/vulkan/transpose.hpp"
 
 namespace tandem::detail::vk {
@@ -409,6 +410,7 @@ void VulkanBackend::submit(Submission s) {
     }
     if (r.matmul) return submit_matmul(std::move(s));
     if (r.transpose) return submit_transpose(std::move(s));
+    if (r.scan) return submit_scan(std::move(s));
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<int> dims;
@@ -582,6 +584,36 @@ void VulkanBackend::submit_transpose(Submission s) {
         vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
         vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
         vkCmdDispatch(b.cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    finish_item(b, std::move(s), out);
+}
+
+void VulkanBackend::submit_scan(Submission s) {
+    const Region& r = *s.region;
+    const auto e = r.reduce_extents();
+    const std::uint64_t lines = static_cast<std::uint64_t>(e.inner) * static_cast<std::uint64_t>(e.outer);
+    const std::uint64_t groups = (lines + kScanWorkgroup - 1) / kScanWorkgroup;
+    const ComputePipeline& pipeline = pipelines_->get(scan_kernel(r.scan_op, r.outputs[0].node->dtype));  // before recording
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto src = device_copy(*s.inputs[0], b);
+    b.keep.push_back(src);
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (groups > 0 && e.len > 0) {
+        struct {
+            std::uint64_t src, dst, inner, len, outer;
+        } push{src->address(), out->address(), static_cast<std::uint64_t>(e.inner), static_cast<std::uint64_t>(e.len),
+               static_cast<std::uint64_t>(e.outer)};
+        const std::uint32_t gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
+        const std::uint32_t gy = static_cast<std::uint32_t>((groups + gx - 1) / gx);
+        const int q = b.begin_span(Span::kernel);
+        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+        vkCmdDispatch(b.cmd, gx, gy, 1);
         b.end_span(q);
         ++b.dispatches;
     }

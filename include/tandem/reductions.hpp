@@ -78,6 +78,19 @@ TANDEM_API Array all(const Array& a);
 TANDEM_API Array all(const Array& a, int dim);
 TANDEM_API Array all(const Array& a, AllDims);
 
+/// Cumulative sum, product, maximum and minimum along a dimension (MATLAB's default one, or
+/// `dim`, 1-based): the same shape. cumsum and cumprod include NaN; cummax and cummin omit it
+/// (NaN until the first number). Each line runs in order, accumulating in double: the CPU and
+/// the GPU give the same bits.
+TANDEM_API Array cumsum(const Array& a);
+TANDEM_API Array cumsum(const Array& a, int dim);
+TANDEM_API Array cumprod(const Array& a);
+TANDEM_API Array cumprod(const Array& a, int dim);
+TANDEM_API Array cummax(const Array& a);
+TANDEM_API Array cummax(const Array& a, int dim);
+TANDEM_API Array cummin(const Array& a);
+TANDEM_API Array cummin(const Array& a, int dim);
+
 /// Number of nonzero elements (NaN counts), a 1 x 1 double.
 TANDEM_API Array nnz(const Array& a);
 /// Dot product of two vectors of the same length (any orientation), 1 x 1.
