@@ -80,6 +80,7 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"cumprod", G::Scan, 1, R::Arithmetic, false},
     {"cummax", G::Scan, 1, R::Arithmetic, false},
     {"cummin", G::Scan, 1, R::Arithmetic, false},
+    {"cat", G::View, 2, R::Arithmetic, false},
 }};
 
 }  // namespace

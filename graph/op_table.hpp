@@ -36,6 +36,8 @@ enum class OpKind : std::uint8_t {
     Transpose,
     // cumulative along a dimension (attr[0], 0-based): the same shape
     CumSum, CumProd, CumMax, CumMin,
+    // concatenation of the inputs (any number) along a dimension (attr[0], 0-based)
+    Cat,
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);

@@ -63,6 +63,8 @@ struct Region {
     /// line in order (the same shape; reduce_extents gives the lines).
     bool scan = false;
     OpKind scan_op = OpKind::CumSum;
+    /// A concatenation region: outputs[0] = the inputs end to end along reduce_dim (0-based).
+    bool cat = false;
     /// The reduce domain as (inner, len, outer): element (i, k, o) is linear index
     /// i + inner * (k + len * o); output (i, o) is i + inner * o.
     struct ReduceExtents {

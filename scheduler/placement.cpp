@@ -9,6 +9,8 @@ PlacementDecision Placement::place(const Region& region) const {
     if (region.alias) return {cpu_, "a view: shares its input's value"};
     if (!device_ || !device_enabled_.load()) return {cpu_, "cpu only"};
     if (region.shape.numel() < min_device_elements_) return {cpu_, "small: below device_min_elements"};
+    if (region.cat && region.reduce_extents().outer * static_cast<std::int64_t>(region.inputs.size()) > 4096)
+        return {cpu_, "a concatenation of many short runs (copy regions)"};
     if (region.scan) {
         // A device scan runs an invocation per line: few lines leave the GPU idle.
         const auto e = region.reduce_extents();

@@ -101,4 +101,57 @@ TEST(Transpose, EveryShapeAndTypeMatchesAndMatmulReadsItInPlace) {
     EXPECT_EQ(tref::gather(tandem::transpose(tandem::transpose(A))).v, a.v);
 }
 
+/// The reference concatenation of hosts along dim (0-based).
+tref::Host cat_ref(int dim, const std::vector<tref::Host>& hs) {
+    tref::Host out;
+    tref::Dims d = hs.front().dims;
+    while (d.size() <= static_cast<std::size_t>(dim)) d.push_back(1);
+    std::int64_t inner = 1, outer = 1, total = 0;
+    for (int q = 0; q < dim; ++q) inner *= d[static_cast<std::size_t>(q)];
+    for (std::size_t q = static_cast<std::size_t>(dim) + 1; q < d.size(); ++q) outer *= d[q];
+    for (const auto& h : hs) total += dim < static_cast<int>(h.dims.size()) ? h.dims[static_cast<std::size_t>(dim)] : 1;
+    d[static_cast<std::size_t>(dim)] = total;
+    out.dims = tref::normalize(d);
+    out.dtype = hs.front().dtype;
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (const auto& h : hs) {
+            const std::int64_t l = dim < static_cast<int>(h.dims.size()) ? h.dims[static_cast<std::size_t>(dim)] : 1;
+            for (std::int64_t e = 0; e < inner * l; ++e) out.v.push_back(h.v[static_cast<std::size_t>(o * inner * l + e)]);
+        }
+    return out;
+}
+
+TEST(Cat, HorzVertAndNDMatchReference) {
+    Runtime rt(cpu_config());
+    std::mt19937_64 rng(31);
+    struct Case {
+        int dim;
+        std::vector<tref::Dims> shapes;
+    };
+    for (tandem::DType t : {tandem::DType::f64, tandem::DType::f32, tandem::DType::logical})
+        for (const Case& c : {Case{1, {{2, 3}, {4, 3}, {1, 3}}}, Case{2, {{3, 1}, {3, 4}, {3, 2}}},
+                              Case{3, {{2, 2}, {2, 2, 3}}}, Case{1, {{0, 3}, {2, 3}}}, Case{2, {{5, 2}, {5, 0}, {5, 1}}}}) {
+            SCOPED_TRACE(std::string(tref::dtype_str(t)) + " dim " + std::to_string(c.dim));
+            std::vector<tref::Host> hs;
+            std::vector<Array> as;
+            for (const auto& sh : c.shapes) {
+                hs.push_back(tref::random_host(sh, t, rng));
+                as.push_back(tref::make_array(rt, hs.back()));
+            }
+            EXPECT_TRUE(tref::same_values(tref::gather(tandem::cat(c.dim, as)), cat_ref(c.dim - 1, hs), tref::Acc::exact_signed));
+        }
+    // [] is skipped; single wins; mismatched shapes name them
+    std::vector<double> e;
+    Array empty = rt.array(std::span<const double>(e), Shape{0, 0});
+    Array a = rt.ones(Shape{2, 2}), b = tandem::single(rt.ones(Shape{2, 1}));
+    EXPECT_EQ(tandem::horzcat({empty, a, b}).shape(), (Shape{2, 3}));
+    EXPECT_EQ(tandem::horzcat({a, b}).dtype(), tandem::DType::f32);
+    try {
+        tandem::vertcat({a, b});
+        ADD_FAILURE() << "no error";
+    } catch (const tandem::ShapeError& err) {
+        EXPECT_NE(std::string(err.what()).find("2x1"), std::string::npos) << err.what();
+    }
+}
+
 }  // namespace

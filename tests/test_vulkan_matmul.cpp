@@ -73,6 +73,28 @@ TEST(VulkanMatmul, TransposeTiles) {
     tvk::expect_device_clean(*gpu);
 }
 
+TEST(VulkanMatmul, CatCopiesOnTheDevice) {
+    auto gpu = tvk::open_gpu();
+    tandem::Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(12);
+    for (DType t : {DType::f64, DType::f32, DType::logical})
+        for (int dim : {1, 2, 3}) {
+            SCOPED_TRACE(std::string(tref::dtype_str(t)) + " dim " + std::to_string(dim));
+            std::vector<tref::Dims> shapes = dim == 1   ? std::vector<tref::Dims>{{3, 4}, {5, 4}}
+                                             : dim == 2 ? std::vector<tref::Dims>{{6, 2}, {6, 7}, {6, 1}}
+                                                        : std::vector<tref::Dims>{{3, 2}, {3, 2, 2}};
+            std::vector<Array> g, c;
+            for (const auto& sh : shapes) {
+                Host h = tref::random_host(sh, t, rng);
+                g.push_back(tref::make_array(*gpu, h));
+                c.push_back(tref::make_array(cpu, h));
+            }
+            EXPECT_TRUE(tref::same_values(tref::gather(tandem::cat(dim, g)), tref::gather(tandem::cat(dim, c)),
+                                          tref::Acc::exact_signed));
+        }
+    tvk::expect_device_clean(*gpu);
+}
+
 // A view of a device-resident value stays on the device: nothing is downloaded or uploaded
 // for it, and its consumer runs there.
 TEST(VulkanMatmul, ReshapeOfADeviceValue) {

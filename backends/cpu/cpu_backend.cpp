@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "backends/cpu/gemm.hpp"
@@ -120,12 +121,39 @@ void CpuBackend::run_transpose(const Region& region, std::span<const Storage* co
 #endif
 }
 
+void CpuBackend::run_cat(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs) {
+    // The output as (inner, L, outer) along the dimension: each outer index is the inputs' runs
+    // of inner * len_q elements end to end, so the whole is a list of contiguous copies.
+    const auto e = region.reduce_extents();
+    const std::size_t es = dtype_size(region.outputs[0].node->dtype);
+    auto* out = static_cast<std::byte*>(outputs[0]->data());
+    auto run = [&](std::int64_t o0, std::int64_t o1) {
+        for (std::int64_t o = o0; o < o1; ++o) {
+            std::int64_t off = 0;
+            for (std::size_t q = 0; q < inputs.size(); ++q) {
+                const std::int64_t lq = region.inputs[q]->shape[region.reduce_dim];
+                const auto bytes = static_cast<std::size_t>(e.inner * lq) * es;
+                std::memcpy(out + static_cast<std::size_t>((o * e.len + off) * e.inner) * es,
+                            static_cast<const std::byte*>(inputs[q]->data()) + static_cast<std::size_t>(o) * bytes, bytes);
+                off += lq;
+            }
+        }
+    };
+#if defined(TANDEM_TSAN)
+    run(0, e.outer);
+#else
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, e.outer, 64),
+                      [&](const tbb::blocked_range<std::int64_t>& r) { run(r.begin(), r.end()); });
+#endif
+}
+
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
                          std::span<Storage* const> outputs) {
     if (region.is_reduce()) return run_reduce(region, inputs, outputs, kernels_, block_, true);
     if (region.matmul) return run_matmul(region, inputs, outputs);
     if (region.transpose) return run_transpose(region, inputs, outputs);
     if (region.scan) return run_scan(region, *inputs[0], *outputs[0], true);
+    if (region.cat) return run_cat(region, inputs, outputs);
     Program program(region, inputs, outputs, kernels_, block_);
     const std::int64_t numel = program.numel();
     if (numel == 0) return;

@@ -24,6 +24,7 @@ private:
     void execute(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
     void run_matmul(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
     void run_transpose(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
+    void run_cat(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
     const KernelTable& kernels_;
     std::int64_t block_;
     HostPool& pool_;

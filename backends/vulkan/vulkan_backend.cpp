@@ -411,6 +411,7 @@ void VulkanBackend::submit(Submission s) {
     if (r.matmul) return submit_matmul(std::move(s));
     if (r.transpose) return submit_transpose(std::move(s));
     if (r.scan) return submit_scan(std::move(s));
+    if (r.cat) return submit_cat(std::move(s));
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<int> dims;
@@ -617,6 +618,46 @@ void VulkanBackend::submit_scan(Submission s) {
         b.end_span(q);
         ++b.dispatches;
     }
+    finish_item(b, std::move(s), out);
+}
+
+void VulkanBackend::submit_cat(Submission s) {
+    const Region& r = *s.region;
+    const auto e = r.reduce_extents();
+    const std::size_t es = dtype_size(r.outputs[0].node->dtype);
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    std::int64_t off = 0;
+    std::vector<VkBufferCopy> regions;
+    for (std::size_t q = 0; q < s.inputs.size(); ++q) {
+        auto src = device_copy(*s.inputs[q], b);
+        b.keep.push_back(src);
+        const std::int64_t lq = r.inputs[q]->shape[r.reduce_dim];
+        const auto bytes = static_cast<VkDeviceSize>(e.inner * lq) * es;
+        regions.clear();
+        for (std::int64_t o = 0; o < e.outer && bytes > 0; ++o)
+            regions.push_back({src->offset() + static_cast<VkDeviceSize>(o) * bytes,
+                               out->offset() + static_cast<VkDeviceSize>((o * e.len + off) * e.inner) * es, bytes});
+        if (!regions.empty()) {
+            // The inputs were last written by shaders or copies: the batch's opening barrier (and the
+            // uploads' own) make them visible to this transfer.
+            barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                    VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                    VK_ACCESS_TRANSFER_READ_BIT);
+            const int qs = b.begin_span(Span::kernel);
+            vkCmdCopyBuffer(b.cmd, src->buffer(), out->buffer(), static_cast<std::uint32_t>(regions.size()), regions.data());
+            b.end_span(qs);
+        }
+        off += lq;
+    }
+    // The copies' writes, for the shaders and copies after.
+    buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
+    ++b.dispatches;
     finish_item(b, std::move(s), out);
 }
 

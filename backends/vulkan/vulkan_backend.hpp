@@ -71,6 +71,7 @@ private:
     void submit_matmul(Submission s);
     void submit_transpose(Submission s);
     void submit_scan(Submission s);
+    void submit_cat(Submission s);
     void finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out);  // record_mutex_ held
     Batch& open_batch();
     std::unique_ptr<CopyJob> open_copy(Span kind);

@@ -2,6 +2,8 @@
 // at once (ShapeError).
 #pragma once
 
+#include <vector>
+
 #include "tandem/array.hpp"
 #include "tandem/export.hpp"
 
@@ -15,5 +17,13 @@ TANDEM_API Array column(const Array& a);
 /// MATLAB a.' (and a' for real arrays) of a 2-D array (ShapeError for N-D). A vector's transpose
 /// is free (a reshape); a matrix's is a tiled copy, and matmul reads it in place instead.
 TANDEM_API Array transpose(const Array& a);
+
+/// MATLAB cat(dim, ...) (dim 1-based), horzcat [a, b, ...] and vertcat [a; b; ...]: the arrays
+/// end to end along dim; every other dimension must agree (ShapeError naming the shapes); empty
+/// 0 x 0 arrays are skipped, as in MATLAB. The type is the inputs' combined one (single wins,
+/// logical only if all are logical).
+TANDEM_API Array cat(int dim, const std::vector<Array>& arrays);
+TANDEM_API Array horzcat(const std::vector<Array>& arrays);
+TANDEM_API Array vertcat(const std::vector<Array>& arrays);
 
 }  // namespace tandem
