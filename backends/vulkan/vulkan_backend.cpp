@@ -4,24 +4,14 @@
 #include <chrono>
 #include <cstring>
 
+#include "backends/vulkan/batch.hpp"
 #include "backends/vulkan/codegen.hpp"
 #include "backends/vulkan/compiler.hpp"
 #include "backends/vulkan/gemm.hpp"
-#include "backends/vulkan/scan.hpp"
-#include "backends/vulkan/transpose.hpp"
 
 namespace tandem::detail::vk {
 
 namespace {
-constexpr std::uint32_t kMaxDispatchesPerBatch = 64;
-/// Timed spans (dispatches and in-batch copies) one batch's query pool holds, two queries each.
-constexpr std::uint32_t kMaxSpansPerBatch = 2 * kMaxDispatchesPerBatch;
-constexpr VkDeviceSize kBlockBytes = VkDeviceSize{256} << 20;
-/// Copies of at least this many bytes go to the copy queue in submissions of their own, where
-/// they overlap compute; smaller ones ride in the compute batch, where they cost no submission
-/// (a submission costs ~10 us of host time; 1 MiB takes ~40 us over PCIe 4).
-constexpr VkDeviceSize kQueueCopyBytes = VkDeviceSize{1} << 20;
-
 std::uint64_t ticks(std::uint64_t from, std::uint64_t to, std::uint32_t valid_bits) {
     const std::uint64_t mask = valid_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << valid_bits) - 1;
     return (to - from) & mask;
@@ -77,18 +67,6 @@ VkResult wait_all(VkDevice device, std::initializer_list<std::pair<VkSemaphore, 
     return res;
 }
 
-void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage,
-             VkAccessFlags dst) {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, src, dst};
-    vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
-}
-
-void buffer_barrier(VkCommandBuffer cmd, const DeviceArray& a, VkPipelineStageFlags src_stage, VkAccessFlags src,
-                    VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
-    VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER, nullptr, src, dst, VK_QUEUE_FAMILY_IGNORED,
-                            VK_QUEUE_FAMILY_IGNORED, a.buffer(), a.offset(), a.bytes()};
-    vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 0, nullptr, 1, &b, 0, nullptr);
-}
 /// What decides the generated kernel: the ops and types of the program, where each argument
 /// comes from, how each input is read, and whether 32-bit indices suffice. Not the sizes and not
 /// the scalar values: those are arguments. Far cheaper to form than the GLSL itself.
@@ -118,62 +96,6 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
 }
 
 }  // namespace
-
-/// A value's device copy made by this backend. It keeps the device alive: a value may outlive
-/// the runtime that computed it (members are destroyed last to first: the array, then the
-/// context). `ready_at` is the compute timeline value of the batch that writes it (0: none) and
-/// `uploaded_at` the upload timeline value of the copy-queue upload that fills it (0: none):
-/// what later readers wait for.
-struct VulkanBackend::Copy final : DeviceCopy {
-    Copy(std::shared_ptr<Context> c, std::shared_ptr<DeviceArray> a, std::uint64_t ready, std::uint64_t uploaded)
-        : context(std::move(c)), array(std::move(a)), ready_at(ready), uploaded_at(uploaded) {}
-    std::shared_ptr<Context> context;
-    std::shared_ptr<DeviceArray> array;
-    std::uint64_t ready_at, uploaded_at;
-};
-
-/// One command buffer of copies on the copy queue, timed by two timestamps.
-struct VulkanBackend::CopyJob {
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    QueryPool queries;
-    Span kind = Span::upload;
-    std::uint64_t signal = 0;                  // on upload_timeline_ or download_timeline_
-    std::vector<std::shared_ptr<void>> keep;   // staging the copies read
-};
-
-struct VulkanBackend::Batch {
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    QueryPool queries;
-    std::vector<Span> spans;                   // what each pair of queries timed
-    std::uint32_t dispatches = 0;
-    std::uint64_t signal = 0;                  // on timeline_, fixed when the batch opens
-    std::uint64_t upload_wait = 0;             // upload_timeline_ value the batch waits for
-    std::vector<std::unique_ptr<CopyJob>> uploads;  // copy-queue uploads it reads (retired with it)
-    std::unique_ptr<CopyJob> readback;         // copy-queue readbacks of its outputs, after it
-    std::exception_ptr error;                  // set when a submission failed
-    bool submitted = false;                    // the compute command buffer reached the queue
-    struct Item {
-        std::function<void(std::exception_ptr)> done;
-        const Region* region;
-        std::shared_ptr<DeviceArray> args;
-        std::vector<std::pair<std::shared_ptr<DeviceArray>, std::shared_ptr<Value>>> readbacks;
-    };
-    std::vector<Item> items;
-    std::vector<std::shared_ptr<void>> keep;  // staging and arrays the recorded work reads
-
-    /// Opens a timed span: the query index of its start, or -1 when untimed.
-    int begin_span(Span kind) {
-        if (!queries || spans.size() >= kMaxSpansPerBatch) return -1;
-        const auto q = static_cast<std::uint32_t>(2 * spans.size());
-        spans.push_back(kind);
-        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries.get(), q);
-        return static_cast<int>(q);
-    }
-    void end_span(int q) {
-        if (q >= 0)
-            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries.get(), static_cast<std::uint32_t>(q + 1));
-    }
-};
 
 std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& options) {
     std::unique_ptr<VulkanBackend> b(new VulkanBackend());
@@ -412,6 +334,7 @@ void VulkanBackend::submit(Submission s) {
     if (r.transpose) return submit_transpose(std::move(s));
     if (r.scan) return submit_scan(std::move(s));
     if (r.cat) return submit_cat(std::move(s));
+    if (r.remap) return submit_remap(std::move(s));
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<int> dims;
@@ -515,172 +438,6 @@ void VulkanBackend::submit(Submission s) {
             b.end_span(q);
         }
         item.readbacks.emplace_back(rb, s.outputs[j]);
-    }
-    b.items.push_back(std::move(item));
-    {
-        std::lock_guard slock(stats_mutex_);
-        ++stats_.dispatches;
-    }
-    if (b.dispatches >= kMaxDispatchesPerBatch) submit_locked();
-}
-
-void VulkanBackend::submit_matmul(Submission s) {
-    const Region& r = *s.region;
-    const Shape& sa = r.inputs[0]->shape;
-    const Shape& sb = r.inputs[1]->shape;
-    GemmArgs g;
-    g.dtype = r.outputs[0].node->dtype;
-    g.trans_a = r.trans_a;
-    g.trans_b = r.trans_b;
-    g.m = static_cast<std::uint32_t>(r.trans_a ? sa[1] : sa[0]);
-    g.k = static_cast<std::uint32_t>(r.trans_a ? sa[0] : sa[1]);
-    g.n = static_cast<std::uint32_t>(r.trans_b ? sb[0] : sb[1]);
-    g.lda = static_cast<std::uint32_t>(std::max<std::int64_t>(1, sa[0]));
-    g.ldb = static_cast<std::uint32_t>(std::max<std::int64_t>(1, sb[0]));
-    g.ldc = g.ldd = std::max<std::uint32_t>(1, g.m);
-    // Compiled (or loaded) before anything is recorded: a failure leaves nothing half-recorded.
-    gemm_->pipeline(g);
-    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-
-    std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
-    auto a = device_copy(*s.inputs[0], b), bm = device_copy(*s.inputs[1], b);
-    b.keep.push_back(a);
-    b.keep.push_back(bm);
-    g.a = a->address();
-    g.b = bm->address();
-    g.d = out->address();
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (g.m > 0 && g.n > 0) {
-        const int q = b.begin_span(Span::kernel);
-        gemm_->record(b.cmd, g);
-        b.end_span(q);
-        ++b.dispatches;
-    }
-    finish_item(b, std::move(s), out);
-}
-
-void VulkanBackend::submit_transpose(Submission s) {
-    const Region& r = *s.region;
-    const Shape& in = r.inputs[0]->shape;
-    const auto rows = static_cast<std::uint64_t>(in[0]), cols = static_cast<std::uint64_t>(in[1]);
-    const std::uint64_t gx = (rows + kTransposeTile - 1) / kTransposeTile, gy = (cols + kTransposeTile - 1) / kTransposeTile;
-    if (gx > 65535 || gy > 65535 || rows > 0xFFFFFFFFull || cols > 0xFFFFFFFFull)
-        throw DeviceError("vulkan: a transpose of " + in.to_string() + " needs more workgroups than one dispatch has");
-    const DType t = r.outputs[0].node->dtype;
-    const ComputePipeline& pipeline = pipelines_->get(transpose_kernel(t));  // before recording
-    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-
-    std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
-    auto src = device_copy(*s.inputs[0], b);
-    b.keep.push_back(src);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (gx > 0 && gy > 0) {
-        struct {
-            std::uint64_t src, dst;
-            std::uint32_t rows, cols;
-        } push{src->address(), out->address(), static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols)};
-        const int q = b.begin_span(Span::kernel);
-        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
-        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-        vkCmdDispatch(b.cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
-        b.end_span(q);
-        ++b.dispatches;
-    }
-    finish_item(b, std::move(s), out);
-}
-
-void VulkanBackend::submit_scan(Submission s) {
-    const Region& r = *s.region;
-    const auto e = r.reduce_extents();
-    const std::uint64_t lines = static_cast<std::uint64_t>(e.inner) * static_cast<std::uint64_t>(e.outer);
-    const std::uint64_t groups = (lines + kScanWorkgroup - 1) / kScanWorkgroup;
-    const ComputePipeline& pipeline = pipelines_->get(scan_kernel(r.scan_op, r.outputs[0].node->dtype));  // before recording
-    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-
-    std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
-    auto src = device_copy(*s.inputs[0], b);
-    b.keep.push_back(src);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (groups > 0 && e.len > 0) {
-        struct {
-            std::uint64_t src, dst, inner, len, outer;
-        } push{src->address(), out->address(), static_cast<std::uint64_t>(e.inner), static_cast<std::uint64_t>(e.len),
-               static_cast<std::uint64_t>(e.outer)};
-        const std::uint32_t gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
-        const std::uint32_t gy = static_cast<std::uint32_t>((groups + gx - 1) / gx);
-        const int q = b.begin_span(Span::kernel);
-        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
-        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-        vkCmdDispatch(b.cmd, gx, gy, 1);
-        b.end_span(q);
-        ++b.dispatches;
-    }
-    finish_item(b, std::move(s), out);
-}
-
-void VulkanBackend::submit_cat(Submission s) {
-    const Region& r = *s.region;
-    const auto e = r.reduce_extents();
-    const std::size_t es = dtype_size(r.outputs[0].node->dtype);
-    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-
-    std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    std::int64_t off = 0;
-    std::vector<VkBufferCopy> regions;
-    for (std::size_t q = 0; q < s.inputs.size(); ++q) {
-        auto src = device_copy(*s.inputs[q], b);
-        b.keep.push_back(src);
-        const std::int64_t lq = r.inputs[q]->shape[r.reduce_dim];
-        const auto bytes = static_cast<VkDeviceSize>(e.inner * lq) * es;
-        regions.clear();
-        for (std::int64_t o = 0; o < e.outer && bytes > 0; ++o)
-            regions.push_back({src->offset() + static_cast<VkDeviceSize>(o) * bytes,
-                               out->offset() + static_cast<VkDeviceSize>((o * e.len + off) * e.inner) * es, bytes});
-        if (!regions.empty()) {
-            // The inputs were last written by shaders or copies: the batch's opening barrier (and the
-            // uploads' own) make them visible to this transfer.
-            barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                    VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                    VK_ACCESS_TRANSFER_READ_BIT);
-            const int qs = b.begin_span(Span::kernel);
-            vkCmdCopyBuffer(b.cmd, src->buffer(), out->buffer(), static_cast<std::uint32_t>(regions.size()), regions.data());
-            b.end_span(qs);
-        }
-        off += lq;
-    }
-    // The copies' writes, for the shaders and copies after.
-    buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
-                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    ++b.dispatches;
-    finish_item(b, std::move(s), out);
-}
-
-/// The end of recording one region with one output `out`: its barrier, its readback if a host
-/// sink wants it, its completion item.
-void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out) {
-    const Region& r = *s.region;
-    buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    Batch::Item item{std::move(s.done), &r, nullptr, {}};
-    if (!s.wanted_on_host.empty() && s.wanted_on_host[0]) {
-        auto rb = readback_heap_->allocate(out->bytes());
-        VkBufferCopy region{out->offset(), rb->offset(), out->bytes()};
-        if (out->bytes() >= kQueueCopyBytes) {
-            if (!b.readback) b.readback = open_copy(Span::download);
-            vkCmdCopyBuffer(b.readback->cmd, out->buffer(), rb->buffer(), 1, &region);
-        } else {
-            const int q = b.begin_span(Span::download);
-            vkCmdCopyBuffer(b.cmd, out->buffer(), rb->buffer(), 1, &region);
-            b.end_span(q);
-        }
-        item.readbacks.emplace_back(rb, s.outputs[0]);
     }
     b.items.push_back(std::move(item));
     {

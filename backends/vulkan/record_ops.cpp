@@ -1,0 +1,211 @@
+// The region kinds the Vulkan backend records with fixed kernels or copies rather than generated
+// code: matmul (backends/vulkan/gemm), transpose, scan, cat, remap; and the common end of recording a
+// region with one output.
+#include <algorithm>
+
+#include "backends/vulkan/batch.hpp"
+#include "backends/vulkan/gemm.hpp"
+#include "backends/vulkan/remap.hpp"
+#include "backends/vulkan/scan.hpp"
+#include "backends/vulkan/transpose.hpp"
+
+namespace tandem::detail::vk {
+
+void VulkanBackend::submit_matmul(Submission s) {
+    const Region& r = *s.region;
+    const Shape& sa = r.inputs[0]->shape;
+    const Shape& sb = r.inputs[1]->shape;
+    GemmArgs g;
+    g.dtype = r.outputs[0].node->dtype;
+    g.trans_a = r.trans_a;
+    g.trans_b = r.trans_b;
+    g.m = static_cast<std::uint32_t>(r.trans_a ? sa[1] : sa[0]);
+    g.k = static_cast<std::uint32_t>(r.trans_a ? sa[0] : sa[1]);
+    g.n = static_cast<std::uint32_t>(r.trans_b ? sb[0] : sb[1]);
+    g.lda = static_cast<std::uint32_t>(std::max<std::int64_t>(1, sa[0]));
+    g.ldb = static_cast<std::uint32_t>(std::max<std::int64_t>(1, sb[0]));
+    g.ldc = g.ldd = std::max<std::uint32_t>(1, g.m);
+    // Compiled (or loaded) before anything is recorded: a failure leaves nothing half-recorded.
+    gemm_->pipeline(g);
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto a = device_copy(*s.inputs[0], b), bm = device_copy(*s.inputs[1], b);
+    b.keep.push_back(a);
+    b.keep.push_back(bm);
+    g.a = a->address();
+    g.b = bm->address();
+    g.d = out->address();
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (g.m > 0 && g.n > 0) {
+        const int q = b.begin_span(Span::kernel);
+        gemm_->record(b.cmd, g);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    finish_item(b, std::move(s), out);
+}
+
+void VulkanBackend::submit_transpose(Submission s) {
+    const Region& r = *s.region;
+    const Shape& in = r.inputs[0]->shape;
+    const auto rows = static_cast<std::uint64_t>(in[0]), cols = static_cast<std::uint64_t>(in[1]);
+    const std::uint64_t gx = (rows + kTransposeTile - 1) / kTransposeTile, gy = (cols + kTransposeTile - 1) / kTransposeTile;
+    if (gx > 65535 || gy > 65535 || rows > 0xFFFFFFFFull || cols > 0xFFFFFFFFull)
+        throw DeviceError("vulkan: a transpose of " + in.to_string() + " needs more workgroups than one dispatch has");
+    const DType t = r.outputs[0].node->dtype;
+    const ComputePipeline& pipeline = pipelines_->get(transpose_kernel(t));  // before recording
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto src = device_copy(*s.inputs[0], b);
+    b.keep.push_back(src);
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (gx > 0 && gy > 0) {
+        struct {
+            std::uint64_t src, dst;
+            std::uint32_t rows, cols;
+        } push{src->address(), out->address(), static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols)};
+        const int q = b.begin_span(Span::kernel);
+        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+        vkCmdDispatch(b.cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    finish_item(b, std::move(s), out);
+}
+
+void VulkanBackend::submit_scan(Submission s) {
+    const Region& r = *s.region;
+    const auto e = r.reduce_extents();
+    const std::uint64_t lines = static_cast<std::uint64_t>(e.inner) * static_cast<std::uint64_t>(e.outer);
+    const std::uint64_t groups = (lines + kScanWorkgroup - 1) / kScanWorkgroup;
+    const ComputePipeline& pipeline = pipelines_->get(scan_kernel(r.scan_op, r.outputs[0].node->dtype));  // before recording
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto src = device_copy(*s.inputs[0], b);
+    b.keep.push_back(src);
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (groups > 0 && e.len > 0) {
+        struct {
+            std::uint64_t src, dst, inner, len, outer;
+        } push{src->address(), out->address(), static_cast<std::uint64_t>(e.inner), static_cast<std::uint64_t>(e.len),
+               static_cast<std::uint64_t>(e.outer)};
+        const std::uint32_t gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
+        const std::uint32_t gy = static_cast<std::uint32_t>((groups + gx - 1) / gx);
+        const int q = b.begin_span(Span::kernel);
+        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+        vkCmdDispatch(b.cmd, gx, gy, 1);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    finish_item(b, std::move(s), out);
+}
+
+void VulkanBackend::submit_cat(Submission s) {
+    const Region& r = *s.region;
+    const auto e = r.reduce_extents();
+    const std::size_t es = dtype_size(r.outputs[0].node->dtype);
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    std::int64_t off = 0;
+    std::vector<VkBufferCopy> regions;
+    for (std::size_t q = 0; q < s.inputs.size(); ++q) {
+        auto src = device_copy(*s.inputs[q], b);
+        b.keep.push_back(src);
+        const std::int64_t lq = r.inputs[q]->shape[r.reduce_dim];
+        const auto bytes = static_cast<VkDeviceSize>(e.inner * lq) * es;
+        regions.clear();
+        for (std::int64_t o = 0; o < e.outer && bytes > 0; ++o)
+            regions.push_back({src->offset() + static_cast<VkDeviceSize>(o) * bytes,
+                               out->offset() + static_cast<VkDeviceSize>((o * e.len + off) * e.inner) * es, bytes});
+        if (!regions.empty()) {
+            // The inputs were last written by shaders or copies: the batch's opening barrier (and the
+            // uploads' own) make them visible to this transfer.
+            barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                    VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                    VK_ACCESS_TRANSFER_READ_BIT);
+            const int qs = b.begin_span(Span::kernel);
+            vkCmdCopyBuffer(b.cmd, src->buffer(), out->buffer(), static_cast<std::uint32_t>(regions.size()), regions.data());
+            b.end_span(qs);
+        }
+        off += lq;
+    }
+    // The copies' writes, for the shaders and copies after.
+    buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
+    ++b.dispatches;
+    finish_item(b, std::move(s), out);
+}
+
+void VulkanBackend::submit_remap(Submission s) {
+    const Region& r = *s.region;
+    const auto e = r.reduce_extents();  // of the output
+    const std::int64_t in_len = r.inputs[0]->shape[r.reduce_dim];
+    const std::uint64_t total = static_cast<std::uint64_t>(e.inner * e.len * e.outer);
+    const std::uint64_t groups = (total + kRemapWorkgroup - 1) / kRemapWorkgroup;
+    const ComputePipeline& pipeline = pipelines_->get(remap_kernel(r.outputs[0].node->dtype));  // before recording
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto src = device_copy(*s.inputs[0], b);
+    b.keep.push_back(src);
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (groups > 0 && in_len > 0) {
+        struct {
+            std::uint64_t src, dst;
+            std::int64_t inner, out_len, outer, in_len, a, b;
+        } push{src->address(), out->address(), e.inner, e.len, e.outer, in_len, r.remap_a, r.remap_b};
+        const std::uint32_t gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
+        const std::uint32_t gy = static_cast<std::uint32_t>((groups + gx - 1) / gx);
+        const int q = b.begin_span(Span::kernel);
+        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+        vkCmdDispatch(b.cmd, gx, gy, 1);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    finish_item(b, std::move(s), out);
+}
+
+/// The end of recording one region with one output `out`: its barrier, its readback if a host
+/// sink wants it, its completion item.
+void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out) {
+    const Region& r = *s.region;
+    buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
+    Batch::Item item{std::move(s.done), &r, nullptr, {}};
+    if (!s.wanted_on_host.empty() && s.wanted_on_host[0]) {
+        auto rb = readback_heap_->allocate(out->bytes());
+        VkBufferCopy region{out->offset(), rb->offset(), out->bytes()};
+        if (out->bytes() >= kQueueCopyBytes) {
+            if (!b.readback) b.readback = open_copy(Span::download);
+            vkCmdCopyBuffer(b.readback->cmd, out->buffer(), rb->buffer(), 1, &region);
+        } else {
+            const int q = b.begin_span(Span::download);
+            vkCmdCopyBuffer(b.cmd, out->buffer(), rb->buffer(), 1, &region);
+            b.end_span(q);
+        }
+        item.readbacks.emplace_back(rb, s.outputs[0]);
+    }
+    b.items.push_back(std::move(item));
+    {
+        std::lock_guard slock(stats_mutex_);
+        ++stats_.dispatches;
+    }
+    if (b.dispatches >= kMaxDispatchesPerBatch) submit_locked();
+}
+
+}  // namespace tandem::detail::vk
