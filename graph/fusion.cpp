@@ -209,6 +209,15 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         };
         for (std::size_t m : g.members) {
             const Node* n = pending[m];
+            if (n->op == OpKind::Remap) {
+                r.remap = true;
+                r.reduce_dim = static_cast<int>(n->attr[0]);
+                r.remap_a = static_cast<std::int64_t>(n->attr[1]);
+                r.remap_b = static_cast<std::int64_t>(n->attr[2]);
+                r.inputs = n->inputs;
+                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                continue;
+            }
             if (n->op == OpKind::Cat) {
                 r.cat = true;
                 r.reduce_dim = static_cast<int>(n->attr[0]);
@@ -362,7 +371,7 @@ std::string Region::summary() const {
         s += op_info(ins.op).name;
     }
     for (const Reduction& red : reductions) s += std::string(",") + std::string(op_info(red.op).name);
-    const char* own = matmul ? "mtimes" : transpose ? "transpose" : alias ? "reshape" : cat ? "cat" : nullptr;
+    const char* own = matmul ? "mtimes" : transpose ? "transpose" : alias ? "reshape" : cat ? "cat" : remap ? "remap" : nullptr;
     if (scan) own = op_info(scan_op).name.data();
     if (own) s += std::string(s.empty() ? "" : ",") + own;
     return s;

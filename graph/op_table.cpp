@@ -81,6 +81,7 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"cummax", G::Scan, 1, R::Arithmetic, false},
     {"cummin", G::Scan, 1, R::Arithmetic, false},
     {"cat", G::View, 2, R::Arithmetic, false},
+    {"remap", G::View, 1, R::Arithmetic, false},
 }};
 
 }  // namespace

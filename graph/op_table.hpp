@@ -38,6 +38,9 @@ enum class OpKind : std::uint8_t {
     CumSum, CumProd, CumMax, CumMin,
     // concatenation of the inputs (any number) along a dimension (attr[0], 0-based)
     Cat,
+    // one dimension (attr[0]) remapped: out(..., k, ...) = in(..., (attr[1] * k + attr[2]) mod n, ...)
+    // with n the input's extent there (flip, circshift, repmat, ranges)
+    Remap,
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);

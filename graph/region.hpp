@@ -65,6 +65,10 @@ struct Region {
     OpKind scan_op = OpKind::CumSum;
     /// A concatenation region: outputs[0] = the inputs end to end along reduce_dim (0-based).
     bool cat = false;
+    /// A remap region: along reduce_dim, output position k reads input position
+    /// (remap_a * k + remap_b) mod (the input's extent there); everything else as is.
+    bool remap = false;
+    std::int64_t remap_a = 1, remap_b = 0;
     /// The reduce domain as (inner, len, outer): element (i, k, o) is linear index
     /// i + inner * (k + len * o); output (i, o) is i + inner * o.
     struct ReduceExtents {

@@ -1,5 +1,6 @@
 // reshape and column (tandem/shape_ops.hpp): a Reshape node, which fusion makes a view region
 // (the scheduler gives it its input's value).
+#include <cmath>
 #include <string>
 
 #include "runtime/runtime_impl.hpp"
@@ -66,6 +67,84 @@ Array cat(int dim, const std::vector<Array>& arrays) {
     for (const Array& a : parts) inputs.push_back((a.dtype() == t ? a : astype(a, t)).node());
     return Array(rt.nodes().make(detail::OpKind::Cat, t, Shape(std::move(out)), std::move(inputs),
                                  {static_cast<double>(d), 0, 0}));
+}
+
+namespace {
+
+int first_non_singleton(const Shape& s) {
+    for (int d = 0; d < s.ndims(); ++d)
+        if (s[d] != 1) return d;
+    return 0;
+}
+
+/// One dimension remapped: out extent n_out along d, position k reading (a k + b) mod (input extent).
+Array remap(const Array& x, int d, std::int64_t n_out, std::int64_t a, std::int64_t b) {
+    detail::RuntimeImpl& rt = detail::runtime_of(x);
+    std::vector<std::int64_t> dims = x.shape().dims();
+    while (dims.size() <= static_cast<std::size_t>(d)) dims.push_back(1);
+    dims[static_cast<std::size_t>(d)] = n_out;
+    if (std::fabs(static_cast<double>(a)) > 0x1p52 || std::fabs(static_cast<double>(b)) > 0x1p52)
+        throw ValueError("remap: an index beyond 2^52");
+    return Array(rt.nodes().make(detail::OpKind::Remap, x.dtype(), Shape(std::move(dims)), {x.node()},
+                                 {static_cast<double>(d), static_cast<double>(a), static_cast<double>(b)}));
+}
+
+int dim_arg(int dim, const char* what) {
+    if (dim < 1) throw ValueError(std::string(what) + ": dimension argument must be a positive integer, got " + std::to_string(dim));
+    return dim - 1;
+}
+
+}  // namespace
+
+Array flip(const Array& a) { return flip(a, first_non_singleton(a.shape()) + 1); }
+Array flip(const Array& a, int dim) {
+    const int d = dim_arg(dim, "flip");
+    const std::int64_t n = a.shape()[d];
+    if (n <= 1) return a;
+    return remap(a, d, n, -1, n - 1);
+}
+
+Array circshift(const Array& a, std::int64_t k) { return circshift(a, k, first_non_singleton(a.shape()) + 1); }
+Array circshift(const Array& a, std::int64_t k, int dim) {
+    const int d = dim_arg(dim, "circshift");
+    const std::int64_t n = a.shape()[d];
+    if (n == 0 || k % n == 0) return a;
+    const std::int64_t s = ((k % n) + n) % n;
+    return remap(a, d, n, 1, n - s);  // out(k) = in(k - s) = in((k + n - s) mod n)
+}
+
+Array repmat(const Array& a, std::int64_t r, std::int64_t c) { return repmat(a, std::vector<std::int64_t>{r, c}); }
+Array repmat(const Array& a, const std::vector<std::int64_t>& copies) {
+    Array x = a;
+    for (std::size_t d = 0; d < copies.size(); ++d) {
+        const std::int64_t c = copies[d];
+        if (c < 0) throw ValueError("repmat: copies must be nonnegative, got " + std::to_string(c) + " along dimension " + std::to_string(d + 1));
+        if (c == 1) continue;
+        const std::int64_t n = x.shape()[static_cast<int>(d)];
+        x = remap(x, static_cast<int>(d), n * c, 1, 0);  // out(k) = in(k mod n)
+    }
+    return x;
+}
+
+Array slice(const Array& a, int dim, std::int64_t first, std::int64_t step, std::int64_t last) {
+    const int d = dim_arg(dim, "slice");
+    const std::int64_t n = a.shape()[d];
+    if (last == kEnd) last = n;
+    if (step == 0) throw ValueError("slice: the step of first:step:last must not be 0");
+    const std::int64_t count = (step > 0 ? (last >= first ? (last - first) / step + 1 : 0)
+                                         : (first >= last ? (first - last) / (-step) + 1 : 0));
+    if (count > 0) {
+        const std::int64_t lo = step > 0 ? first : first + (count - 1) * step;
+        const std::int64_t hi = step > 0 ? first + (count - 1) * step : first;
+        if (lo < 1)
+            throw IndexError("Index in position " + std::to_string(dim) + " is " + std::to_string(lo) +
+                             ": array indices must be positive integers");
+        if (hi > n)
+            throw IndexError("Index in position " + std::to_string(dim) + " exceeds array bounds: index " +
+                             std::to_string(hi) + ", extent " + std::to_string(n) + " (array " + a.shape().to_string() + ")");
+    }
+    if (count == n && step == 1) return a;
+    return remap(a, d, count, step, first - 1);
 }
 
 Array horzcat(const std::vector<Array>& arrays) { return cat(2, arrays); }

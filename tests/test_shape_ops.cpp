@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -152,6 +153,66 @@ TEST(Cat, HorzVertAndNDMatchReference) {
     } catch (const tandem::ShapeError& err) {
         EXPECT_NE(std::string(err.what()).find("2x1"), std::string::npos) << err.what();
     }
+}
+
+/// A reference remap along dim (0-based): output extent m, position k reads f(k).
+tref::Host remap_ref(const tref::Host& x, int dim, std::int64_t m, const std::function<std::int64_t(std::int64_t)>& f) {
+    tref::Dims d = x.dims;
+    while (d.size() <= static_cast<std::size_t>(dim)) d.push_back(1);
+    std::int64_t inner = 1, outer = 1;
+    for (int q = 0; q < dim; ++q) inner *= d[static_cast<std::size_t>(q)];
+    for (std::size_t q = static_cast<std::size_t>(dim) + 1; q < d.size(); ++q) outer *= d[q];
+    const std::int64_t n = d[static_cast<std::size_t>(dim)];
+    tref::Host y = x;
+    d[static_cast<std::size_t>(dim)] = m;
+    y.dims = tref::normalize(d);
+    y.v.assign(static_cast<std::size_t>(inner * m * outer), 0.0);
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t k = 0; k < m; ++k)
+            for (std::int64_t i = 0; i < inner; ++i)
+                y.v[static_cast<std::size_t>(i + inner * (k + m * o))] = x.v[static_cast<std::size_t>(i + inner * (f(k) + n * o))];
+    return y;
+}
+
+TEST(Remap, FlipCircshiftRepmatSlice) {
+    Runtime rt(cpu_config());
+    std::mt19937_64 rng(41);
+    for (tandem::DType t : {tandem::DType::f64, tandem::DType::f32, tandem::DType::logical}) {
+        tref::Host h = tref::random_host({5, 4, 3}, t, rng);
+        Array a = tref::make_array(rt, h);
+        for (int dim : {1, 2, 3}) {
+            SCOPED_TRACE(std::string(tref::dtype_str(t)) + " dim " + std::to_string(dim));
+            const std::int64_t n = h.dims[static_cast<std::size_t>(dim - 1)];
+            EXPECT_TRUE(tref::same_values(tref::gather(tandem::flip(a, dim)),
+                                          remap_ref(h, dim - 1, n, [&](std::int64_t k) { return n - 1 - k; }), tref::Acc::exact_signed));
+            for (std::int64_t sh : {1, -2, 7}) {
+                const std::int64_t s0 = ((sh % n) + n) % n;
+                EXPECT_TRUE(tref::same_values(tref::gather(tandem::circshift(a, sh, dim)),
+                                              remap_ref(h, dim - 1, n, [&](std::int64_t k) { return (k - s0 + n) % n; }),
+                                              tref::Acc::exact_signed)) << "shift " << sh;
+            }
+            EXPECT_TRUE(tref::same_values(tref::gather(tandem::slice(a, dim, 2, 2, tandem::kEnd)),
+                                          remap_ref(h, dim - 1, (n - 2) / 2 + 1, [&](std::int64_t k) { return 1 + 2 * k; }),
+                                          tref::Acc::exact_signed));
+            EXPECT_TRUE(tref::same_values(tref::gather(tandem::slice(a, dim, n, -1, 1)),
+                                          remap_ref(h, dim - 1, n, [&](std::int64_t k) { return n - 1 - k; }), tref::Acc::exact_signed));
+        }
+        tref::Host r = tref::gather(tandem::repmat(a, std::vector<std::int64_t>{2, 1, 2}));
+        tref::Host want = remap_ref(remap_ref(h, 0, 10, [](std::int64_t k) { return k % 5; }), 2, 6, [](std::int64_t k) { return k % 3; });
+        EXPECT_TRUE(tref::same_values(r, want, tref::Acc::exact_signed));
+    }
+    Array x = rt.ones(Shape{3, 4});
+    EXPECT_EQ(tandem::slice(x, 2, 3, 1, 2).shape(), (Shape{3, 0})) << "an empty range";
+    try {
+        tandem::slice(x, 2, 2, 1, 5);
+        ADD_FAILURE() << "no error";
+    } catch (const tandem::IndexError& e) {
+        EXPECT_NE(std::string(e.what()).find("index 5"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("extent 4"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(tandem::slice(x, 1, 0, 1, 2), tandem::IndexError);
+    EXPECT_THROW(tandem::slice(x, 1, 1, 0, 2), tandem::ValueError);
+    EXPECT_EQ(tandem::repmat(x, 2, 3).shape(), (Shape{6, 12}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <utility>
 
@@ -92,6 +93,28 @@ TEST(VulkanMatmul, CatCopiesOnTheDevice) {
             EXPECT_TRUE(tref::same_values(tref::gather(tandem::cat(dim, g)), tref::gather(tandem::cat(dim, c)),
                                           tref::Acc::exact_signed));
         }
+    tvk::expect_device_clean(*gpu);
+}
+
+TEST(VulkanMatmul, RemapsOnTheDevice) {
+    auto gpu = tvk::open_gpu();
+    tandem::Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(13);
+    for (DType t : {DType::f64, DType::f32, DType::logical}) {
+        Host h = tref::random_host({7, 6, 3}, t, rng);
+        Array g = tref::make_array(*gpu, h), c = tref::make_array(cpu, h);
+        for (int dim : {1, 2, 3}) {
+            SCOPED_TRACE(std::string(tref::dtype_str(t)) + " dim " + std::to_string(dim));
+            auto same = [&](const std::function<Array(const Array&)>& f) {
+                EXPECT_TRUE(tref::same_values(tref::gather(f(g)), tref::gather(f(c)), tref::Acc::exact_signed));
+            };
+            same([&](const Array& x) { return tandem::flip(x, dim); });
+            same([&](const Array& x) { return tandem::circshift(x, -4, dim); });
+            same([&](const Array& x) { return tandem::slice(x, dim, 1, 2, tandem::kEnd); });
+        }
+        EXPECT_TRUE(tref::same_values(tref::gather(tandem::repmat(g, std::vector<std::int64_t>{2, 3})),
+                                      tref::gather(tandem::repmat(c, std::vector<std::int64_t>{2, 3})), tref::Acc::exact_signed));
+    }
     tvk::expect_device_clean(*gpu);
 }
 

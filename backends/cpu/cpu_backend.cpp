@@ -147,6 +147,33 @@ void CpuBackend::run_cat(const Region& region, std::span<const Storage* const> i
 #endif
 }
 
+void CpuBackend::run_remap(const Region& region, std::span<const Storage* const> inputs,
+                           std::span<Storage* const> outputs) {
+    // Along the remapped dimension, output position k is input position (a k + b) mod n: a run of
+    // `inner` contiguous elements each.
+    const auto e = region.reduce_extents();
+    const std::int64_t n = region.inputs[0]->shape[region.reduce_dim];
+    if (n == 0 || e.inner == 0 || e.len == 0 || e.outer == 0) return;
+    const std::size_t es = dtype_size(region.outputs[0].node->dtype);
+    const auto* in = static_cast<const std::byte*>(inputs[0]->data());
+    auto* out = static_cast<std::byte*>(outputs[0]->data());
+    const auto run = static_cast<std::size_t>(e.inner) * es;
+    auto rows = [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+            const std::int64_t k = r % e.len, o = r / e.len;
+            std::int64_t s = (region.remap_a * k + region.remap_b) % n;
+            if (s < 0) s += n;
+            std::memcpy(out + static_cast<std::size_t>(r) * run, in + static_cast<std::size_t>(s + n * o) * run, run);
+        }
+    };
+#if defined(TANDEM_TSAN)
+    rows(0, e.len * e.outer);
+#else
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, e.len * e.outer, 256),
+                      [&](const tbb::blocked_range<std::int64_t>& r) { rows(r.begin(), r.end()); });
+#endif
+}
+
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
                          std::span<Storage* const> outputs) {
     if (region.is_reduce()) return run_reduce(region, inputs, outputs, kernels_, block_, true);
@@ -154,6 +181,7 @@ void CpuBackend::execute(const Region& region, std::span<const Storage* const> i
     if (region.transpose) return run_transpose(region, inputs, outputs);
     if (region.scan) return run_scan(region, *inputs[0], *outputs[0], true);
     if (region.cat) return run_cat(region, inputs, outputs);
+    if (region.remap) return run_remap(region, inputs, outputs);
     Program program(region, inputs, outputs, kernels_, block_);
     const std::int64_t numel = program.numel();
     if (numel == 0) return;

@@ -72,6 +72,7 @@ private:
     void submit_transpose(Submission s);
     void submit_scan(Submission s);
     void submit_cat(Submission s);
+    void submit_remap(Submission s);
     void finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out);  // record_mutex_ held
     Batch& open_batch();
     std::unique_ptr<CopyJob> open_copy(Span kind);

@@ -33,6 +33,13 @@ public:
     using Error::Error;
 };
 
+/// A subscript outside an array (MATLAB's "Index exceeds ..."): the message names the index and
+/// the extent.
+class TANDEM_API IndexError : public ValueError {
+public:
+    using ValueError::ValueError;
+};
+
 /// An allocation that the machine cannot satisfy.
 class TANDEM_API OutOfMemoryError : public Error {
 public:

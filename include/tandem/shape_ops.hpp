@@ -2,6 +2,8 @@
 // at once (ShapeError).
 #pragma once
 
+#include <climits>
+#include <cstdint>
 #include <vector>
 
 #include "tandem/array.hpp"
@@ -25,5 +27,24 @@ TANDEM_API Array transpose(const Array& a);
 TANDEM_API Array cat(int dim, const std::vector<Array>& arrays);
 TANDEM_API Array horzcat(const std::vector<Array>& arrays);
 TANDEM_API Array vertcat(const std::vector<Array>& arrays);
+
+/// MATLAB flip: the order along a dimension reversed (default: the first that is not 1).
+TANDEM_API Array flip(const Array& a);
+TANDEM_API Array flip(const Array& a, int dim);
+/// MATLAB circshift(a, k, dim): elements moved k positions along dim, wrapping around (k may be
+/// negative; default dim: the first that is not 1).
+TANDEM_API Array circshift(const Array& a, std::int64_t k);
+TANDEM_API Array circshift(const Array& a, std::int64_t k, int dim);
+/// MATLAB repmat(a, r, c) and repmat(a, [r1 r2 ...]): copies of a tiled along each dimension.
+TANDEM_API Array repmat(const Array& a, std::int64_t r, std::int64_t c);
+TANDEM_API Array repmat(const Array& a, const std::vector<std::int64_t>& copies);
+
+/// The last position along a dimension, for slice's `last` (MATLAB's `end`).
+inline constexpr std::int64_t kEnd = INT64_MIN;
+/// MATLAB a(..., first:step:last, ...) along one dimension (1-based, inclusive, step != 0;
+/// `kEnd` for the extent). An empty range gives an empty dimension; a subscript outside the
+/// array is an IndexError naming the index and the extent. Chain calls for several dimensions:
+/// slice(slice(a, 1, 1, 1, 3), 2, 2, 2, kEnd) is a(1:3, 2:2:end).
+TANDEM_API Array slice(const Array& a, int dim, std::int64_t first, std::int64_t step, std::int64_t last);
 
 }  // namespace tandem
