@@ -2,6 +2,10 @@
 // code: matmul (backends/vulkan/gemm), transpose, scan, cat, remap; and the common end of recording a
 // region with one output.
 #include <algorithm>
+#include <cstring>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "backends/vulkan/batch.hpp"
 #include "backends/vulkan/gemm.hpp"
@@ -47,6 +51,45 @@ void VulkanBackend::submit_matmul(Submission s) {
     finish_item(b, std::move(s), out);
 }
 
+namespace {
+
+/// A byte image of a push-constant struct.
+template <class T>
+std::vector<std::byte> bytes_of(const T& v) {
+    std::vector<std::byte> out(sizeof v);
+    std::memcpy(out.data(), &v, sizeof v);
+    return out;
+}
+
+/// `groups` workgroups as a grid of at most 65535 along x.
+std::pair<std::uint32_t, std::uint32_t> grid_of(std::uint64_t groups) {
+    const auto gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
+    return {gx, gx == 0 ? 0u : static_cast<std::uint32_t>((groups + gx - 1) / gx)};
+}
+
+}  // namespace
+
+void VulkanBackend::record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
+                                      const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push) {
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto src = device_copy(*s.inputs[0], b);
+    b.keep.push_back(src);
+    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (gx > 0 && gy > 0) {
+        const std::vector<std::byte> p = push(src->address(), out->address());
+        const int q = b.begin_span(Span::kernel);
+        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(p.size()),
+                           p.data());
+        vkCmdDispatch(b.cmd, gx, gy, 1);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    finish_item(b, std::move(s), out);
+}
+
 void VulkanBackend::submit_transpose(Submission s) {
     const Region& r = *s.region;
     const Shape& in = r.inputs[0]->shape;
@@ -54,58 +97,30 @@ void VulkanBackend::submit_transpose(Submission s) {
     const std::uint64_t gx = (rows + kTransposeTile - 1) / kTransposeTile, gy = (cols + kTransposeTile - 1) / kTransposeTile;
     if (gx > 65535 || gy > 65535 || rows > 0xFFFFFFFFull || cols > 0xFFFFFFFFull)
         throw DeviceError("vulkan: a transpose of " + in.to_string() + " needs more workgroups than one dispatch has");
-    const DType t = r.outputs[0].node->dtype;
-    const ComputePipeline& pipeline = pipelines_->get(transpose_kernel(t));  // before recording
-    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-
-    std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
-    auto src = device_copy(*s.inputs[0], b);
-    b.keep.push_back(src);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (gx > 0 && gy > 0) {
-        struct {
-            std::uint64_t src, dst;
-            std::uint32_t rows, cols;
-        } push{src->address(), out->address(), static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols)};
-        const int q = b.begin_span(Span::kernel);
-        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
-        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-        vkCmdDispatch(b.cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
-        b.end_span(q);
-        ++b.dispatches;
-    }
-    finish_item(b, std::move(s), out);
+    const ComputePipeline& pipeline = pipelines_->get(transpose_kernel(r.outputs[0].node->dtype));  // before recording
+    record_one_kernel(std::move(s), pipeline, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy),
+                      [&](std::uint64_t src, std::uint64_t dst) {
+                          struct {
+                              std::uint64_t src, dst;
+                              std::uint32_t rows, cols;
+                          } push{src, dst, static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols)};
+                          return bytes_of(push);
+                      });
 }
 
 void VulkanBackend::submit_scan(Submission s) {
     const Region& r = *s.region;
     const auto e = r.reduce_extents();
     const std::uint64_t lines = static_cast<std::uint64_t>(e.inner) * static_cast<std::uint64_t>(e.outer);
-    const std::uint64_t groups = (lines + kScanWorkgroup - 1) / kScanWorkgroup;
+    const auto [gx, gy] = grid_of(e.len > 0 ? (lines + kScanWorkgroup - 1) / kScanWorkgroup : 0);
     const ComputePipeline& pipeline = pipelines_->get(scan_kernel(r.scan_op, r.outputs[0].node->dtype));  // before recording
-    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-
-    std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
-    auto src = device_copy(*s.inputs[0], b);
-    b.keep.push_back(src);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (groups > 0 && e.len > 0) {
+    record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst) {
         struct {
             std::uint64_t src, dst, inner, len, outer;
-        } push{src->address(), out->address(), static_cast<std::uint64_t>(e.inner), static_cast<std::uint64_t>(e.len),
+        } push{src, dst, static_cast<std::uint64_t>(e.inner), static_cast<std::uint64_t>(e.len),
                static_cast<std::uint64_t>(e.outer)};
-        const std::uint32_t gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
-        const std::uint32_t gy = static_cast<std::uint32_t>((groups + gx - 1) / gx);
-        const int q = b.begin_span(Span::kernel);
-        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
-        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-        vkCmdDispatch(b.cmd, gx, gy, 1);
-        b.end_span(q);
-        ++b.dispatches;
-    }
-    finish_item(b, std::move(s), out);
+        return bytes_of(push);
+    });
 }
 
 void VulkanBackend::submit_cat(Submission s) {
@@ -153,30 +168,16 @@ void VulkanBackend::submit_remap(Submission s) {
     const auto e = r.reduce_extents();  // of the output
     const std::int64_t in_len = r.inputs[0]->shape[r.reduce_dim];
     const std::uint64_t total = static_cast<std::uint64_t>(e.inner * e.len * e.outer);
-    const std::uint64_t groups = (total + kRemapWorkgroup - 1) / kRemapWorkgroup;
+    const auto [gx, gy] = grid_of(in_len > 0 ? (total + kRemapWorkgroup - 1) / kRemapWorkgroup : 0);
     const ComputePipeline& pipeline = pipelines_->get(remap_kernel(r.outputs[0].node->dtype));  // before recording
-    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-
-    std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
-    auto src = device_copy(*s.inputs[0], b);
-    b.keep.push_back(src);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (groups > 0 && in_len > 0) {
+    const std::int64_t a = r.remap_a, b = r.remap_b;
+    record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst) {
         struct {
             std::uint64_t src, dst;
             std::int64_t inner, out_len, outer, in_len, a, b;
-        } push{src->address(), out->address(), e.inner, e.len, e.outer, in_len, r.remap_a, r.remap_b};
-        const std::uint32_t gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
-        const std::uint32_t gy = static_cast<std::uint32_t>((groups + gx - 1) / gx);
-        const int q = b.begin_span(Span::kernel);
-        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
-        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-        vkCmdDispatch(b.cmd, gx, gy, 1);
-        b.end_span(q);
-        ++b.dispatches;
-    }
-    finish_item(b, std::move(s), out);
+        } push{src, dst, e.inner, e.len, e.outer, in_len, a, b};
+        return bytes_of(push);
+    });
 }
 
 /// The end of recording one region with one output `out`: its barrier, its readback if a host

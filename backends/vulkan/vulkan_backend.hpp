@@ -12,11 +12,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "backends/vulkan/context.hpp"
@@ -73,6 +75,10 @@ private:
     void submit_scan(Submission s);
     void submit_cat(Submission s);
     void submit_remap(Submission s);
+    /// A region with one input and one output run by one fixed kernel: its input uploaded (or
+    /// reused), gx x gy workgroups (none if either is 0) with the push constants push(src, dst).
+    void record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
+                           const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push);
     void finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out);  // record_mutex_ held
     Batch& open_batch();
     std::unique_ptr<CopyJob> open_copy(Span kind);
