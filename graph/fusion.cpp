@@ -39,6 +39,19 @@ bool reaches(const std::vector<Group>& groups, std::size_t from, std::size_t to)
     return false;
 }
 
+/// The selection of a Gather or Scatter node (see Region::IndexExtents); for Find, the positions.
+Region::IndexExtents index_extents_of(const Node& n) {
+    const Shape& a = n.inputs[0]->shape;
+    if (n.op == OpKind::Find) return {1, n.shape.numel(), 1, a.numel()};
+    const std::int64_t count = n.inputs[1]->shape.numel();
+    const int d = static_cast<int>(n.attr[0]);
+    if (d < 0) return {1, count, 1, a.numel()};
+    std::int64_t inner = 1, outer = 1;
+    for (int q = 0; q < d; ++q) inner *= a[q];
+    for (int q = d + 1; q < a.ndims(); ++q) outer *= a[q];
+    return {inner, count, outer, a[d]};
+}
+
 }  // namespace
 
 std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<Node*>& targets, std::uint64_t mark,
@@ -209,6 +222,16 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         };
         for (std::size_t m : g.members) {
             const Node* n = pending[m];
+            if (n->op == OpKind::Gather || n->op == OpKind::Scatter || n->op == OpKind::Find) {
+                r.indexing = n->op == OpKind::Gather    ? Region::Indexing::gather
+                             : n->op == OpKind::Scatter ? Region::Indexing::scatter
+                                                        : Region::Indexing::find;
+                r.inputs = n->inputs;
+                r.index_extents = index_extents_of(*n);
+                r.index_position = n->op == OpKind::Find || n->attr[0] < 0 ? 0 : static_cast<int>(n->attr[0]) + 1;
+                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                continue;
+            }
             if (n->op == OpKind::Remap) {
                 r.remap = true;
                 r.reduce_dim = static_cast<int>(n->attr[0]);
@@ -372,6 +395,8 @@ std::string Region::summary() const {
     }
     for (const Reduction& red : reductions) s += std::string(",") + std::string(op_info(red.op).name);
     const char* own = matmul ? "mtimes" : transpose ? "transpose" : alias ? "reshape" : cat ? "cat" : remap ? "remap" : nullptr;
+    if (indexing != Indexing::none)
+        own = indexing == Indexing::gather ? "subsref" : indexing == Indexing::scatter ? "subsasgn" : "find";
     if (scan) own = op_info(scan_op).name.data();
     if (own) s += std::string(s.empty() ? "" : ",") + own;
     return s;

@@ -82,6 +82,9 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"cummin", G::Scan, 1, R::Arithmetic, false},
     {"cat", G::View, 2, R::Arithmetic, false},
     {"remap", G::View, 1, R::Arithmetic, false},
+    {"subsref", G::View, 2, R::Leaf, false},
+    {"subsasgn", G::View, 3, R::Leaf, false},
+    {"find", G::View, 1, R::Leaf, false},
 }};
 
 }  // namespace

@@ -41,6 +41,10 @@ enum class OpKind : std::uint8_t {
     // one dimension (attr[0]) remapped: out(..., k, ...) = in(..., (attr[1] * k + attr[2]) mod n, ...)
     // with n the input's extent there (flip, circshift, repmat, ranges)
     Remap,
+    // indexing by data (tandem/indexing.hpp); attr[0] = the dimension (0-based) or -1 (linear)
+    Gather,   ///< inputs {a, I}: a(I) (linear) or a(:, I, :) along attr[0]
+    Scatter,  ///< inputs {a, I, b}: a with a(I) = b (or a(:, I, :) = b); last write wins
+    Find,     ///< inputs {mask}: the 1-based linear positions of its true elements, in order
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);
@@ -74,7 +78,8 @@ inline bool is_elementwise(OpKind op) noexcept {
 }
 
 inline bool is_reduction(OpKind op) noexcept { return op_info(op).group == OpGroup::Reduce; }
-/// Ops that are a region of their own: a matrix product, a view, a transpose, a scan.
+/// Ops that are a region of their own: a matrix product, a view or other rearrangement
+/// (transpose, cat, remap, gather, scatter, find), a scan.
 inline bool own_region(OpKind op) noexcept {
     const OpGroup g = op_info(op).group;
     return g == OpGroup::Contract || g == OpGroup::View || g == OpGroup::Scan;

@@ -69,6 +69,23 @@ struct Region {
     /// (remap_a * k + remap_b) mod (the input's extent there); everything else as is.
     bool remap = false;
     std::int64_t remap_a = 1, remap_b = 0;
+    /// An indexing region. The selection is (inner, count, outer) over a viewed as
+    /// (inner, extent, outer): element (i, k, o) of it is a's linear element
+    /// i + inner * (I(k) - 1 + extent * o), with I = inputs[1] (1-based, checked: a bad subscript
+    /// fails the region with an IndexError). Linear indexing is inner = outer = 1.
+    ///   gather:  outputs[0] = the selection (the region's shape is the result's)
+    ///   scatter: outputs[0] = inputs[0] with the selection set to inputs[2] (a scalar or one
+    ///            element per selected one, in order); of repeated subscripts the last one wins
+    ///   find:    outputs[0] = the 1-based positions of inputs[0]'s true elements (a logical
+    ///            array), in order, as doubles; the region's shape is the result's
+    enum class Indexing : std::uint8_t { none, gather, scatter, find };
+    Indexing indexing = Indexing::none;
+    struct IndexExtents {
+        std::int64_t inner = 1, count = 0, outer = 1, extent = 0;
+    };
+    IndexExtents index_extents;
+    /// For messages: the subscript's position among a's (1-based dimension; 0: linear).
+    int index_position = 0;
     /// The reduce domain as (inner, len, outer): element (i, k, o) is linear index
     /// i + inner * (k + len * o); output (i, o) is i + inner * o.
     struct ReduceExtents {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backends/cpu/gemm.hpp"
+#include "backends/cpu/indexing.hpp"
 #include "backends/cpu/program.hpp"
 #include "backends/cpu/reduce.hpp"
 #include "tandem/error.hpp"
@@ -182,6 +183,12 @@ void CpuBackend::execute(const Region& region, std::span<const Storage* const> i
     if (region.scan) return run_scan(region, *inputs[0], *outputs[0], true);
     if (region.cat) return run_cat(region, inputs, outputs);
     if (region.remap) return run_remap(region, inputs, outputs);
+    switch (region.indexing) {
+        case Region::Indexing::gather: return run_gather(region, *inputs[0], *inputs[1], *outputs[0]);
+        case Region::Indexing::scatter: return run_scatter(region, *inputs[0], *inputs[1], *inputs[2], *outputs[0]);
+        case Region::Indexing::find: return run_find(region, *inputs[0], *outputs[0]);
+        case Region::Indexing::none: break;
+    }
     Program program(region, inputs, outputs, kernels_, block_);
     const std::int64_t numel = program.numel();
     if (numel == 0) return;

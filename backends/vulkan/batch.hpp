@@ -74,6 +74,7 @@ struct VulkanBackend::Batch {
         const Region* region;
         std::shared_ptr<DeviceArray> args;
         std::vector<std::pair<std::shared_ptr<DeviceArray>, std::shared_ptr<Value>>> readbacks;
+        std::function<void()> check;  // data-dependent faults (bad subscripts): throws to fail the region
     };
     std::vector<Item> items;
     std::vector<std::shared_ptr<void>> keep;  // staging and arrays the recorded work reads

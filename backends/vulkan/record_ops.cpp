@@ -182,12 +182,13 @@ void VulkanBackend::submit_remap(Submission s) {
 
 /// The end of recording one region with one output `out`: its barrier, its readback if a host
 /// sink wants it, its completion item.
-void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out) {
+void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out,
+                                std::function<void()> check) {
     const Region& r = *s.region;
     buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    Batch::Item item{std::move(s.done), &r, nullptr, {}};
+    Batch::Item item{std::move(s.done), &r, nullptr, {}, std::move(check)};
     if (!s.wanted_on_host.empty() && s.wanted_on_host[0]) {
         auto rb = readback_heap_->allocate(out->bytes());
         VkBufferCopy region{out->offset(), rb->offset(), out->bytes()};

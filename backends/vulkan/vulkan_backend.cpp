@@ -335,6 +335,12 @@ void VulkanBackend::submit(Submission s) {
     if (r.scan) return submit_scan(std::move(s));
     if (r.cat) return submit_cat(std::move(s));
     if (r.remap) return submit_remap(std::move(s));
+    switch (r.indexing) {
+        case Region::Indexing::gather: return submit_gather(std::move(s));
+        case Region::Indexing::scatter: return submit_scatter(std::move(s));
+        case Region::Indexing::find: return submit_find(std::move(s));
+        case Region::Indexing::none: break;
+    }
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<int> dims;
@@ -423,7 +429,7 @@ void VulkanBackend::submit(Submission s) {
         buffer_barrier(b.cmd, *o, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    Batch::Item item{std::move(s.done), &r, args, {}};
+    Batch::Item item{std::move(s.done), &r, args, {}, {}};
     for (std::size_t j = 0; j < outs.size(); ++j) {
         if (j >= s.wanted_on_host.size() || !s.wanted_on_host[j]) continue;
         auto rb = readback_heap_->allocate(outs[j]->bytes());
@@ -549,6 +555,7 @@ void VulkanBackend::complete_loop() {
             if (!e) {
                 try {
                     if (item.args) check_error(*item.region, item.args->mapped());
+                    if (item.check) item.check();
                     for (auto& [rb, value] : item.readbacks) {
                         rb->invalidate();
                         auto host = options_.pool->allocate(value->bytes(), "download");

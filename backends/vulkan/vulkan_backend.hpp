@@ -75,11 +75,19 @@ private:
     void submit_scan(Submission s);
     void submit_cat(Submission s);
     void submit_remap(Submission s);
+    void submit_gather(Submission s);   // record_index.cpp
+    void submit_scatter(Submission s);
+    void submit_find(Submission s);
+    /// Fills `fault` (host-visible, two words) with "no fault" and returns the completion check
+    /// that turns what the kernels recorded there into region r's IndexError.
+    std::function<void()> subscript_check(const Region& r, std::shared_ptr<DeviceArray> fault, std::shared_ptr<Value> subscripts);
     /// A region with one input and one output run by one fixed kernel: its input uploaded (or
     /// reused), gx x gy workgroups (none if either is 0) with the push constants push(src, dst).
     void record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
                            const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push);
-    void finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out);  // record_mutex_ held
+    /// `check` (optional) runs when the batch completes and throws to fail the region.
+    void finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out,
+                     std::function<void()> check = {});  // record_mutex_ held
     Batch& open_batch();
     std::unique_ptr<CopyJob> open_copy(Span kind);
     void submit_copy(CopyJob& job, VkSemaphore wait, std::uint64_t wait_value, VkSemaphore signal);

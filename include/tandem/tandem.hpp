@@ -7,6 +7,7 @@
 #include "tandem/error.hpp"
 #include "tandem/future.hpp"
 #include "tandem/host_array.hpp"
+#include "tandem/indexing.hpp"
 #include "tandem/linalg.hpp"
 #include "tandem/ops.hpp"
 #include "tandem/random.hpp"
