@@ -232,6 +232,13 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 r.outputs.push_back({0, pending[m]->shared_from_this()});
                 continue;
             }
+            if (n->op == OpKind::Permute) {
+                const auto packed = static_cast<std::uint64_t>(n->attr[0]);
+                for (int d = 0; d < static_cast<int>(n->attr[1]); ++d) r.permutation.push_back(static_cast<int>((packed >> (4 * d)) & 15));
+                r.inputs = n->inputs;
+                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                continue;
+            }
             if (n->op == OpKind::Remap) {
                 r.remap = true;
                 r.reduce_dim = static_cast<int>(n->attr[0]);
@@ -395,6 +402,7 @@ std::string Region::summary() const {
     }
     for (const Reduction& red : reductions) s += std::string(",") + std::string(op_info(red.op).name);
     const char* own = matmul ? "mtimes" : transpose ? "transpose" : alias ? "reshape" : cat ? "cat" : remap ? "remap" : nullptr;
+    if (!permutation.empty()) own = "permute";
     if (indexing != Indexing::none)
         own = indexing == Indexing::gather ? "subsref" : indexing == Indexing::scatter ? "subsasgn" : "find";
     if (scan) own = op_info(scan_op).name.data();

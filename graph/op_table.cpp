@@ -85,6 +85,7 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
     {"subsref", G::View, 2, R::Leaf, false},
     {"subsasgn", G::View, 3, R::Leaf, false},
     {"find", G::View, 1, R::Leaf, false},
+    {"permute", G::View, 1, R::Arithmetic, false},
 }};
 
 }  // namespace

@@ -45,6 +45,8 @@ enum class OpKind : std::uint8_t {
     Gather,   ///< inputs {a, I}: a(I) (linear) or a(:, I, :) along attr[0]
     Scatter,  ///< inputs {a, I, b}: a with a(I) = b (or a(:, I, :) = b); last write wins
     Find,     ///< inputs {mask}: the 1-based linear positions of its true elements, in order
+    // N-D permute: output dimension d < attr[1] is input dimension ((attr[0] >> 4 d) & 15), 0-based
+    Permute,
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);

@@ -69,6 +69,9 @@ struct Region {
     /// (remap_a * k + remap_b) mod (the input's extent there); everything else as is.
     bool remap = false;
     std::int64_t remap_a = 1, remap_b = 0;
+    /// Non-empty: a permute region, outputs[0] = permute(inputs[0], permutation) (0-based: output
+    /// dimension d is input dimension permutation[d]; graph/permute_plan.hpp says how it runs).
+    std::vector<int> permutation;
     /// An indexing region. The selection is (inner, count, outer) over a viewed as
     /// (inner, extent, outer): element (i, k, o) of it is a's linear element
     /// i + inner * (I(k) - 1 + extent * o), with I = inputs[1] (1-based, checked: a bad subscript

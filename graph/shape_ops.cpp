@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "graph/permute_plan.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "tandem/error.hpp"
 #include "tandem/ops.hpp"
@@ -29,6 +30,40 @@ Array transpose(const Array& a) {
     // A vector's transpose is its reshape (the same element order): free.
     if (s[0] == 1 || s[1] == 1) return reshape(a, t);
     return Array(rt.nodes().make(detail::OpKind::Transpose, a.dtype(), t, {a.node()}));
+}
+
+Array permute(const Array& a, const std::vector<int>& order) {
+    detail::RuntimeImpl& rt = detail::runtime_of(a);
+    const Shape& s = a.shape();
+    const int n = static_cast<int>(order.size());
+    std::vector<bool> seen(order.size(), false);
+    auto order_text = [&] {
+        std::string t = "[";
+        for (int d : order) t += (t.size() > 1 ? " " : "") + std::to_string(d);
+        return t + "]";
+    };
+    for (int d : order) {
+        if (d < 1 || d > n || seen[static_cast<std::size_t>(d - 1)])
+            throw ValueError("permute: the order " + order_text() + " is not a permutation of 1.." + std::to_string(n));
+        seen[static_cast<std::size_t>(d - 1)] = true;
+    }
+    if (n < s.ndims())
+        throw ValueError("permute: the order " + order_text() + " names " + std::to_string(n) + " dimensions; the array " +
+                         s.to_string() + " has " + std::to_string(s.ndims()));
+    if (n > 13) throw ValueError("permute: at most 13 dimensions are supported, the order names " + std::to_string(n));
+    std::vector<int> zero_based;
+    std::vector<std::int64_t> dims;
+    for (int d : order) {
+        zero_based.push_back(d - 1);
+        dims.push_back(s[d - 1]);
+    }
+    const Shape out(std::move(dims));
+    // Only singletons move: the element order is the same, so it is a reshape.
+    if (detail::plan_permute(s, zero_based).extent.size() <= 1) return reshape(a, out);
+    if (s.ndims() == 2 && out.ndims() == 2 && zero_based[0] == 1) return transpose(a);
+    std::uint64_t packed = 0;
+    for (int d = 0; d < n; ++d) packed |= static_cast<std::uint64_t>(zero_based[static_cast<std::size_t>(d)]) << (4 * d);
+    return Array(rt.nodes().make(detail::OpKind::Permute, a.dtype(), out, {a.node()}, {static_cast<double>(packed), static_cast<double>(n), 0}));
 }
 
 Array cat(int dim, const std::vector<Array>& arrays) {

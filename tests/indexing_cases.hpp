@@ -1,4 +1,4 @@
-// Indexing (tandem/indexing.hpp) against plain loops: the same cases run on the CPU executor
+// Indexing (tandem/indexing.hpp) and permute against plain loops: the same cases run on the CPU executor
 // (test_indexing.cpp) and on the Vulkan device (test_vulkan_indexing.cpp). Random arrays with
 // NaN/Inf/-0, every element type, empty, vector, matrix and N-D shapes, every dimension (and one
 // past the last), repeated subscripts, double and single subscripts, masks.
@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -201,6 +202,48 @@ inline void assignments(tandem::Runtime& rt, std::mt19937_64& rng) {
                                               ref_scatter(a, J.v, d, bs, t)));
             }
         }
+}
+
+/// permute against the definition out(i_1, ..., i_n) = a(i at order's positions), every
+/// permutation of 3-D shapes (with singletons, sizes off the 32-wide tiles) and some of 4-D.
+inline void permutes(tandem::Runtime& rt, std::mt19937_64& rng) {
+    auto check = [&](const Dims& dims, const std::vector<int>& order, DType t) {
+        std::string o;
+        for (int d : order) o += std::to_string(d) + " ";
+        SCOPED_TRACE(std::string(tref::dtype_str(t)) + " " + tref::dims_str(dims) + " order " + o);
+        const Host a = tref::random_host(dims, t, rng);
+        Dims od;
+        for (int d : order) od.push_back(tref::dim(dims, static_cast<std::size_t>(d - 1)));
+        Host want;
+        want.dims = tref::normalize(od);
+        want.dtype = t;
+        const std::int64_t n = tref::numel(dims);
+        want.v.resize(static_cast<std::size_t>(n));
+        std::vector<std::int64_t> in_stride(order.size(), 1);
+        for (std::size_t d = 1; d < order.size(); ++d) in_stride[d] = in_stride[d - 1] * tref::dim(dims, d - 1);
+        for (std::int64_t e = 0; e < n; ++e) {
+            std::int64_t rest = e, from = 0;
+            for (std::size_t d = 0; d < order.size(); ++d) {
+                const std::int64_t i = rest % od[d];
+                rest /= od[d];
+                from += i * in_stride[static_cast<std::size_t>(order[d] - 1)];
+            }
+            want.v[static_cast<std::size_t>(e)] = a.v[static_cast<std::size_t>(from)];
+        }
+        EXPECT_TRUE(tref::same_values(tref::gather(tandem::permute(tref::make_array(rt, a), order)), want));
+    };
+    for (const Dims& dims : {Dims{33, 5, 40}, Dims{1, 7, 9}, Dims{8, 1, 3}, Dims{0, 4, 2}, Dims{64, 32, 2}}) {
+        std::vector<int> order{1, 2, 3};
+        do {
+            check(dims, order, DType::f64);
+        } while (std::next_permutation(order.begin(), order.end()));
+    }
+    for (DType t : {DType::f32, DType::logical}) {
+        check({5, 6, 7, 3}, {3, 1, 4, 2}, t);
+        check({40, 3, 2, 35}, {4, 2, 3, 1}, t);
+        check({3, 4}, {2, 1, 3}, t);
+        check({6, 5}, {3, 2, 1}, t);
+    }
 }
 
 /// Bad subscripts fail only the indexing's own result, with MATLAB's message and the position.

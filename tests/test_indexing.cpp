@@ -32,6 +32,23 @@ TEST(Indexing, Assign) {
     tix::assignments(rt, rng);
 }
 
+TEST(Indexing, Permute) {
+    tandem::Runtime rt(cpu_config());
+    std::mt19937_64 rng(44);
+    tix::permutes(rt, rng);
+    const tandem::Array A = rt.ones(tandem::Shape{2, 3, 4});
+    EXPECT_THROW(tandem::permute(A, {1, 2}), tandem::ValueError);
+    EXPECT_THROW(tandem::permute(A, {1, 2, 2}), tandem::ValueError);
+    EXPECT_THROW(tandem::permute(A, {0, 1, 2}), tandem::ValueError);
+    // only singletons move: free (a reshape of the same value)
+    const tandem::Array v = rt.ones(tandem::Shape{5, 1, 3});
+    EXPECT_EQ(tandem::permute(v, {2, 1, 3}).shape(), (tandem::Shape{1, 5, 3}));
+    rt.evaluate({v}).get();
+    const auto m0 = rt.metrics();
+    tandem::permute(v, {2, 1, 3}).gather().get();
+    EXPECT_EQ(rt.metrics().elements_written - m0.elements_written, 0u);
+}
+
 TEST(Indexing, BadSubscripts) {
     tandem::Runtime rt(cpu_config());
     tix::bad_subscripts(rt);

@@ -31,6 +31,13 @@ TEST(VulkanIndexing, Assign) {
     tvk::expect_device_clean(*gpu);
 }
 
+TEST(VulkanIndexing, Permute) {
+    auto gpu = tvk::open_gpu();
+    std::mt19937_64 rng(55);
+    tix::permutes(*gpu, rng);
+    tvk::expect_device_clean(*gpu);
+}
+
 TEST(VulkanIndexing, BadSubscriptsFoundOnTheDevice) {
     auto gpu = tvk::open_gpu();
     tix::bad_subscripts(*gpu);

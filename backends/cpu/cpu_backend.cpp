@@ -9,6 +9,7 @@
 
 #include "backends/cpu/gemm.hpp"
 #include "backends/cpu/indexing.hpp"
+#include "backends/cpu/permute.hpp"
 #include "backends/cpu/program.hpp"
 #include "backends/cpu/reduce.hpp"
 #include "tandem/error.hpp"
@@ -183,6 +184,7 @@ void CpuBackend::execute(const Region& region, std::span<const Storage* const> i
     if (region.scan) return run_scan(region, *inputs[0], *outputs[0], true);
     if (region.cat) return run_cat(region, inputs, outputs);
     if (region.remap) return run_remap(region, inputs, outputs);
+    if (!region.permutation.empty()) return run_permute(region, *inputs[0], *outputs[0]);
     switch (region.indexing) {
         case Region::Indexing::gather: return run_gather(region, *inputs[0], *inputs[1], *outputs[0]);
         case Region::Indexing::scatter: return run_scatter(region, *inputs[0], *inputs[1], *inputs[2], *outputs[0]);

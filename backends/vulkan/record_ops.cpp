@@ -70,20 +70,21 @@ std::pair<std::uint32_t, std::uint32_t> grid_of(std::uint64_t groups) {
 }  // namespace
 
 void VulkanBackend::record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
-                                      const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push) {
+                                      const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push,
+                                      std::uint32_t gz) {
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
     std::lock_guard lock(record_mutex_);
     Batch& b = open_batch();
     auto src = device_copy(*s.inputs[0], b);
     b.keep.push_back(src);
     s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (gx > 0 && gy > 0) {
+    if (gx > 0 && gy > 0 && gz > 0) {
         const std::vector<std::byte> p = push(src->address(), out->address());
         const int q = b.begin_span(Span::kernel);
         vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
         vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(p.size()),
                            p.data());
-        vkCmdDispatch(b.cmd, gx, gy, 1);
+        vkCmdDispatch(b.cmd, gx, gy, gz);
         b.end_span(q);
         ++b.dispatches;
     }

@@ -335,6 +335,7 @@ void VulkanBackend::submit(Submission s) {
     if (r.scan) return submit_scan(std::move(s));
     if (r.cat) return submit_cat(std::move(s));
     if (r.remap) return submit_remap(std::move(s));
+    if (!r.permutation.empty()) return submit_permute(std::move(s));
     switch (r.indexing) {
         case Region::Indexing::gather: return submit_gather(std::move(s));
         case Region::Indexing::scatter: return submit_scatter(std::move(s));

@@ -81,10 +81,12 @@ private:
     /// Fills `fault` (host-visible, two words) with "no fault" and returns the completion check
     /// that turns what the kernels recorded there into region r's IndexError.
     std::function<void()> subscript_check(const Region& r, std::shared_ptr<DeviceArray> fault, std::shared_ptr<Value> subscripts);
+    void submit_permute(Submission s);  // permute.cpp
     /// A region with one input and one output run by one fixed kernel: its input uploaded (or
-    /// reused), gx x gy workgroups (none if either is 0) with the push constants push(src, dst).
+    /// reused), gx x gy x gz workgroups (none if any is 0) with the push constants push(src, dst).
     void record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
-                           const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push);
+                           const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push,
+                           std::uint32_t gz = 1);
     /// `check` (optional) runs when the batch completes and throws to fail the region.
     void finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out,
                      std::function<void()> check = {});  // record_mutex_ held

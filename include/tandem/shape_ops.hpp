@@ -20,6 +20,11 @@ TANDEM_API Array column(const Array& a);
 /// is free (a reshape); a matrix's is a tiled copy, and matmul reads it in place instead.
 TANDEM_API Array transpose(const Array& a);
 
+/// MATLAB permute(a, order): the dimensions rearranged, output dimension d being input dimension
+/// order[d] (1-based; order is a permutation of 1..n, n >= ndims(a), at most 13). Free when only
+/// singleton dimensions move (a reshape); a 2-D [2 1] is transpose; otherwise a tiled copy.
+TANDEM_API Array permute(const Array& a, const std::vector<int>& order);
+
 /// MATLAB cat(dim, ...) (dim 1-based), horzcat [a, b, ...] and vertcat [a; b; ...]: the arrays
 /// end to end along dim; every other dimension must agree (ShapeError naming the shapes); empty
 /// 0 x 0 arrays are skipped, as in MATLAB. The type is the inputs' combined one (single wins,
