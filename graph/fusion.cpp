@@ -23,7 +23,82 @@ struct Group {
     Shape shape;
     std::vector<std::size_t> members;  // indices into pending, in topological order
     std::set<std::size_t> deps;        // groups this one reads from
+    bool own = false;                  // a region of its own (matmul, view, scan, ...)
 };
+
+/// The elementwise chain a matrix product's GEMM applies as its epilogue: act(alpha * P + beta * C
+/// + bias), matched in exactly that order, so the CPU (which applies it after the product, op by
+/// op) gives the unfused chain's bits.
+struct EpilogueChain {
+    std::vector<std::size_t> nodes;  // positions in pending after the product; the last is the result
+    Region::Epilogue epilogue;
+    std::shared_ptr<Node> c, bias;
+};
+
+bool is_scalar_constant(const Node& n) { return n.op == OpKind::Constant && n.shape.numel() == 1; }
+
+/// The epilogue after the product at pending[i]: each link is the only reader of the one before,
+/// not wanted, of the product's type and shape; C and the bias are computed before the product
+/// (pos < i) or outside the plan, so folding them in cannot make a cycle.
+template <class Pos>
+EpilogueChain match_epilogue(const std::vector<Node*>& pending, std::size_t i, const Pos& pos, const std::vector<bool>& wanted,
+                             const std::vector<int>& readers, const std::vector<std::size_t>& reader) {
+    constexpr std::size_t kOutside = SIZE_MAX;
+    EpilogueChain chain;
+    const Node& product = *pending[i];
+    const Shape& shape = product.shape;
+    const DType t = product.dtype;
+    auto before = [&](const Node& n) { return pos(&n) == kOutside || pos(&n) < i; };
+    auto operand = [&](const Node& n) { return n.dtype == t && n.op != OpKind::Constant && before(n); };
+    int stage = 0;  // 0: alpha may come, 1: C, 2: bias, 3: relu, 4: done
+    std::size_t cur = i;
+    while (stage < 4 && !wanted[cur] && readers[cur] == 1) {
+        const std::size_t y = reader[cur];
+        const Node& Y = *pending[y];
+        if (Y.dtype != t || Y.shape != shape || Y.inputs.size() != 2) break;
+        const bool first = Y.inputs[0].get() == pending[cur];
+        if (first == (Y.inputs[1].get() == pending[cur])) break;  // reads the link twice (or not at all)
+        const Node& other = *Y.inputs[first ? 1 : 0];
+        if (Y.op == OpKind::Mul && stage == 0 && is_scalar_constant(other)) {
+            chain.epilogue.alpha = immediate(other);
+            stage = 1;
+        } else if (Y.op == OpKind::Add && stage <= 1 && other.shape == shape) {
+            const std::size_t z = pos(&other);
+            const bool scaled = other.op == OpKind::Mul && z != kOutside && !wanted[z] && readers[z] == 1 && other.dtype == t &&
+                                other.inputs.size() == 2 && (is_scalar_constant(*other.inputs[0]) != is_scalar_constant(*other.inputs[1]));
+            if (scaled) {
+                const bool t_first = is_scalar_constant(*other.inputs[0]);
+                const Node& c = *other.inputs[t_first ? 1 : 0];
+                // beta = 0 is left to the graph: a GEMM ignores C then (BLAS), 0 * NaN is NaN.
+                if (c.shape != shape || !operand(c) || immediate(*other.inputs[t_first ? 0 : 1]) == 0.0) break;
+                chain.epilogue.beta = immediate(*other.inputs[t_first ? 0 : 1]);
+                chain.c = other.inputs[t_first ? 1 : 0];
+                chain.nodes.push_back(z);
+            } else {
+                if (!operand(other)) break;
+                chain.epilogue.beta = 1;
+                chain.c = Y.inputs[first ? 1 : 0];
+            }
+            chain.epilogue.has_c = true;
+            stage = 2;
+        } else if (Y.op == OpKind::Add && stage <= 2 && operand(other) && other.shape != shape &&
+                   (other.shape == Shape{shape[0], 1} || other.shape == Shape{1, shape[1]})) {
+            chain.epilogue.bias = other.shape == Shape{shape[0], 1} ? Region::Epilogue::Bias::per_row
+                                                                    : Region::Epilogue::Bias::per_column;
+            chain.bias = Y.inputs[first ? 1 : 0];
+            stage = 3;
+        } else if (Y.op == OpKind::Max && is_scalar_constant(other) && immediate(other) == 0.0) {
+            chain.epilogue.relu = true;
+            chain.epilogue.zero_first = !first;
+            stage = 4;
+        } else {
+            break;
+        }
+        chain.nodes.push_back(y);
+        cur = y;
+    }
+    return chain;
+}
 
 bool reaches(const std::vector<Group>& groups, std::size_t from, std::size_t to) {
     std::vector<std::size_t> stack{from};
@@ -69,6 +144,29 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             for (auto& in : pending[i]->inputs)
                 if (std::size_t k = pos(in.get()); k != kOutside && in->op == OpKind::Constant) wanted[k] = true;
 
+    // Elementwise chains after a matrix product that its GEMM applies as an epilogue: they join
+    // the product's region (chain_of[node] = the product's position).
+    std::vector<EpilogueChain> chains;
+    std::vector<std::size_t> chain_of(pending.size(), kOutside), chain_index(pending.size(), kOutside);
+    if (options.fuse) {
+        std::vector<int> readers(pending.size(), 0);
+        std::vector<std::size_t> reader(pending.size(), kOutside);
+        for (std::size_t i = 0; i < pending.size(); ++i)
+            for (auto& in : pending[i]->inputs)
+                if (std::size_t k = pos(in.get()); k != kOutside) {
+                    ++readers[k];
+                    reader[k] = i;
+                }
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            if (pending[i]->op != OpKind::MatMul) continue;
+            EpilogueChain c = match_epilogue(pending, i, pos, wanted, readers, reader);
+            if (c.nodes.empty()) continue;
+            for (std::size_t k : c.nodes) chain_of[k] = i;
+            chain_index[i] = chains.size();
+            chains.push_back(std::move(c));
+        }
+    }
+
     std::vector<std::size_t> group_of(pending.size(), kFolded);
     std::vector<Group> groups;
     // Groups by shape; plans have few distinct shapes, so a short list beats a map.
@@ -83,10 +181,18 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
         if (n->op == OpKind::Constant && !wanted[i]) continue;
+        if (chain_of[i] != kOutside) {
+            // A link of a product's epilogue: computed by the product's region.
+            const std::size_t g = group_of[chain_of[i]];
+            group_of[i] = g;
+            for (auto& in : n->inputs)
+                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g) groups[g].deps.insert(group_of[k]);
+            continue;
+        }
         if (own_region(n->op)) {
             // A region of its own, over the result's shape.
             const std::size_t g = groups.size();
-            groups.push_back({n->shape, {i}, {}});
+            groups.push_back({n->shape, {i}, {}, true});
             group_of[i] = g;
             for (auto& in : n->inputs)
                 if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded) groups[g].deps.insert(group_of[k]);
@@ -95,7 +201,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         if (is_reduction(n->op)) {
             // A group of its own over its input's shape; it may join its producer's group below.
             const std::size_t g = groups.size();
-            groups.push_back({n->inputs[0]->shape, {i}, {}});
+            groups.push_back({n->inputs[0]->shape, {i}, {}, false});
             group_of[i] = g;
             const std::size_t k = pos(n->inputs[0].get());
             if (k != kOutside && group_of[k] != kFolded) groups[g].deps.insert(group_of[k]);
@@ -120,7 +226,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         }
         if (chosen == kFolded) {
             chosen = groups.size();
-            groups.push_back({n->shape, {}, {}});
+            groups.push_back({n->shape, {}, {}, false});
             groups_of_shape(n->shape).push_back(chosen);
         }
         group_of[i] = chosen;
@@ -168,7 +274,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             const std::size_t k = pos(pending[i]->inputs[0].get());
             if (k == kOutside || group_of[k] == kFolded) continue;
             const std::size_t g = group_of[k];
-            if (is_reduction(pending[k]->op) || own_region(pending[k]->op))
+            if (is_reduction(pending[k]->op) || own_region(pending[k]->op) || groups[group_of[k]].own)
                 continue;  // its own region
             const double dim = pending[i]->attr[0];
             if (has_dim[g] && dim_of[g] != dim) blocked[g] = true;
@@ -179,7 +285,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             if (group_of[i] == kFolded || !is_reduction(pending[i]->op)) continue;
             const std::size_t k = pos(pending[i]->inputs[0].get());
             if (k == kOutside || group_of[k] == kFolded || is_reduction(pending[k]->op) ||
-                own_region(pending[k]->op))
+                own_region(pending[k]->op) || groups[group_of[k]].own)
                 continue;
             if (!blocked[group_of[k]]) {
                 merged_into[group_of[i]] = group_of[k];
@@ -280,7 +386,16 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 r.trans_a = n->attr[0] != 0;
                 r.trans_b = n->attr[1] != 0;
                 r.inputs = n->inputs;
-                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                if (chain_index[m] == kOutside) {
+                    r.outputs.push_back({0, pending[m]->shared_from_this()});
+                    continue;
+                }
+                // The epilogue's operands follow A and B; its last link is the result.
+                EpilogueChain& c = chains[chain_index[m]];
+                r.epilogue = c.epilogue;
+                if (c.c) r.inputs.push_back(c.c);
+                if (c.bias) r.inputs.push_back(c.bias);
+                r.outputs.push_back({0, pending[c.nodes.back()]->shared_from_this()});
                 continue;
             }
             if (is_reduction(n->op)) {

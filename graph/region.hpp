@@ -55,6 +55,18 @@ struct Region {
     /// is the result's).
     bool matmul = false;
     bool trans_a = false, trans_b = false;
+    /// A matmul region's fused epilogue: outputs[0] = act(alpha * product + beta * C + bias), with
+    /// C = inputs[2] when has_c and the bias the last input when bias != none (m x 1 per row,
+    /// 1 x n per column); act = MATLAB's max(x, 0) when relu (NaN gives 0; zero_first: it was
+    /// written max(0, x), which keeps a -0). The graph's chain, folded in (graph/fusion.cpp).
+    struct Epilogue {
+        double alpha = 1, beta = 0;
+        bool has_c = false;
+        enum class Bias : std::uint8_t { none, per_row, per_column } bias = Bias::none;
+        bool relu = false, zero_first = false;
+        bool any() const noexcept { return alpha != 1 || has_c || bias != Bias::none || relu; }
+    };
+    Epilogue epilogue;
     /// A view region (reshape): outputs[0] shares inputs[0]'s value; nothing runs.
     bool alias = false;
     /// A transpose region: outputs[0] = inputs[0].' (2-D; the shape is the result's).

@@ -9,7 +9,7 @@
 //   TM, TN         each invocation's register tile (TM x TN elements of D); multiples of VW
 //   TRANS_A/B      0/1: op(A) = A or A^T (the stored layout; nothing is copied), so the loads of a
 //                  step follow the stored layout's contiguous dimension (coalesced either way)
-//   ACT            0: none, 1: relu
+//   ACT            0: none, 1: relu as max(x, 0), 2: relu as max(0, x) (MATLAB's max: NaN gives 0)
 // Arrays are reached by GL_EXT_buffer_reference (no descriptor sets); sizes, strides, scalars and
 // addresses travel in push constants, so one pipeline serves every size and every alpha/beta.
 //
@@ -160,11 +160,17 @@ void main() {
                 [[unroll]] for (uint p = 0; p < VW; ++p) {
                     const uint i = m0 + g * THREADS_M * VW + tx * VW + p;
                     if (i >= M) continue;
-                    T v = alpha * COMP(acc[h * VW + q][g], p);
-                    if (read_c) v = fma(beta, GemmIn(c_col).v[i], v);
-                    if (add_bias) v += GemmIn(pc.bias).v[i * pc.bias_si + j * pc.bias_sj];
+                    // Each step rounded on its own (precise: no fma), as the graph's chain it replaces.
+                    precise T v = alpha * COMP(acc[h * VW + q][g], p);
+                    if (read_c) {
+                        precise T cb = beta * GemmIn(c_col).v[i];
+                        v = v + cb;
+                    }
+                    if (add_bias) v = v + GemmIn(pc.bias).v[i * pc.bias_si + j * pc.bias_sj];
 #if ACT == 1
-                    v = v > T(0) ? v : (v == v ? T(0) : v);  // relu; NaN stays NaN
+                    v = v > T(0) ? v : T(0);  // MATLAB max(v, 0): NaN gives 0, -0 gives 0
+#elif ACT == 2
+                    v = v != v ? T(0) : (T(0) > v ? T(0) : v);  // MATLAB max(0, v): NaN gives 0, -0 stays -0
 #endif
                     GemmOut(d_col).v[i] = v;
                 }

@@ -9,6 +9,7 @@
 #include <random>
 #include <utility>
 
+#include "epilogue_cases.hpp"
 #include "matmul_reference.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
@@ -138,6 +139,18 @@ TEST(VulkanMatmul, ReshapeOfADeviceValue) {
         EXPECT_NEAR(s.v[static_cast<std::size_t>(j)], want, 1e-12 * 48 * 10);
     }
     tvk::expect_device_clean(*gpu);
+}
+
+TEST(VulkanMatmul, EpilogueFoldsIntoTheGemm) {
+    // fused on the device vs the same chain unfused on the device: the same bits
+    auto gpu = tvk::open_gpu();
+    tandem::Config plain_config = tvk::gpu_config();
+    plain_config.fusion = false;
+    auto plain = tvk::open_gpu(plain_config);
+    std::mt19937_64 rng(62);
+    tep::check_chains(*gpu, *plain, rng);
+    tvk::expect_device_clean(*gpu);
+    tvk::expect_device_clean(*plain);
 }
 
 }  // namespace

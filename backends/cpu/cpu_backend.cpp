@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backends/cpu/gemm.hpp"
+#include "backends/cpu/epilogue.hpp"
 #include "backends/cpu/indexing.hpp"
 #include "backends/cpu/permute.hpp"
 #include "backends/cpu/program.hpp"
@@ -83,6 +84,7 @@ void CpuBackend::run_matmul(const Region& region, std::span<const Storage* const
     else
         gemm(ta, tb, m, n, k, 1.0, static_cast<const double*>(inputs[0]->data()), lda,
              static_cast<const double*>(inputs[1]->data()), ldb, 0.0, static_cast<double*>(outputs[0]->data()), m);
+    if (region.epilogue.any()) apply_epilogue(region, inputs, *outputs[0]);
 }
 
 namespace {

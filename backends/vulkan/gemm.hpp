@@ -57,7 +57,8 @@ enum class GemmBias : std::uint8_t {
     per_column,  ///< bias has n elements: D(i, j) += bias[j] (A*B + b with b a row)
 };
 
-enum class GemmActivation : std::uint8_t { none, relu };
+/// relu: MATLAB's max(x, 0) (NaN gives 0); relu_zero_first: max(0, x), which keeps a -0.
+enum class GemmActivation : std::uint8_t { none, relu, relu_zero_first };
 
 /// One product. Addresses are device addresses of arrays of `dtype` elements, each aligned to
 /// the element size (DeviceHeap's are 256-byte aligned). Leading dimensions are in elements.

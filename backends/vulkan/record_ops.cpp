@@ -29,6 +29,14 @@ void VulkanBackend::submit_matmul(Submission s) {
     g.lda = static_cast<std::uint32_t>(std::max<std::int64_t>(1, sa[0]));
     g.ldb = static_cast<std::uint32_t>(std::max<std::int64_t>(1, sb[0]));
     g.ldc = g.ldd = std::max<std::uint32_t>(1, g.m);
+    // The fused epilogue (graph/fusion.cpp): C and the bias follow A and B among the inputs.
+    const Region::Epilogue& ep = r.epilogue;
+    g.alpha = ep.alpha;
+    g.beta = ep.has_c ? ep.beta : 0.0;
+    g.bias_mode = ep.bias == Region::Epilogue::Bias::per_row      ? GemmBias::per_row
+                  : ep.bias == Region::Epilogue::Bias::per_column ? GemmBias::per_column
+                                                                  : GemmBias::none;
+    g.activation = !ep.relu ? GemmActivation::none : ep.zero_first ? GemmActivation::relu_zero_first : GemmActivation::relu;
     // Compiled (or loaded) before anything is recorded: a failure leaves nothing half-recorded.
     gemm_->pipeline(g);
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
@@ -40,6 +48,16 @@ void VulkanBackend::submit_matmul(Submission s) {
     b.keep.push_back(bm);
     g.a = a->address();
     g.b = bm->address();
+    if (ep.has_c) {
+        auto c = device_copy(*s.inputs[2], b);
+        b.keep.push_back(c);
+        g.c = c->address();
+    }
+    if (ep.bias != Region::Epilogue::Bias::none) {
+        auto bias = device_copy(*s.inputs.back(), b);
+        b.keep.push_back(bias);
+        g.bias = bias->address();
+    }
     g.d = out->address();
     s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
     if (g.m > 0 && g.n > 0) {
