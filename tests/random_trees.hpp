@@ -1,5 +1,5 @@
 // Random expression trees for the tests that compute the same expression two ways and compare:
-// test_trees.cpp (fused vs unfused vs a scalar reference) and test_vulkan_backend.cpp (the Vulkan
+// test_trees.cpp (fused vs unfused vs a scalar reference) and test_vulkan_trees.cpp (the Vulkan
 // device vs the CPU). A tree has 3..6 leaves of broadcast-compatible shapes (the first one full),
 // shared subexpressions (a DAG), plain-number operands, and reaches the target depth. A Family
 // says which ops are drawn and how:

@@ -351,4 +351,16 @@ inline Host random_host(const Dims& dims, DType t, std::mt19937_64& rng, bool sp
     return h;
 }
 
+// ---- small helpers -------------------------------------------------------------------------
+
+/// A seed derived from a case's name (FNV-1a): each case has its own reproducible data.
+inline std::uint64_t seed_of(const std::string& s) {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+}
+
+/// Whether `part` occurs in `s` (error messages, captured stderr).
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 }  // namespace tref

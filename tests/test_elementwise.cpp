@@ -185,11 +185,7 @@ const std::vector<double>& plain_numbers() {
     return p;
 }
 
-std::uint64_t seed_of(const std::string& s) {
-    std::uint64_t h = 1469598103934665603ull;  // FNV-1a: a stable seed per case name
-    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return h;
-}
+using tref::seed_of;
 
 /// Runs one binary case and compares with the reference.
 void check_binary(tandem::Runtime& rt, const BinOp& op, In a, In b, const std::string& what) {

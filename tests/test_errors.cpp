@@ -25,7 +25,7 @@ using tandem::Shape;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using tref::contains;
 
 std::vector<double> values(const Array& a) { return a.gather().get().to_doubles(); }
 

@@ -1,0 +1,278 @@
+// Random fused trees and multi-output plans on the Vulkan device, through the public API: a GPU
+// runtime (Config::device = "vulkan", device_min_elements = 0; lavapipe in CI, the Khronos
+// validation layer on) against a CPU-only runtime fed the same inputs:
+//  - random fused trees (random_trees.hpp), the root and an inner node gathered together:
+//    bit-identical without transcendental ops; trees of ops with bounded derivatives (sin, tanh,
+//    exp(-|x|), hypot, ...) within a tolerance relative to magnitude, in double and single;
+//  - multi-output plans, regions of several shapes, values kept on the device for a later plan,
+//    a plan split between the CPU and the GPU (device_min_elements);
+//  - an array larger than lavapipe's maxStorageBufferRange (128 MiB).
+// Every test ends with Metrics::validation_messages == 0, and checks that the regions did run on
+// the device (no silent fallback to the CPU).
+//
+// No Vulkan device: the tests FAIL (CI installs lavapipe and the validation layers).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "random_trees.hpp"
+#include "reference.hpp"
+#include "vulkan_runtime.hpp"
+#include "tandem/tandem.hpp"
+
+using tandem::Array;
+using tandem::DType;
+using tandem::Runtime;
+using tref::Acc;
+using tref::Host;
+
+namespace {
+
+// ---- runtimes (vulkan_runtime.hpp) ---------------------------------------------------------------
+
+using tvk::cpu_config;
+using tvk::expect_device_clean;
+using tvk::gpu_config;
+using tvk::open_gpu;
+
+// ---- random fused trees -------------------------------------------------------------------------
+
+using ttree::Built;
+using ttree::Generator;
+using ttree::Kind;
+using ttree::ShapeSet;
+using ttree::Tree;
+
+// 13x11x7 = 1001 elements: lavapipe runs f64 transcendentals slowly, a few thousand at most.
+const ShapeSet kFull{"13x11x7", {{13, 11, 7}, {13, 1, 7}, {1, 11, 1}, {1, 1}, {13, 11}, {1, 11, 7}}};
+const ShapeSet kEmpty{"13x0x7", {{13, 0, 7}, {13, 1, 7}, {1, 0, 1}, {1, 1}, {13, 0}, {1, 1, 7}}};
+
+// Every non-transcendental op, comparisons, logical ops and where, mixed element types with
+// special values: bit-identical to the CPU.
+const ttree::Family kExactOps{
+    ttree::Style::mixed,
+    {"uminus", "abs", "sqrt", "floor", "ceil", "round", "fix", "sign", "isnan", "isinf", "isfinite", "single",
+     "double"},
+    {"plus", "minus", "times", "rdivide", "ldivide", "mod", "rem", "min", "max"}};
+
+// Ops with bounded derivatives (transcendentals among them) on leaves in [-2, 2] + NaN/Inf:
+// close to the CPU relative to the magnitude bound; double leaves, then single.
+const std::vector<std::string> kBoundedUnary = {"uminus", "abs",       "sin",       "cos",       "tanh",
+                                                "atan",   "exp(-abs)", "sqrt(abs)", "log1p(abs)"};
+const std::vector<std::string> kBoundedBinary = {"plus", "minus", "times", "min", "max", "hypot", "div1abs"};
+const ttree::Family kBoundedOps{ttree::Style::bounded, kBoundedUnary, kBoundedBinary, DType::f64};
+const ttree::Family kBoundedSingleOps{ttree::Style::bounded, kBoundedUnary, kBoundedBinary, DType::f32};
+
+/// GPU vs CPU within `rel` * (1 + magnitude bound); NaN and Inf positions identical.
+::testing::AssertionResult close_to(const Host& got, const Host& want, double rel, double magnitude) {
+    if (got.dims != want.dims)
+        return ::testing::AssertionFailure() << "shape " << tref::dims_str(got.dims) << ", expected " << tref::dims_str(want.dims);
+    if (got.dtype != want.dtype)
+        return ::testing::AssertionFailure() << "dtype " << tref::dtype_str(got.dtype) << ", expected " << tref::dtype_str(want.dtype);
+    std::ostringstream os;
+    int bad = 0;
+    for (std::size_t k = 0; k < want.v.size(); ++k) {
+        const double g = got.v[k], w = want.v[k];
+        bool ok;
+        if (std::isnan(w) || std::isnan(g)) ok = std::isnan(w) && std::isnan(g);
+        else if (std::isinf(w) || std::isinf(g)) ok = g == w;
+        else ok = std::abs(g - w) <= rel * (1 + magnitude);
+        if (!ok && bad++ < 5)
+            os << "\n  [" << k << "] GPU " << tref::fmt(g) << ", CPU " << tref::fmt(w) << " (magnitude bound " << magnitude << ")";
+    }
+    if (bad == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << bad << " of " << want.v.size() << " elements differ:" << os.str();
+}
+
+void run_trees(const ttree::Family& family, const ShapeSet& shapes, int count, std::uint64_t base_seed) {
+    auto gpu = open_gpu();
+    Runtime cpu(cpu_config());
+    int max_depth_seen = 0, with_trans = 0;
+    for (int it = 0; it < count; ++it) {
+        const std::uint64_t seed = base_seed + static_cast<std::uint64_t>(it);
+        Generator gen(seed, family);
+        Tree t = gen.make(shapes, 1 + it % 8);
+        max_depth_seen = std::max(max_depth_seen, t.depth);
+        with_trans += t.transcendental ? 1 : 0;
+        SCOPED_TRACE("seed " + std::to_string(seed) + ", " + t.describe());
+        // the root and an inner node, gathered together (a multi-output plan)
+        int inner = t.root;
+        for (int tries = 0; tries < 10; ++tries) {
+            const int j = static_cast<int>((seed * 31 + static_cast<std::uint64_t>(tries) * 7) % t.nodes.size());
+            if (t.nodes[static_cast<std::size_t>(j)].kind != Kind::number) {
+                inner = j;
+                break;
+            }
+        }
+        Built bg(*gpu, t), bc(cpu, t);
+        std::vector<tandem::HostArray> hg, hc;
+        const auto m0 = gpu->metrics();
+        try {
+            hc = cpu.gather({bc.array(t.root), bc.array(inner)}).get();
+            hg = gpu->gather({bg.array(t.root), bg.array(inner)}).get();
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "gather threw: " << e.what();
+            break;
+        }
+        EXPECT_EQ(gpu->metrics().device_fallbacks, m0.device_fallbacks) << "a region fell back to the CPU";
+        for (int k = 0; k < 2; ++k) {
+            const Host g = tref::from_host_array(hg[static_cast<std::size_t>(k)]);
+            const Host c = tref::from_host_array(hc[static_cast<std::size_t>(k)]);
+            const char* which = k == 0 ? "root" : "inner node";
+            if (family.style == ttree::Style::mixed) {
+                EXPECT_TRUE(tref::same_values(g, c, Acc::exact_signed)) << which << ": GPU vs CPU";
+            } else {
+                const double rel = family.leaf_dtype == DType::f64 ? 1e-9 : 1e-4;
+                EXPECT_TRUE(close_to(g, c, rel, gen.bound(k == 0 ? t.root : inner))) << which << ": GPU vs CPU";
+            }
+        }
+        if (::testing::Test::HasFailure()) break;  // one failing tree is enough to look at
+    }
+    EXPECT_EQ(max_depth_seen, 8) << "the generator should reach depth 8";
+    if (family.style == ttree::Style::bounded && shapes.name == kFull.name) {
+        EXPECT_GT(with_trans, count / 2) << "most bounded trees should hold a transcendental op";
+    }
+    expect_device_clean(*gpu);
+}
+
+// Tree counts keep this file near a minute on lavapipe with validation: every tree is a new
+// kernel, and lavapipe compiles f64 transcendental code slowly (~0.2 s a tree).
+TEST(VulkanBackendTrees, ExactOpsBitIdenticalToCpu) { run_trees(kExactOps, kFull, 100, 21000); }
+TEST(VulkanBackendTrees, ExactOpsBitIdenticalToCpuEmpty) { run_trees(kExactOps, kEmpty, 16, 23000); }
+TEST(VulkanBackendTrees, BoundedOpsDoubleCloseToCpu) { run_trees(kBoundedOps, kFull, 40, 25000); }
+TEST(VulkanBackendTrees, BoundedOpsSingleCloseToCpu) { run_trees(kBoundedSingleOps, kFull, 24, 27000); }
+
+// ---- plans: several outputs, several shapes, CPU and GPU together -----------------------------
+
+std::vector<Array> plan_values(Runtime& rt, const Host& col, const Host& row, const Host& mat, const Host& small) {
+    Array c = tref::make_array(rt, col), r = tref::make_array(rt, row), m = tref::make_array(rt, mat),
+          s = tref::make_array(rt, small);
+    Array e = tandem::exp(c * 0.01) + r;            // exp on the column, expanded by the row
+    Array big = e * m - tandem::sin(m);             // large: n x k
+    Array small_v = tandem::tanh(s) * 2.0 + 1.0;    // small: 1 x k
+    Array mixed = big / (1.0 + tandem::abs(small_v));  // large region reading a small value
+    Array tall = tandem::hypot(c, 3.0);             // n x 1
+    Array cmp = (big > small_v) | (m < 0.0);        // logical output
+    Array sgl = tandem::single(big) + 1.0;          // single output
+    return {e, big, small_v, mixed, tall, cmp, sgl, small_v - 1.0, tandem::round(big * 1e3)};
+}
+
+void compare_plans(const std::vector<tandem::HostArray>& got, const std::vector<tandem::HostArray>& want,
+                   const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        const Host g = tref::from_host_array(got[k]), w = tref::from_host_array(want[k]);
+        // transcendentals inside: within a tolerance relative to the magnitude (at most ~2e4)
+        EXPECT_TRUE(close_to(g, w, g.dtype == DType::f32 ? 1e-5 : 1e-12, 1e3)) << what << ": output " << k;
+    }
+}
+
+TEST(VulkanBackendPlans, MultiOutputSeveralShapesMatchCpu) {
+    auto gpu = open_gpu();
+    Runtime cpu(cpu_config());
+    std::mt19937_64 rng(77);
+    const std::int64_t n = 300, k = 40;
+    Host col = tref::random_host({n, 1}, DType::f64, rng, false), row = tref::random_host({1, k}, DType::f64, rng, false),
+         mat = tref::random_host({n, k}, DType::f64, rng, false), small = tref::random_host({1, k}, DType::f64, rng, false);
+    for (auto* h : {&col, &row, &mat, &small})
+        for (auto& x : h->v) x = std::fmod(x, 4.0);
+    const auto want = cpu.gather(plan_values(cpu, col, row, mat, small)).get();
+    const auto got = gpu->gather(plan_values(*gpu, col, row, mat, small)).get();
+    compare_plans(got, want, "one plan on the GPU");
+    // Gathered one by one too (values reused from the device where they are there).
+    auto vals = plan_values(*gpu, col, row, mat, small);
+    std::vector<tandem::Future<tandem::HostArray>> fs;
+    for (auto& v : vals) fs.push_back(v.gather());
+    std::vector<tandem::HostArray> one_by_one;
+    for (auto& f : fs) one_by_one.push_back(f.get());
+    compare_plans(one_by_one, want, "separate gathers on the GPU");
+    // A value computed on the GPU, kept there, used by a later plan.
+    Array kept = vals[1] * 2.0;
+    auto h1 = kept.gather().get();
+    Array later = kept + tandem::cos(vals[0]);
+    auto h2 = later.gather().get();
+    auto cv = plan_values(cpu, col, row, mat, small);
+    auto w1 = (cv[1] * 2.0).gather().get();
+    auto w2 = ((cv[1] * 2.0) + tandem::cos(cv[0])).gather().get();
+    compare_plans({h1, h2}, {w1, w2}, "a GPU value used by a later plan");
+    expect_device_clean(*gpu);
+}
+
+TEST(VulkanBackendPlans, SmallRegionsOnCpuLargeOnGpuInOnePlan) {
+    // device_min_elements = 1000: the 1 x 40 regions run on the CPU, the 300 x 40 ones on the GPU,
+    // in one plan; the results equal a CPU-only runtime's.
+    tandem::Config c = gpu_config();
+    c.device_min_elements = 1000;
+    auto mixed = open_gpu(c);
+    Runtime cpu(cpu_config());
+    std::mt19937_64 rng(78);
+    const std::int64_t n = 300, k = 40;
+    Host col = tref::random_host({n, 1}, DType::f64, rng, false), row = tref::random_host({1, k}, DType::f64, rng, false),
+         mat = tref::random_host({n, k}, DType::f64, rng, false), small = tref::random_host({1, k}, DType::f64, rng, false);
+    for (auto* h : {&col, &row, &mat, &small})
+        for (auto& x : h->v) x = std::fmod(x, 4.0);
+    const auto m0 = mixed->metrics();
+    const auto got = mixed->gather(plan_values(*mixed, col, row, mat, small)).get();
+    const auto m1 = mixed->metrics();
+    const auto want = cpu.gather(plan_values(cpu, col, row, mat, small)).get();
+    compare_plans(got, want, "a plan split between CPU and GPU");
+    EXPECT_GT(m1.device_regions - m0.device_regions, 0u) << "the large regions should run on the GPU";
+    EXPECT_GT(m1.regions_executed - m0.regions_executed, m1.device_regions - m0.device_regions)
+        << "the small regions should run on the CPU";
+    // A large value on the GPU read by a region below the threshold (0 elements, on the CPU), and
+    // a small CPU value read by a GPU region.
+    Array big = tandem::exp(tref::make_array(*mixed, mat) * 0.1);  // GPU, stays there
+    Array none = big + mixed->zeros(tandem::Shape{n, k, 0});       // n x k x 0: CPU
+    Array s = tandem::sin(tref::make_array(*mixed, small));        // CPU
+    Array both = big * s;                                          // GPU
+    auto h = mixed->gather({none, both}).get();
+    Array cbig = tandem::exp(tref::make_array(cpu, mat) * 0.1);
+    auto hw = cpu.gather({cbig + cpu.zeros(tandem::Shape{n, k, 0}), cbig * tandem::sin(tref::make_array(cpu, small))}).get();
+    compare_plans(h, hw, "GPU value read by an empty CPU region; CPU value read by a GPU region");
+    expect_device_clean(*mixed);
+}
+
+// ---- an array larger than maxStorageBufferRange -------------------------------------------------
+
+TEST(VulkanBackendLarge, ArrayLargerThanMaxStorageBufferRange) {
+    // 136 MiB of doubles: more than lavapipe's 128 MiB maxStorageBufferRange.
+    const std::int64_t n = (std::int64_t{136} << 20) / 8;
+    auto gpu = open_gpu();
+    std::vector<double> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n));
+    std::uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        a[i] = static_cast<double>(s >> 11) * 0x1p-40 - 4096.0;
+        b[i] = static_cast<double>(i) * 0.25 + 1.0 / static_cast<double>(1 + (i & 1023));
+    }
+    Array x = gpu->array(std::span<const double>(a), tandem::Shape{n, 1});
+    Array y = gpu->array(std::span<const double>(b), tandem::Shape{n, 1});
+    const auto h = (x + y).gather().get();
+    ASSERT_EQ(h.numel(), n);
+    const double* p = h.data<double>();
+    std::int64_t bad = 0, first_bad = -1;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const double want = a[i] + b[i];  // the CPU executor's result: one IEEE addition
+        if (std::bit_cast<std::uint64_t>(p[i]) != std::bit_cast<std::uint64_t>(want)) {
+            if (first_bad < 0) first_bad = static_cast<std::int64_t>(i);
+            ++bad;
+        }
+    }
+    EXPECT_EQ(bad, 0) << "elements differ from the CPU, first at index " << first_bad << " (byte offset "
+                      << first_bad * 8 << ")"
+                      << (first_bad >= 0 ? ": got " + tref::fmt(p[first_bad]) + ", expected " +
+                                               tref::fmt(a[static_cast<std::size_t>(first_bad)] + b[static_cast<std::size_t>(first_bad)])
+                                         : std::string());
+    EXPECT_EQ(p[n - 1], a.back() + b.back()) << "the last element (beyond 128 MiB)";
+    expect_device_clean(*gpu);
+}
+
+}  // namespace
