@@ -6,7 +6,7 @@
 #   3. a table: Tandem's bandwidth against PyTorch's copy_ (target: >= 85% for sum along
 #      dimension 1, dimension 2, all, and the fused sum(A .* B, 2); >= 80% for transpose(A) and
 #      randn of 2^28 singles) and against PyTorch's sums.
-# Usage: bench/run-gpu-reduce.sh [--log2n N] [--bench PATH] [--no-torch] [--no-sweep]
+# Usage: bench/run-gpu-reduce.sh [--log2n N] [--bench PATH] [--no-torch] [--no-sweep] [--no-compile]
 # Results go to $OUT when it is set, else to a temp dir.
 set -uo pipefail
 
@@ -15,13 +15,15 @@ log2n=28
 bench=""
 torch=1
 sweep=1
+compile=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --log2n) log2n="$2"; shift 2 ;;
     --bench) bench="$2"; shift 2 ;;
     --no-torch) torch=0; shift ;;
     --no-sweep) sweep=0; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --no-compile) compile="--no-compile"; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "run-gpu-reduce.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +52,7 @@ if [[ $sweep -eq 1 ]]; then
   done
 fi
 if [[ $torch -eq 1 ]]; then
-  env -u LD_LIBRARY_PATH python3 "$root/bench/torch_reduce_peers.py" --log2n "$log2n" > "$out/reduce_torch.jsonl" ||
+  env -u LD_LIBRARY_PATH python3 "$root/bench/torch_reduce_peers.py" --log2n "$log2n" $compile > "$out/reduce_torch.jsonl" ||
     echo "run-gpu-reduce.sh: torch_reduce_peers.py failed" >&2
 fi
 python3 - "$out" <<'PY'

@@ -73,23 +73,22 @@ uvec4 tdm_philox_block(uint64_t seed, uint64_t stream, uint64_t block) {
 #define TDM_RNG_PIO4_ULP53 TDM_RNG_D(0x3C9921FB54442D18UL)
 #define TDM_RNG_TWO_M53 TDM_RNG_D(0x3CA0000000000000UL)
 #define TDM_RNG_TWO_M54 TDM_RNG_D(0x3C90000000000000UL)
-#define TDM_RNG_LG1F TDM_RNG_F(0x3F2AAAAAu)
-#define TDM_RNG_LG2F TDM_RNG_F(0x3ECCCE13u)
-#define TDM_RNG_LG3F TDM_RNG_F(0x3E91E9EEu)
-#define TDM_RNG_LG4F TDM_RNG_F(0x3E789E26u)
-#define TDM_RNG_LN2_HIF TDM_RNG_F(0x3F317180u)
-#define TDM_RNG_LN2_LOF TDM_RNG_F(0x3717F7D1u)
-#define TDM_RNG_SQRT2F TDM_RNG_F(0x3FB504F3u)
-#define TDM_RNG_REC_AF TDM_RNG_F(0x3F7C2CFEu)
-#define TDM_RNG_REC_BF TDM_RNG_F(0x3E74C09Cu)
-#define TDM_RNG_S1F TDM_RNG_F(0xBE2AAAABu)
-#define TDM_RNG_S2F TDM_RNG_F(0x3C088889u)
-#define TDM_RNG_S3F TDM_RNG_F(0xB9500D01u)
-#define TDM_RNG_S4F TDM_RNG_F(0x3638EF1Du)
-#define TDM_RNG_C1F TDM_RNG_F(0x3D2AAAABu)
-#define TDM_RNG_C2F TDM_RNG_F(0xBAB60B61u)
-#define TDM_RNG_C3F TDM_RNG_F(0x37D00D01u)
-#define TDM_RNG_C4F TDM_RNG_F(0xB493F27Eu)
+#define TDM_RNG_LNQ0F TDM_RNG_F(0x3F7FFFFDu)
+#define TDM_RNG_LNQ1F TDM_RNG_F(0xBF2AAB7Au)
+#define TDM_RNG_LNQ2F TDM_RNG_F(0x3F00024Du)
+#define TDM_RNG_LNQ3F TDM_RNG_F(0xBECC6960u)
+#define TDM_RNG_LNQ4F TDM_RNG_F(0x3EA9AE98u)
+#define TDM_RNG_LNQ5F TDM_RNG_F(0xBE98C293u)
+#define TDM_RNG_LNQ6F TDM_RNG_F(0x3E92824Fu)
+#define TDM_RNG_LNQ7F TDM_RNG_F(0xBE32E3BCu)
+#define TDM_RNG_LN2X2_HIF TDM_RNG_F(0x3FB17000u)
+#define TDM_RNG_LN2X2_LOF TDM_RNG_F(0x3885FDF4u)
+#define TDM_RNG_S1F TDM_RNG_F(0xBE2AAAA3u)
+#define TDM_RNG_S2F TDM_RNG_F(0x3C08839Du)
+#define TDM_RNG_S3F TDM_RNG_F(0xB94CA1F0u)
+#define TDM_RNG_C1F TDM_RNG_F(0xBD2AAAA5u)
+#define TDM_RNG_C2F TDM_RNG_F(0x3AB6061Au)
+#define TDM_RNG_C3F TDM_RNG_F(0xB7CCF5CEu)
 #define TDM_RNG_PIO4_ULP24F TDM_RNG_F(0x33490FDBu)
 #define TDM_RNG_TWO_M24F TDM_RNG_F(0x33800000u)
 #define TDM_RNG_TWO_M25F TDM_RNG_F(0x33000000u)
@@ -122,30 +121,6 @@ double tdm_rng_log_parts(double M0, int E0) {
     return res;
 }
 
-float tdm_rng_log_parts_f(float M0, int E0) {
-    precise float M = M0;
-    int E = E0;
-    if (M > TDM_RNG_SQRT2F) {
-        M = M * 0.5;
-        E = E + 1;
-    }
-    precise float f = M - 1.0;
-    precise float dd = 2.0 + f;
-    precise float r = TDM_RNG_REC_AF - TDM_RNG_REC_BF * dd;
-    r = r * (2.0 - dd * r);
-    r = r * (2.0 - dd * r);
-    precise float s = f * r;
-    precise float hfsq = 0.5 * f * f;
-    precise float z = s * s;
-    precise float w = z * z;
-    precise float t1 = w * (TDM_RNG_LG2F + w * TDM_RNG_LG4F);
-    precise float t2 = z * (TDM_RNG_LG1F + w * TDM_RNG_LG3F);
-    precise float R = t2 + t1;
-    precise float dk = float(E);
-    precise float res = dk * TDM_RNG_LN2_HIF - ((hfsq - (s * (hfsq + R) + dk * TDM_RNG_LN2_LOF)) - f);
-    return res;
-}
-
 double tdm_rng_sqrt_pos(double x) {
     precise double y = uint64BitsToDouble(0x5FE6EB50C7B537A9UL - (doubleBitsToUint64(x) >> 1));
     precise double h = 0.5LF * x;
@@ -160,8 +135,8 @@ double tdm_rng_sqrt_pos(double x) {
 float tdm_rng_sqrt_pos_f(float x) {
     precise float y = uintBitsToFloat(0x5F375A86u - (floatBitsToUint(x) >> 1));
     precise float h = 0.5 * x;
-    y = y * (1.5 - h * (y * y));
-    y = y * (1.5 - h * (y * y));
+    y = y * (1.5 - (h * y) * y);
+    y = y * (1.5 - (h * y) * y);
     precise float s = x * y;
     precise float res = s + (x - s * s) * (0.5 * y);
     return res;
@@ -184,28 +159,34 @@ double tdm_rng_sincos_kernel(double x, bool use_sin) {
     return res;
 }
 
-float tdm_rng_sincos_kernel_f(float x, bool use_sin) {
-    precise float z = x * x;
-    precise float p = use_sin ? TDM_RNG_S4F : TDM_RNG_C4F;
-    p = p * z + (use_sin ? TDM_RNG_S3F : TDM_RNG_C3F);
-    p = p * z + (use_sin ? TDM_RNG_S2F : TDM_RNG_C2F);
-    p = p * z + (use_sin ? TDM_RNG_S1F : TDM_RNG_C1F);
-    precise float c = 1.0 - 0.5 * z;
-    precise float xz = x * z;
-    precise float zz = z * z;
-    precise float a = use_sin ? x : c;
-    precise float m = use_sin ? xz : zz;
-    precise float res = a + m * p;
+// -2 ln(v 2^-32) for a float v in [1, 2^32] (philox.hpp's rng::neg2ln_f32)
+float tdm_rng_neg2ln_f(float v) {
+    uint ix = floatBitsToUint(v) + 0x004AFB0Du;
+    int kneg = 159 - int(ix >> 23);
+    precise float M = uintBitsToFloat((ix & 0x007FFFFFu) + 0x3F3504F3u);
+    precise float fm = M - 1.0;
+    precise float q = TDM_RNG_LNQ7F;
+    q = q * fm + TDM_RNG_LNQ6F;
+    q = q * fm + TDM_RNG_LNQ5F;
+    q = q * fm + TDM_RNG_LNQ4F;
+    q = q * fm + TDM_RNG_LNQ3F;
+    q = q * fm + TDM_RNG_LNQ2F;
+    q = q * fm + TDM_RNG_LNQ1F;
+    q = q * fm + TDM_RNG_LNQ0F;
+    precise float t = -2.0 * fm + fm * (fm * q);
+    precise float kf = float(kneg);
+    precise float res = kf * TDM_RNG_LN2X2_HIF + (t + kf * TDM_RNG_LN2X2_LOF);
     return res;
 }
 
-// Octant o of the angle, cos (sine false) or sin (sine true): .x = use the sin kernel, .y = negate.
-bvec2 tdm_rng_octant(uint o, bool sine) {
-    uint q = o >> 1;
-    bool sin_phi = sine ? (q & 1u) == 0u : (q & 1u) != 0u;
-    bool use_sin = sin_phi != ((o & 1u) != 0u);
-    bool negate = sine ? q >= 2u : (q == 1u || q == 2u);
-    return bvec2(use_sin, negate);
+// sin x and cos x for x in (0, pi/4] (rng::sincos_f32)
+vec2 tdm_rng_sincos_f(float x) {
+    precise float z = x * x;
+    precise float ps = (TDM_RNG_S3F * z + TDM_RNG_S2F) * z + TDM_RNG_S1F;
+    precise float s = x + (x * z) * ps;
+    precise float pc = ((TDM_RNG_C3F * z + TDM_RNG_C2F) * z + TDM_RNG_C1F) * z + 0.5;
+    precise float c = 1.0 - z * pc;
+    return vec2(s, c);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -237,7 +218,7 @@ int64_t tdm_rng_randi(uint lo_bits, uint hi_bits, int64_t lo, uint64_t n) {
     return int64_t(uint64_t(lo) + v);
 }
 
-// Box-Muller's radius sqrt(-2 ln u1) from the radius bits, and the reduced angle x in [0, pi/4] of octant o.
+// Box-Muller's radius sqrt(-2 ln u1) from the radius bits (f64).
 double tdm_rng_radius_f64(uint64_t ra) {
     const uint64_t two53 = 1UL << 53;
     uint64_t n = two53 - (ra >> 11);
@@ -252,80 +233,47 @@ double tdm_rng_radius_f64(uint64_t ra) {
     return radius;
 }
 
-double tdm_rng_angle_f64(uint64_t rb) {
-    const uint64_t two53 = 1UL << 53;
-    uint o = uint(rb >> 61);
-    uint64_t k = (rb >> 8) & (two53 - 1UL);
-    if ((o & 1u) != 0u) k = two53 - k;
-    precise double x = double(k) * TDM_RNG_PIO4_ULP53;
-    return x;
-}
-
-double tdm_rng_normal_f64(uvec4 b, bool sine) {
-    uint64_t ra = (uint64_t(b.y) << 32) | uint64_t(b.x);
-    uint64_t rb = (uint64_t(b.w) << 32) | uint64_t(b.z);
-    precise double radius = tdm_rng_radius_f64(ra);
-    precise double x = tdm_rng_angle_f64(rb);
-    bvec2 oc = tdm_rng_octant(uint(rb >> 61), sine);
-    precise double v = radius * tdm_rng_sincos_kernel(x, oc.x);
-    return oc.y ? -v : v;
-}
-
-// Both normals of a block: (cos part, sin part) = elements 2b and 2b + 1; the bits of tdm_rng_normal_f64.
+// Both normals of a block (elements 2b, 2b + 1): the radius, (cos x, sin x) for x in (0, pi/4), and the D4 step
+// (swap by bit 63 of the angle bits, negate each by bits 62 and 61).
 dvec2 tdm_rng_normal_f64_pair(uvec4 b) {
     uint64_t ra = (uint64_t(b.y) << 32) | uint64_t(b.x);
     uint64_t rb = (uint64_t(b.w) << 32) | uint64_t(b.z);
     precise double radius = tdm_rng_radius_f64(ra);
-    precise double x = tdm_rng_angle_f64(rb);
-    precise double ks = tdm_rng_sincos_kernel(x, true);
-    precise double kc = tdm_rng_sincos_kernel(x, false);
-    uint o = uint(rb >> 61);
-    bvec2 oc = tdm_rng_octant(o, false), os = tdm_rng_octant(o, true);
-    precise double vc = radius * (oc.x ? ks : kc);
-    precise double vs = radius * (os.x ? ks : kc);
-    return dvec2(oc.y ? -vc : vc, os.y ? -vs : vs);
+    uint64_t k = (rb | 1UL) & ((1UL << 53) - 1UL);
+    precise double x = double(k) * TDM_RNG_PIO4_ULP53;
+    precise double s = tdm_rng_sincos_kernel(x, true);
+    precise double c = tdm_rng_sincos_kernel(x, false);
+    bool swap = (b.w >> 31) != 0u;
+    precise double va = radius * (swap ? s : c);
+    precise double vb = radius * (swap ? c : s);
+    uvec2 ua = unpackDouble2x32(va), ub = unpackDouble2x32(vb);
+    ua.y ^= (b.w << 1) & 0x80000000u;
+    ub.y ^= (b.w << 2) & 0x80000000u;
+    return dvec2(packDouble2x32(ua), packDouble2x32(ub));
 }
 
-float tdm_rng_radius_f32(uint wr) {
-    uint n = 0u - wr;
-    precise float radius = 0.0;
-    if (n != 0u) {
-        int msb = findMSB(n);
-        int sh = msb > 23 ? msb - 23 : 0;
-        uint nb = floatBitsToUint(float(n >> uint(sh)));
-        int E = int(nb >> 23) - 127 + sh - 32;
-        float M = uintBitsToFloat((nb & 0x007FFFFFu) | 0x3F800000u);
-        precise float x = -2.0 * tdm_rng_log_parts_f(M, E);
-        radius = tdm_rng_sqrt_pos_f(x);
-    }
-    return radius;
+double tdm_rng_normal_f64(uvec4 b, bool sine) {
+    dvec2 z = tdm_rng_normal_f64_pair(b);
+    return sine ? z.y : z.x;
 }
 
-float tdm_rng_angle_f32(uint wa) {
-    uint o = wa >> 29;
-    uint k = (wa >> 5) & 0x00FFFFFFu;
-    if ((o & 1u) != 0u) k = 0x01000000u - k;
-    precise float x = float(k) * TDM_RNG_PIO4_ULP24F;
-    return x;
+// Both normals of two words (rng::normal_f32_pair): radius word wr, angle word wa.
+vec2 tdm_rng_normal_f32_pair(uint wr, uint wa) {
+    uint nn = ~wr;
+    precise float v = float(nn >> 8) * 256.0 + float((nn & 0xFFu) + 1u);
+    precise float radius = tdm_rng_sqrt_pos_f(tdm_rng_neg2ln_f(v));
+    precise float x = float((wa | 1u) & 0x00FFFFFFu) * TDM_RNG_PIO4_ULP24F;
+    precise vec2 sc = tdm_rng_sincos_f(x);
+    bool swap = (wa >> 31) != 0u;
+    precise float va = radius * (swap ? sc.x : sc.y);
+    precise float vb = radius * (swap ? sc.y : sc.x);
+    return vec2(uintBitsToFloat(floatBitsToUint(va) ^ ((wa << 1) & 0x80000000u)),
+                uintBitsToFloat(floatBitsToUint(vb) ^ ((wa << 2) & 0x80000000u)));
 }
 
 float tdm_rng_normal_f32(uint wr, uint wa, bool sine) {
-    precise float radius = tdm_rng_radius_f32(wr);
-    precise float x = tdm_rng_angle_f32(wa);
-    bvec2 oc = tdm_rng_octant(wa >> 29, sine);
-    precise float v = radius * tdm_rng_sincos_kernel_f(x, oc.x);
-    return oc.y ? -v : v;
-}
-
-vec2 tdm_rng_normal_f32_pair(uint wr, uint wa) {
-    precise float radius = tdm_rng_radius_f32(wr);
-    precise float x = tdm_rng_angle_f32(wa);
-    precise float ks = tdm_rng_sincos_kernel_f(x, true);
-    precise float kc = tdm_rng_sincos_kernel_f(x, false);
-    bvec2 oc = tdm_rng_octant(wa >> 29, false), os = tdm_rng_octant(wa >> 29, true);
-    precise float vc = radius * (oc.x ? ks : kc);
-    precise float vs = radius * (os.x ? ks : kc);
-    return vec2(oc.y ? -vc : vc, os.y ? -vs : vs);
+    vec2 z = tdm_rng_normal_f32_pair(wr, wa);
+    return sine ? z.y : z.x;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -69,6 +69,21 @@ template <class T> std::uint64_t ulps(T a, T b) {
     return static_cast<std::uint64_t>(x > y ? x - y : y - x);
 }
 
+// |got - exact| in ulps of float at the exact value
+double ulp_err(float got, long double exact) {
+    const long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<float>(exact)) - 23);
+    return static_cast<double>(std::fabs(static_cast<long double>(got) - exact) / ulp);
+}
+
+// The pair of normals (z0, z1) the documentation in philox.hpp defines: radius R, (cos x, sin x), then the D4
+// step (swap if bit s, negate each by bits n0, n1), in long double with libm.
+void box_muller_d4(long double R, long double x, bool swap, bool n0, bool n1, long double& z0, long double& z1) {
+    long double a = std::cos(x), b = std::sin(x);
+    if (swap) std::swap(a, b);
+    z0 = n0 ? -R * a : R * a;
+    z1 = n1 ? -R * b : R * b;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Philox4x32-10
 // ---------------------------------------------------------------------------------------------
@@ -148,7 +163,7 @@ TEST(Philox, GoldenStreams) {
     std::printf("[philox] stream hashes %016llx %016llx %016llx %016llx %016llx\n", (unsigned long long)h[0],
                 (unsigned long long)h[1], (unsigned long long)h[2], (unsigned long long)h[3], (unsigned long long)h[4]);
     const std::uint64_t want[5] = {0xee1d93bac950b32cull, 0x9c696ee71ca622efull, 0x52807c96908bfc07ull,
-                                   0x4127658db07dfc0eull, 0xf7f0e16354548f07ull};
+                                   0x004aeee43db8637aull, 0xba1e4946ca9b7680ull};  // randn: D4 angle step, f32 log polynomial (issue 4)
     for (int k = 0; k < 5; k++) EXPECT_EQ(h[k], want[k]) << "stream " << k;
     std::printf("[philox] randn_f64(42, 3, 0..3) = %.17g %.17g %.17g %.17g\n", td::randn_f64(s, st, 0),
                 td::randn_f64(s, st, 1), td::randn_f64(s, st, 2), td::randn_f64(s, st, 3));
@@ -198,7 +213,8 @@ TEST(Philox, DeterministicAndSeedSensitive) {
 // The libm-free pieces of randn, against libm
 // ---------------------------------------------------------------------------------------------
 TEST(Philox, KernelAccuracy) {
-    std::uint64_t max_log = 0, max_logf = 0, max_sqrt = 0, max_sqrtf = 0, max_sc = 0, max_scf = 0;
+    std::uint64_t max_log = 0, max_sqrt = 0, max_sc = 0;
+    double max_logf = 0, max_sqrtf = 0, max_scf = 0;  // f32: fractional ulps against long double
     double worst_log_x = 0;
     // ln u for u = n 2^-53 (every exponent), and for the u1 of the f32 path
     for (std::uint64_t t = 0; t < 2000000; t++) {
@@ -218,60 +234,67 @@ TEST(Philox, KernelAccuracy) {
         max_sc = std::max({max_sc, ulps(td::rng::sincos_kernel(ang, true), std::sin(ang)),
                            ulps(td::rng::sincos_kernel(ang, false), std::cos(ang))});
 
+        // f32: -2 ln(v 2^-32) for v = RN(n) of n in [1, 2^32] (every exponent), its sqrt, sin/cos of x = k pi/4 2^-24
         const std::uint32_t n32 = (b.x[2] >> (t % 32)) | 1u;
-        const float uf = std::ldexp(static_cast<float>(n32 >> (n32 >= (1u << 24) ? std::bit_width(n32) - 24 : 0)),
-                                    (n32 >= (1u << 24) ? std::bit_width(n32) - 24 : 0) - 32);
-        const float Mf = 2 * std::frexp(uf, &e);
-        const float lf = td::rng::log_parts(Mf, e - 1);
-        max_logf = std::max(max_logf, ulps(lf, std::log(uf)));
-        const float xf = -2 * lf;
-        max_sqrtf = std::max(max_sqrtf, ulps(td::rng::sqrt_pos(xf), std::sqrt(xf)));
-        const float angf = std::ldexp(static_cast<float>(b.x[3] >> 8), -24) * static_cast<float>(std::numbers::pi / 4);
-        max_scf = std::max({max_scf, ulps(td::rng::sincos_kernel(angf, true), std::sin(angf)),
-                            ulps(td::rng::sincos_kernel(angf, false), std::cos(angf))});
+        const float v = static_cast<float>(t % 1000 == 0 ? 4294967296.0 : static_cast<double>(n32));
+        const float Lf = td::rng::neg2ln_f32(v);
+        const long double Le = -2 * std::log(std::ldexp(static_cast<long double>(v), -32));
+        if (Le == 0) {
+            EXPECT_EQ(Lf, 0.0f);
+            EXPECT_EQ(td::rng::sqrt_pos(Lf), 0.0f);
+        } else {
+            max_logf = std::max(max_logf, ulp_err(Lf, Le));
+            max_sqrtf = std::max(max_sqrtf, ulp_err(td::rng::sqrt_pos(Lf), std::sqrt(static_cast<long double>(Lf))));
+        }
+        const float angf = static_cast<float>((b.x[3] | 1u) & 0x00FFFFFFu) * td::rng::kPio4Ulp24f;
+        float sf = 0, cf = 0;
+        td::rng::sincos_f32(angf, sf, cf);
+        max_scf = std::max({max_scf, ulp_err(sf, std::sin(static_cast<long double>(angf))),
+                            ulp_err(cf, std::cos(static_cast<long double>(angf)))});
     }
-    std::printf("[philox] max ulp vs libm: log %llu (at %.17g) sqrt %llu sin/cos %llu | f32: log %llu sqrt %llu sin/cos %llu\n",
+    std::printf("[philox] max ulp vs libm: log %llu (at %.17g) sqrt %llu sin/cos %llu | f32 vs exact: -2 ln %.3f sqrt %.3f "
+                "sin/cos %.3f\n",
                 (unsigned long long)max_log, worst_log_x, (unsigned long long)max_sqrt, (unsigned long long)max_sc,
-                (unsigned long long)max_logf, (unsigned long long)max_sqrtf, (unsigned long long)max_scf);
+                max_logf, max_sqrtf, max_scf);
     EXPECT_LE(max_log, 2u);
     EXPECT_LE(max_sqrt, 2u);
     EXPECT_LE(max_sc, 2u);
-    EXPECT_LE(max_logf, 2u);
-    EXPECT_LE(max_sqrtf, 2u);
-    EXPECT_LE(max_scf, 2u);
+    EXPECT_LE(max_logf, 1.5);
+    EXPECT_LE(max_sqrtf, 1.0);
+    EXPECT_LE(max_scf, 1.5);
 }
 
-// randn against the Box-Muller transform of the same u1, u2 in long double with libm.
+// randn against the Box-Muller transform of the same u1 and angle in long double with libm.
 TEST(Philox, NormalMatchesBoxMuller) {
-    double max_err = 0, max_errf = 0;
+    double max_err = 0, max_errf = 0, max_ulpf = 0;
     for (std::uint64_t i = 0; i < 400000; i++) {
         const td::PhiloxBlock b = td::philox_block(11, 0, i / 2);
         const std::uint64_t ra = (static_cast<std::uint64_t>(b.x[1]) << 32) | b.x[0];
         const std::uint64_t rb = (static_cast<std::uint64_t>(b.x[3]) << 32) | b.x[2];
         const long double u1 = std::ldexp(static_cast<long double>((1ull << 53) - (ra >> 11)), -53);
-        const long double th = (static_cast<long double>(rb >> 61) + std::ldexp(static_cast<long double>((rb >> 8) & ((1ull << 53) - 1)), -53)) *
-                               (std::numbers::pi_v<long double> / 4);
-        const long double R = std::sqrt(-2 * std::log(u1));
-        const long double z = (i & 1) ? R * std::sin(th) : R * std::cos(th);
-        max_err = std::max(max_err, static_cast<double>(std::fabs(td::randn_f64(11, 0, i) - z)));
+        const long double x = std::ldexp(static_cast<long double>((rb | 1) & ((1ull << 53) - 1)), -53) *
+                              (std::numbers::pi_v<long double> / 4);
+        long double z0 = 0, z1 = 0;
+        box_muller_d4(std::sqrt(-2 * std::log(u1)), x, rb >> 63, (rb >> 62) & 1, (rb >> 61) & 1, z0, z1);
+        max_err = std::max(max_err, static_cast<double>(std::fabs(td::randn_f64(11, 0, i) - ((i & 1) ? z1 : z0))));
 
         const td::PhiloxBlock b4 = td::philox_block(11, 0, i / 4);
         const unsigned p = (i / 2) % 2;
-        const std::uint32_t nr = 0u - b4.x[2 * p], wa = b4.x[2 * p + 1];
-        long double u1f = 1;
-        if (nr != 0) {
-            const int sh = std::max(static_cast<int>(std::bit_width(nr)) - 24, 0);
-            u1f = std::ldexp(static_cast<long double>(nr >> sh), sh - 32);
-        }
-        const long double thf = (static_cast<long double>(wa >> 29) + std::ldexp(static_cast<long double>((wa >> 5) & 0xFFFFFF), -24)) *
-                                (std::numbers::pi_v<long double> / 4);
-        const long double Rf = std::sqrt(-2 * std::log(u1f));
-        const long double zf = (i & 1) ? Rf * std::sin(thf) : Rf * std::cos(thf);
-        max_errf = std::max(max_errf, static_cast<double>(std::fabs(td::randn_f32(11, 0, i) - zf)));
+        const std::uint32_t wr = b4.x[2 * p], wa = b4.x[2 * p + 1];
+        const float v = static_cast<float>(static_cast<double>(~wr) + 1.0);  // RN(2^32 - wr)
+        const long double u1f = std::ldexp(static_cast<long double>(v), -32);
+        const long double xf = std::ldexp(static_cast<long double>((wa | 1u) & 0xFFFFFFu), -24) * (std::numbers::pi_v<long double> / 4);
+        box_muller_d4(std::sqrt(-2 * std::log(u1f)), xf, wa >> 31, (wa >> 30) & 1, (wa >> 29) & 1, z0, z1);
+        const long double zf = (i & 1) ? z1 : z0;
+        const float got = td::randn_f32(11, 0, i);
+        max_errf = std::max(max_errf, static_cast<double>(std::fabs(got - zf)));
+        if (std::fabs(zf) > 1e-3L) max_ulpf = std::max(max_ulpf, ulp_err(got, zf));
     }
-    std::printf("[philox] randn max |z - exact Box-Muller|: f64 %.3g, f32 %.3g\n", max_err, max_errf);
+    std::printf("[philox] randn max |z - exact Box-Muller|: f64 %.3g, f32 %.3g (%.2f ulp where |z| > 1e-3)\n", max_err,
+                max_errf, max_ulpf);
     EXPECT_LT(max_err, 1e-14);
-    EXPECT_LT(max_errf, 4e-6);
+    EXPECT_LT(max_errf, 1e-6);
+    EXPECT_LE(max_ulpf, 4.0);
 }
 
 // Extreme words: u1 = 1 (radius 0), the smallest u1 (the largest radius), every octant boundary.
@@ -279,7 +302,7 @@ TEST(Philox, NormalEdgeWords) {
     const std::uint32_t radius_words[][2] = {{0, 0}, {0x7FF, 0}, {0x800, 0}, {0xFFFFFFFF, 0xFFFFFFFF}, {0, 0x80000000}, {0xFFFFF800, 0xFFFFFFFF}};
     for (const auto& rw : radius_words)
         for (std::uint32_t a3 = 0; a3 < 8; a3++)
-            for (std::uint32_t lowa : {0u, 0xFFu, 0x100u, 0x1FFFFFFFu, 0xFFFFFFFFu}) {
+            for (std::uint32_t lowa : {0u, 1u, 0xFFu, 0x100u, 0xFFFFFFu, 0x1000000u, 0x1FFFFFFFu, 0xFFFFFFFFu}) {
                 const std::uint32_t a2 = lowa, a3w = (a3 << 29) | (lowa & 0x1FFFFFFF);
                 for (bool sine : {false, true}) {
                     const double z = td::normal_f64_from(td::PhiloxBlock{{rw[0], rw[1], a2, a3w}}, sine);
@@ -291,6 +314,21 @@ TEST(Philox, NormalEdgeWords) {
                     EXPECT_TRUE(zf == 0 || std::fabs(zf) >= std::numeric_limits<float>::min());
                 }
             }
+    // f32 radius words around the ends: v = RN(2^32 - wr) reaches 2^32 (R = 0) for wr <= 128, and 1 for wr = 2^32 - 1
+    for (std::uint32_t wr : {0u, 1u, 0x7Fu, 0x80u, 0x81u, 0xFFu, 0x100u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFF00u, 0xFFFFFFFEu, 0xFFFFFFFFu})
+        for (std::uint32_t wa : {0u, 1u, 0x1FFFFFFFu, 0x20000000u, 0xDFFFFFFEu, 0xFFFFFFFFu}) {
+            float z0 = 0, z1 = 0;
+            td::normal_f32_pair(wr, wa, z0, z1);
+            for (float z : {z0, z1}) {
+                EXPECT_TRUE(std::isfinite(z));
+                EXPECT_LE(std::fabs(z), 6.67f);
+                EXPECT_TRUE(z == 0 || std::fabs(z) >= std::numeric_limits<float>::min());
+            }
+            if (wr <= 0x80u) {
+                EXPECT_EQ(z0, 0.0f);
+                EXPECT_EQ(z1, 0.0f);
+            }
+        }
     EXPECT_EQ(td::normal_f64_from(td::PhiloxBlock{{0, 0, 0, 0}}, false), 0.0);
     EXPECT_EQ(td::normal_f32_from(0, 0, false), 0.0f);
     // the largest radius: sqrt(-2 ln 2^-53) = 8.5728...

@@ -6,7 +6,10 @@
 //
 // Settings: TANDEM_PHILOX_COUNT (elements per function, default 1000000); TANDEM_TEST_VALIDATION=0 runs
 // without the Khronos validation layer (the GPU machine has none; CI keeps it on and it must stay
-// silent). Throughput belongs to the generator ops' benchmark (with the graph integration).
+// silent). Throughput belongs to the generator ops' benchmark (with the graph integration); the
+// ThroughputProbe test (skipped unless TANDEM_PHILOX_PROBE=1) times the whole-block functions alone, and
+// the variants in TANDEM_PHILOX_PROBE_DIR (*.glsl files, each with a `//EXPR: <vec4 expression of the
+// block index b>` line), over 2^26 blocks (1 GiB written), to see where a generator kernel's time goes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +19,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -374,7 +379,8 @@ TEST_F(VulkanPhilox, WholeBlocks) {
 }
 
 // The normal transforms on words that random indices rarely give: u1 = 1 and u1 near 0 (the radius'
-// extremes, every leading-zero count of the radius bits), every octant with k = 0, 1, the largest k.
+// extremes, every leading-zero count of the radius bits), every setting of the three D4 bits with the
+// smallest and largest angles.
 TEST_F(VulkanPhilox, NormalExtremeWords) {
     std::vector<Words> in;
     std::mt19937_64 rng(5);
@@ -426,6 +432,139 @@ TEST_F(VulkanPhilox, NormalExtremeWords) {
                 !same_bits(uf[g], td::uniform_f32_from(in[g].x[2]));
     EXPECT_EQ(ubad, 0u);
     EXPECT_EQ(ctx_->validation_messages(), 0u) << texts();
+}
+
+
+
+// Not a test of correctness: GPU time of whole-block generator kernels, 2^26 blocks of 16 bytes each (a
+// vec4 per invocation, 256 per workgroup), median of 5 dispatches after 2, timestamps around each.
+TEST_F(VulkanPhilox, ThroughputProbe) {
+    if (!env_flag("TANDEM_PHILOX_PROBE", false)) GTEST_SKIP() << "TANDEM_PHILOX_PROBE=1 runs it";
+    if (ctx_->description().timestamp_period_ns <= 0) GTEST_SKIP() << "no timestamps";
+    struct Variant {
+        std::string name, helpers, expr;
+    };
+    std::vector<Variant> variants = {
+        {"store only", "", "vec4(float(g))"},
+        {"philox block", "", "uintBitsToFloat(tdm_philox_block(pc.seed, pc.stream, b))"},
+        {"rand_f32x4", "", "tdm_rand_f32x4(pc.seed, pc.stream, b)"},
+        {"randn_f32x4", "", "tdm_randn_f32x4(pc.seed, pc.stream, b)"},
+        {"randn f32 pairs, hashed words", "",
+         "vec4(tdm_rng_normal_f32_pair(g * 0x9E3779B9u, g * 0x85EBCA6Bu), tdm_rng_normal_f32_pair(g * 0xC2B2AE35u, g ^ 0x27D4EB2Fu))"},
+        {"randn_f64x2", "", "uintBitsToFloat(uvec4(unpackDouble2x32(tdm_randn_f64x2(pc.seed, pc.stream, b).x), "
+                            "unpackDouble2x32(tdm_randn_f64x2(pc.seed, pc.stream, b).y)))"},
+    };
+    if (const char* dir = std::getenv("TANDEM_PHILOX_PROBE_DIR"); dir && *dir) {
+        std::vector<std::filesystem::path> files;
+        for (const auto& e : std::filesystem::directory_iterator(dir))
+            if (e.path().extension() == ".glsl") files.push_back(e.path());
+        std::sort(files.begin(), files.end());
+        for (const auto& f : files) {
+            std::ifstream in(f);
+            std::stringstream text;
+            text << in.rdbuf();
+            const std::string t = text.str();
+            const std::size_t at = t.find("//EXPR:");
+            if (at == std::string::npos) continue;
+            const std::size_t end = t.find('\n', at);
+            variants.push_back({f.stem().string(), t, t.substr(at + 7, end - at - 7)});
+        }
+    }
+    constexpr std::uint32_t kLocal = 256;
+    int log2 = 26;  // TANDEM_PHILOX_PROBE_LOG2: fewer blocks (a quick run on lavapipe)
+    if (const char* e = std::getenv("TANDEM_PHILOX_PROBE_LOG2"); e && *e) log2 = std::clamp(std::atoi(e), 8, 28);
+    const std::uint64_t kBlocks = std::uint64_t{1} << log2;
+    const std::uint32_t kGroupsX = static_cast<std::uint32_t>(std::min<std::uint64_t>(16384, kBlocks / kLocal));
+    const std::uint32_t kGroupsY = static_cast<std::uint32_t>(kBlocks / kLocal / kGroupsX);
+    auto heap = std::make_shared<vk::DeviceHeap>(*ctx_, vk::DeviceHeap::Kind::device_local, kBlocks * 16);
+    auto out = heap->allocate(kBlocks * 16);
+    const VkDevice dev = ctx_->device();
+    VkQueryPoolCreateInfo qi{};
+    qi.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    constexpr std::uint32_t kReps = 7, kWarm = 2;
+    qi.queryCount = 2 * kReps;
+    VkQueryPool pool = VK_NULL_HANDLE;
+    vk::check(vkCreateQueryPool(dev, &qi, nullptr, &pool), "vkCreateQueryPool");
+    std::printf("[probe] %-34s %9s %9s   (2^%d blocks of 16 bytes)\n", "kernel", "GPU ms", "GB/s", log2);
+    for (const Variant& v : variants) {
+        std::ostringstream src;
+        src << "#version 450\n"
+               "#extension GL_EXT_buffer_reference : require\n"
+               "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+               "layout(local_size_x = " << kLocal << ") in;\n"
+            << tandem_shader_philox << '\n' << v.helpers << '\n'
+            << "layout(buffer_reference, std430, buffer_reference_align = 16) buffer In { uvec4 v[]; };\n"
+               "layout(buffer_reference, std430, buffer_reference_align = 16) buffer Out { vec4 v[]; };\n"
+               "layout(push_constant) uniform Push { uint64_t in_; uint64_t out_; uint64_t seed; uint64_t stream; uint64_t base;\n"
+               "    uint64_t n; int64_t lo; uint first; uint count; } pc;\n"
+               "void main() {\n"
+               "    uint g = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * " << kLocal << "u + gl_LocalInvocationID.x;\n"
+               "    uint64_t b = pc.base + uint64_t(g);\n"
+               "    Out(pc.out_).v[g] = " << v.expr << ";\n"
+               "}\n";
+        // make_kernel takes an expression: build the pipeline from the full source here
+        const std::vector<std::uint32_t> spirv = vk::compile_compute_shader(src.str());
+        VkShaderModuleCreateInfo mi{};
+        mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+        mi.codeSize = spirv.size() * 4;
+        mi.pCode = spirv.data();
+        VkShaderModule raw_module = VK_NULL_HANDLE;
+        vk::check(vkCreateShaderModule(dev, &mi, nullptr, &raw_module), "vkCreateShaderModule");
+        vk::ShaderModule module(dev, raw_module);
+        const VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push)};
+        VkPipelineLayoutCreateInfo li{};
+        li.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+        li.pushConstantRangeCount = 1;
+        li.pPushConstantRanges = &range;
+        VkPipelineLayout raw_layout = VK_NULL_HANDLE;
+        vk::check(vkCreatePipelineLayout(dev, &li, nullptr, &raw_layout), "vkCreatePipelineLayout");
+        vk::PipelineLayout layout(dev, raw_layout);
+        VkComputePipelineCreateInfo ci{};
+        ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+        ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+        ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+        ci.stage.module = module.get();
+        ci.stage.pName = "main";
+        ci.layout = layout.get();
+        VkPipeline raw_pipeline = VK_NULL_HANDLE;
+        vk::check(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &raw_pipeline), "vkCreateComputePipelines");
+        vk::Pipeline pipeline(dev, raw_pipeline);
+        Push p{};
+        p.out = out->address();
+        p.seed = 0x0123456789ABCDEFull;
+        p.stream = 7;
+        submit([&](VkCommandBuffer cb) {
+            vkCmdResetQueryPool(cb, pool, 0, 2 * kReps);
+            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.get());
+            vkCmdPushConstants(cb, layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof p, &p);
+            VkMemoryBarrier mb{};
+            mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+            mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+            mb.dstAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+            for (std::uint32_t r = 0; r < kReps; r++) {
+                vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 2 * r);
+                vkCmdDispatch(cb, kGroupsX, kGroupsY, 1);
+                vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 2 * r + 1);
+                vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                                     0, nullptr, 0, nullptr);
+            }
+        });
+        std::uint64_t ts[2 * kReps] = {};
+        vk::check(vkGetQueryPoolResults(dev, pool, 0, 2 * kReps, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                  "vkGetQueryPoolResults");
+        std::vector<double> ms;
+        const std::uint64_t mask = ctx_->description().timestamp_valid_bits >= 64
+                                       ? ~0ull
+                                       : (std::uint64_t{1} << ctx_->description().timestamp_valid_bits) - 1;
+        for (std::uint32_t r = kWarm; r < kReps; r++)
+            ms.push_back(static_cast<double>((ts[2 * r + 1] - ts[2 * r]) & mask) * ctx_->description().timestamp_period_ns * 1e-6);
+        std::sort(ms.begin(), ms.end());
+        const double med = ms[ms.size() / 2];
+        std::printf("[probe] %-34s %9.3f %9.0f\n", v.name.c_str(), med, static_cast<double>(kBlocks * 16) / med / 1e6);
+        std::fflush(stdout);
+    }
+    vkDestroyQueryPool(dev, pool, nullptr);
 }
 
 

@@ -108,6 +108,41 @@ TEST(VulkanReduceSettings, WorkgroupTreeAndThreshold) {
     }
 }
 
+// Grids beyond 65535 workgroups (split into x * y, a few workgroups of the rounding with nothing to
+// do): a workgroup per output (256 x 65537, runs along dimension 1) and strided rows (2^21 + 32
+// outputs along dimension 2): every output right, nothing written out of place.
+TEST(VulkanReduceSettings, GridsBeyondTheDispatchLimit) {
+    auto gpu = tvk::open_gpu();
+    {
+        const std::int64_t rows = 256, cols = 65537;
+        std::vector<float> v(static_cast<std::size_t>(rows * cols));
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i % 7) + (i / static_cast<std::size_t>(rows)) % 3);
+        Array a = gpu->array(std::span<const float>(v), tandem::Shape{rows, cols});
+        const Host got = tref::gather(tandem::sum(a, 1));
+        ASSERT_EQ(got.v.size(), static_cast<std::size_t>(cols));
+        std::size_t bad = 0;
+        for (std::int64_t j = 0; j < cols; ++j) {
+            double want = 0;
+            for (std::int64_t i = 0; i < rows; ++i) want += v[static_cast<std::size_t>(i + rows * j)];
+            bad += got.v[static_cast<std::size_t>(j)] != want;
+        }
+        EXPECT_EQ(bad, 0u);
+    }
+    {
+        const std::int64_t rows = (std::int64_t{1} << 21) + 32, cols = 2;
+        std::vector<double> v(static_cast<std::size_t>(rows * cols));
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 1000);
+        Array a = gpu->array(std::span<const double>(v), tandem::Shape{rows, cols});
+        const Host got = tref::gather(tandem::sum(a, 2));
+        ASSERT_EQ(got.v.size(), static_cast<std::size_t>(rows));
+        std::size_t bad = 0;
+        for (std::int64_t i = 0; i < rows; ++i)
+            bad += got.v[static_cast<std::size_t>(i)] != v[static_cast<std::size_t>(i)] + v[static_cast<std::size_t>(i + rows)];
+        EXPECT_EQ(bad, 0u);
+    }
+    tvk::expect_device_clean(*gpu);
+}
+
 TEST(VulkanReduceSettings, WorkgroupBeyondTheDeviceIsAConfigError) {
     tandem::Config cfg = tvk::gpu_config();
     cfg.reduction_workgroup = 1024;

@@ -21,38 +21,48 @@
 // |              |   | (m = 0 gives 2^-54 instead, so u is in (0, 1): 2^-54 or [2^-53, 1 - 2^-53])         |
 // | rand_f32     | 4 | b = i/4; m = x[j] >> 8 (24 bits); u = m 2^-24 (m = 0 gives 2^-25)                   |
 // | randi        | 2 | b = i/2; r as rand_f64; value = lo + floor(r n / 2^64), n = hi - lo + 1            |
-// | randn_f64    | 2 | b = i/2; Box-Muller on all 128 bits: even i R cos(theta), odd i R sin(theta)       |
-// | randn_f32    | 4 | b = i/4; pair p = j/2 uses x[2p] (radius), x[2p+1] (angle); even i cos, odd i sin |
+// | randn_f64    | 2 | b = i/2; Box-Muller on all 128 bits: the pair (z0, z1) of the block, z0 for even i    |
+// | randn_f32    | 4 | b = i/4; pair p = j/2 from x[2p] (radius), x[2p+1] (angle): z0 for even i, z1 odd |
 //
 // randi: the multiply-shift map of 64 random bits to [0, n) (Lemire's, without the rejection step, so
 // that every element costs the same): value v has probability floor(2^64/n)/2^64 or ceil(2^64/n)/2^64,
 // a relative bias below n / 2^64 (< 2.4e-10 for n <= 2^32, < 5e-4 for n = 2^53, the largest a double
 // holds exactly). n = 0 (the full 64-bit range, hi - lo + 1 wrapped) gives lo + r.
 //
-// randn (Box-Muller): radius R = sqrt(-2 ln u1), angle theta = 2 pi u2.
+// randn (Box-Muller): a pair of independent standard normals (z0, z1) from a radius R = sqrt(-2 ln u1)
+// and an angle: (R cos x, R sin x) for x uniform in (0, pi/4), then a uniform element of the symmetry
+// group of the square (D4: swap the two, negate each) picked by three more bits -- the angle of the
+// result is uniform on the circle, as in the textbook R (cos 2 pi u2, sin 2 pi u2), but no octant
+// arithmetic is needed: (a, b) = (sin x, cos x) if bit s else (cos x, sin x); z0 = +-R a, z1 = +-R b
+// with the signs of bits n0, n1 (sign-bit flips).
 //  * f64: u1 = n 2^-53 with n = 2^53 - (ra >> 11) in [1, 2^53] (ra = x1 2^32 + x0), so u1 in
-//    [2^-53, 1] and |z| <= 8.58; u1 = 1 gives R = 0. The angle's 64 bits rb = x3 2^32 + x2: octant
-//    o = rb >> 61, k = (rb >> 8) mod 2^53, theta = (o + k 2^-53) pi/4.
-//  * f32: u1 = n 2^-32 with n = 2^32 - x[2p] in [1, 2^32], n truncated to its 24 leading bits (u1 in
-//    [2^-32, 1], |z| <= 6.66); the angle word a = x[2p+1]: o = a >> 29, k = (a >> 5) mod 2^24,
-//    theta = (o + k 2^-24) pi/4. The f32 path is float arithmetic throughout (GPU throughput).
+//    [2^-53, 1] and |z| <= 8.58; u1 = 1 gives R = 0. The angle's 64 bits rb = x3 2^32 + x2:
+//    x = k pi/4 2^-53 with k = (rb | 1) mod 2^53 (odd: bits 1..52), s, n0, n1 = bits 63, 62, 61.
+//  * f32: u1 = v 2^-32 with v = n rounded to a float (RN), n = 2^32 - x[2p] in [1, 2^32] (u1 in
+//    [2^-32, 1], |z| <= 6.67; v = 2^32 gives R = 0); the angle word a = x[2p+1]: x = k pi/4 2^-24 with
+//    k = (a | 1) mod 2^24 (odd: bits 1..23), s, n0, n1 = bits 31, 30, 29. The f32 path is float
+//    arithmetic throughout, no division and no Newton step in the log (GPU throughput: about 80
+//    operations per pair, every Philox block giving two pairs).
 //  Every operation is an IEEE basic operation (+ - *, each correctly rounded, never fused) on values
 //  built exactly from the bits, so that C++ and GLSL agree bit for bit; nothing calls a libm:
-//  * ln u1: u1 = M 2^E exactly (M in [sqrt(1/2), sqrt(2))), ln M = f - f^2/2 + s (f^2/2 + R(s^2)) with
-//    f = M - 1, s = f / (2 + f) (FreeBSD's e_log.c / e_logf.c, coefficients Lg1..Lg7 / Lg1..Lg4), the
-//    division replaced by a linear first guess of 1/(2 + f) and Newton steps r (2 - d r) (3 for f64,
-//    2 for f32: relative error 2.5e-15 / 5e-8 in s, which only feeds the small correction term).
+//  * f64 ln u1: u1 = M 2^E exactly (M in [sqrt(1/2), sqrt(2))), ln M = f - f^2/2 + s (f^2/2 + R(s^2))
+//    with f = M - 1, s = f / (2 + f) (FreeBSD's e_log.c, coefficients Lg1..Lg7), the division replaced
+//    by a linear first guess of 1/(2 + f) and 3 Newton steps r (2 - d r) (relative error 2.5e-15 in s,
+//    which only feeds the small correction term).
+//  * f32 -2 ln u1: v = M 2^(32 - kneg), M in [sqrt(1/2), sqrt(2)) (exponent and mantissa split on the
+//    bits, as musl's logf), -2 ln M = -2 f + f (f Q(f)), f = M - 1 (exact), Q a minimax polynomial of
+//    degree 7 (relative error 3e-8), plus kneg 2 ln 2 as Hi + Lo (kneg Hi exact).
 //  * sqrt x: y = 1/sqrt(x) from the bit-pattern first guess (0x5FE6EB50C7B537A9 / 0x5F375A86 minus half
 //    the bits, within 3.5%) and Newton steps y (1.5 - (x/2) y^2) (3 for f64, 2 for f32: 4e-11 / 5e-6),
 //    then s = x y and one Newton step on the square root itself, s + (x - s s) (y/2) (x - s s is exact).
-//  * cos and sin of theta: the octant is exact (integer bits); in octant o the angle is
-//    x = k 2^-53 pi/4 (o even) or x = (2^53 - k) 2^-53 pi/4 (o odd, the reflection done on the integer),
-//    x in [0, pi/4], and sin x, cos x are fdlibm's kernel polynomials (S1..S6, C1..C6; f32: Taylor to
-//    x^9 / x^10), with the signs and the sin/cos swap of the octant.
-//  Accuracy (tests/test_philox.cpp measures it against libm): ln within 2 ulp, sqrt, sin, cos within 1 ulp;
-//  z within 1e-15 (f64) / 7e-7 (f32) of the exact Box-Muller transform of the same u1, u2.
-//  No intermediate of the f32 path is subnormal (NVIDIA flushes them): |s| >= 2^-25, s^4 >= 2^-100,
-//  x >= 2^-24 pi/4.
+//  * sin x, cos x for x in (0, pi/4): fdlibm's kernel polynomials (S1..S6, C1..C6) for f64; for f32
+//    minimax polynomials x + x z S(z), 1 - z (1/2 + z C(z)), z = x^2, S and C of degree 2.
+//  Accuracy (tests/test_philox.cpp measures it): f64 ln within 2 ulp, sqrt, sin, cos within 1 ulp, z within
+//  1e-15 of the exact Box-Muller transform of the same u1 and angle; f32 -2 ln u1 within 1.3 ulp, R within
+//  0.9 ulp (sqrt of the computed value: 1.2 ulp of the exact), sin/cos within 1.2 ulp, z within 6e-7 of the
+//  exact transform (4 ulp at most).
+//  No intermediate of the f32 path is subnormal (NVIDIA flushes them): |f| >= 2^-24, x >= 2^-24 pi/4,
+//  -2 ln u1 = 0 or >= 2^-23.
 //
 // No contraction: a*b + c must not become fma(a, b, c), which the GPU side forbids with `precise`. GCC
 // contracts by default when FMA instructions are enabled (the AVX2/AVX-512 kernels), even in ISO C++
@@ -138,13 +148,15 @@ inline constexpr double kC1 = d(0x3FA555555555554C), kC2 = d(0xBF56C16C16C15177)
                         kC4 = d(0xBE927E4F809C52AD), kC5 = d(0x3E21EE9EBDB4B1C4), kC6 = d(0xBDA8FAE9BE8838D4);
 inline constexpr double kPio4Ulp53 = d(0x3C9921FB54442D18);  // pi/4 * 2^-53
 inline constexpr double kTwoM53 = d(0x3CA0000000000000), kTwoM54 = d(0x3C90000000000000);
-// f32
-inline constexpr float kLg1f = f(0x3F2AAAAA), kLg2f = f(0x3ECCCE13), kLg3f = f(0x3E91E9EE), kLg4f = f(0x3E789E26);
-inline constexpr float kLn2Hif = f(0x3F317180), kLn2Lof = f(0x3717F7D1);
-inline constexpr float kSqrt2f = f(0x3FB504F3);
-inline constexpr float kRecAf = f(0x3F7C2CFE), kRecBf = f(0x3E74C09C);
-inline constexpr float kS1f = f(0xBE2AAAAB), kS2f = f(0x3C088889), kS3f = f(0xB9500D01), kS4f = f(0x3638EF1D);
-inline constexpr float kC1f = f(0x3D2AAAAB), kC2f = f(0xBAB60B61), kC3f = f(0x37D00D01), kC4f = f(0xB493F27E);
+// f32 (randn_f32: see normal_f32_pair)
+//   -2 ln(1 + f) = -2 f + f (f Q(f)), Q the minimax fit of degree 7 on [sqrt(1/2) - 1, sqrt(2) - 1] (3e-8)
+inline constexpr float kLnQ0f = f(0x3F7FFFFD), kLnQ1f = f(0xBF2AAB7A), kLnQ2f = f(0x3F00024D), kLnQ3f = f(0xBECC6960),
+                       kLnQ4f = f(0x3EA9AE98), kLnQ5f = f(0xBE98C293), kLnQ6f = f(0x3E92824F), kLnQ7f = f(0xBE32E3BC);
+inline constexpr float kLn2x2Hif = f(0x3FB17000), kLn2x2Lof = f(0x3885FDF4);  // 2 ln 2 = Hi + Lo, Hi of 12 bits
+//   sin x = x + (x z) (S1 + z (S2 + z S3)), cos x = 1 - z (1/2 + z (C1 + z (C2 + z C3))), z = x^2, x in [0, pi/4]
+//   (minimax: relative 3.8e-9 / 1.2e-10)
+inline constexpr float kS1f = f(0xBE2AAAA3), kS2f = f(0x3C08839D), kS3f = f(0xB94CA1F0);
+inline constexpr float kC1f = f(0xBD2AAAA5), kC2f = f(0x3AB6061A), kC3f = f(0xB7CCF5CE);
 inline constexpr float kPio4Ulp24f = f(0x33490FDB);  // pi/4 * 2^-24
 inline constexpr float kTwoM24f = f(0x33800000), kTwoM25f = f(0x33000000);
 
@@ -172,28 +184,6 @@ inline double log_parts(double M, int E) noexcept {
     return dk * kLn2Hi - ((hfsq - (s * (hfsq + R) + dk * kLn2Lo)) - f);
 }
 
-inline float log_parts(float M, int E) noexcept {
-    TANDEM_RNG_NO_CONTRACT
-    if (M > kSqrt2f) {
-        M = M * 0.5f;
-        E = E + 1;
-    }
-    const float f = M - 1.0f;
-    const float dd = 2.0f + f;
-    float r = kRecAf - kRecBf * dd;
-    r = r * (2.0f - dd * r);
-    r = r * (2.0f - dd * r);
-    const float s = f * r;
-    const float hfsq = 0.5f * f * f;
-    const float z = s * s;
-    const float w = z * z;
-    const float t1 = w * (kLg2f + w * kLg4f);
-    const float t2 = z * (kLg1f + w * kLg3f);
-    const float R = t2 + t1;
-    const float dk = static_cast<float>(E);
-    return dk * kLn2Hif - ((hfsq - (s * (hfsq + R) + dk * kLn2Lof)) - f);
-}
-
 /// sqrt(x) for normal x > 0 (within 1 ulp): 1/sqrt(x) from the bits and Newton steps, then one step on sqrt.
 inline double sqrt_pos(double x) noexcept {
     TANDEM_RNG_NO_CONTRACT
@@ -206,12 +196,14 @@ inline double sqrt_pos(double x) noexcept {
     return s + (x - s * s) * (0.5 * y);  // x - s*s is exact (Sterbenz): one Newton step on sqrt
 }
 
+/// sqrt(x) for x = 0 or normal x > 0 (f32: (h y) y, not h (y y), so that x = 0 gives 0 rather
+/// than 0 * inf from the guess's square).
 inline float sqrt_pos(float x) noexcept {
     TANDEM_RNG_NO_CONTRACT
     float y = std::bit_cast<float>(0x5F375A86u - (std::bit_cast<std::uint32_t>(x) >> 1));
     const float h = 0.5f * x;
-    y = y * (1.5f - h * (y * y));
-    y = y * (1.5f - h * (y * y));
+    y = y * (1.5f - (h * y) * y);
+    y = y * (1.5f - (h * y) * y);
     const float s = x * y;
     return s + (x - s * s) * (0.5f * y);
 }
@@ -232,33 +224,36 @@ inline double sincos_kernel(double x, bool use_sin) noexcept {
     return a + m * p;
 }
 
-inline float sincos_kernel(float x, bool use_sin) noexcept {
+/// -2 ln(u1) for u1 = v 2^-32, v a float in [1, 2^32]: v = M 2^(32 - kneg) with M in [sqrt(1/2),
+/// sqrt(2)) (the exponent adjusted on the bits, as musl's logf does), -2 ln M by the polynomial
+/// above, plus kneg 2 ln 2 (kneg Hi is exact). Within 1.3 ulp; 0 for v = 2^32.
+inline float neg2ln_f32(float v) noexcept {
     TANDEM_RNG_NO_CONTRACT
-    const float z = x * x;
-    float p = use_sin ? kS4f : kC4f;
-    p = p * z + (use_sin ? kS3f : kC3f);
-    p = p * z + (use_sin ? kS2f : kC2f);
-    p = p * z + (use_sin ? kS1f : kC1f);
-    const float a = use_sin ? x : 1.0f - 0.5f * z;
-    const float m = use_sin ? x * z : z * z;
-    return a + m * p;
+    const std::uint32_t ix = std::bit_cast<std::uint32_t>(v) + 0x004AFB0Du;  // 0x3F800000 - bits of sqrt(1/2)
+    const int kneg = 159 - static_cast<int>(ix >> 23);
+    const float M = std::bit_cast<float>((ix & 0x007FFFFFu) + 0x3F3504F3u);
+    const float fm = M - 1.0f;  // exact
+    float q = kLnQ7f;
+    q = q * fm + kLnQ6f;
+    q = q * fm + kLnQ5f;
+    q = q * fm + kLnQ4f;
+    q = q * fm + kLnQ3f;
+    q = q * fm + kLnQ2f;
+    q = q * fm + kLnQ1f;
+    q = q * fm + kLnQ0f;
+    const float t = -2.0f * fm + fm * (fm * q);  // -2 ln M
+    const float kf = static_cast<float>(kneg);    // exact
+    return kf * kLn2x2Hif + (t + kf * kLn2x2Lof);
 }
 
-/// Octant bookkeeping of Box-Muller's angle theta = (o + t) pi/4: which kernel (sin or cos of the
-/// reduced x) gives cos theta (sine = false) or sin theta (sine = true), and its sign.
-///   o even: phi = theta - q pi/2 = x;        sin phi = sin x, cos phi = cos x
-///   o odd:  phi = pi/2 - x;                  sin phi = cos x, cos phi = sin x
-///   quadrant q = o/2: (cos, sin) theta = (c, s), (-s, c), (-c, -s), (s, -c) of phi
-struct Octant {
-    bool use_sin;
-    bool negate;
-};
-constexpr Octant octant(unsigned o, bool sine) noexcept {
-    const unsigned q = o >> 1;
-    const bool sin_phi = sine ? (q & 1u) == 0 : (q & 1u) != 0;
-    const bool use_sin = sin_phi != ((o & 1u) != 0);
-    const bool negate = sine ? q >= 2 : (q == 1 || q == 2);
-    return Octant{use_sin, negate};
+/// sin x and cos x for x in (0, pi/4] (the minimax polynomials above).
+inline void sincos_f32(float x, float& s, float& c) noexcept {
+    TANDEM_RNG_NO_CONTRACT
+    const float z = x * x;
+    const float ps = (kS3f * z + kS2f) * z + kS1f;
+    s = x + (x * z) * ps;
+    const float pc = ((kC3f * z + kC2f) * z + kC1f) * z + 0.5f;
+    c = 1.0f - z * pc;
 }
 
 }  // namespace rng
@@ -295,8 +290,19 @@ inline std::int64_t randi_from(std::uint32_t lo_bits, std::uint32_t hi_bits, std
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + v);
 }
 
-/// Standard normal (f64) from a whole block: Box-Muller, cos (sine = false) or sin (sine = true).
-inline double normal_f64_from(const PhiloxBlock& b, bool sine) noexcept {
+/// The D4 step of Box-Muller (see the top): (a, b) = (cos x, sin x) swapped when bit `swap` of
+/// the angle word is set, then each negated by its own bit (sign flips on the bits).
+inline void box_muller_d4_f64(double radius, double s, double c, std::uint64_t rb, double& z0, double& z1) noexcept {
+    TANDEM_RNG_NO_CONTRACT
+    const bool swap = (rb >> 63) != 0;
+    const double a = radius * (swap ? s : c);
+    const double b = radius * (swap ? c : s);
+    z0 = std::bit_cast<double>(std::bit_cast<std::uint64_t>(a) ^ ((rb << 1) & 0x8000000000000000ull));
+    z1 = std::bit_cast<double>(std::bit_cast<std::uint64_t>(b) ^ ((rb << 2) & 0x8000000000000000ull));
+}
+
+/// Both standard normals (f64) of a whole block: elements 2 block and 2 block + 1.
+inline void normal_f64_pair(const PhiloxBlock& b, double& z0, double& z1) noexcept {
     TANDEM_RNG_NO_CONTRACT
     const std::uint64_t ra = (static_cast<std::uint64_t>(b.x[1]) << 32) | b.x[0];
     const std::uint64_t rb = (static_cast<std::uint64_t>(b.x[3]) << 32) | b.x[2];
@@ -310,36 +316,41 @@ inline double normal_f64_from(const PhiloxBlock& b, bool sine) noexcept {
         const double x = -2.0 * rng::log_parts(M, E);  // > 0, >= 2^-52
         radius = rng::sqrt_pos(x);
     }
-    const unsigned o = static_cast<unsigned>(rb >> 61);
-    std::uint64_t k = (rb >> 8) & (two53 - 1);
-    if ((o & 1u) != 0) k = two53 - k;
-    const double x = static_cast<double>(k) * rng::kPio4Ulp53;  // [0, pi/4]
-    const rng::Octant oc = rng::octant(o, sine);
-    const double v = radius * rng::sincos_kernel(x, oc.use_sin);
-    return oc.negate ? -v : v;
+    const std::uint64_t k = (rb | 1u) & (two53 - 1);            // odd, < 2^53: exact
+    const double x = static_cast<double>(k) * rng::kPio4Ulp53;  // (0, pi/4)
+    const double s = rng::sincos_kernel(x, true), c = rng::sincos_kernel(x, false);
+    box_muller_d4_f64(radius, s, c, rb, z0, z1);
 }
 
-/// Standard normal (f32) from two words: radius word wr, angle word wa.
-inline float normal_f32_from(std::uint32_t wr, std::uint32_t wa, bool sine) noexcept {
+/// Standard normal (f64) from a whole block: the first (sine = false) or second of the pair.
+inline double normal_f64_from(const PhiloxBlock& b, bool sine) noexcept {
+    double z0, z1;
+    normal_f64_pair(b, z0, z1);
+    return sine ? z1 : z0;
+}
+
+/// Both standard normals (f32) of two words: radius word wr, angle word wa.
+inline void normal_f32_pair(std::uint32_t wr, std::uint32_t wa, float& z0, float& z1) noexcept {
     TANDEM_RNG_NO_CONTRACT
-    const std::uint32_t n = 0u - wr;  // u1 = n 2^-32 in [2^-32, 1]; n = 0 stands for 2^32 (u1 = 1)
-    float radius = 0.0f;
-    if (n != 0) {
-        const int msb = std::bit_width(n) - 1;
-        const int sh = msb > 23 ? msb - 23 : 0;
-        const std::uint32_t nb = std::bit_cast<std::uint32_t>(static_cast<float>(n >> sh));  // exact: < 2^24
-        const int E = static_cast<int>(nb >> 23) - 127 + sh - 32;
-        const float M = std::bit_cast<float>((nb & 0x007FFFFFu) | 0x3F800000u);
-        const float x = -2.0f * rng::log_parts(M, E);  // > 0, >= 2^-24
-        radius = rng::sqrt_pos(x);
-    }
-    const unsigned o = wa >> 29;
-    std::uint32_t k = (wa >> 5) & 0x00FFFFFFu;
-    if ((o & 1u) != 0) k = 0x01000000u - k;
-    const float x = static_cast<float>(k) * rng::kPio4Ulp24f;  // [0, pi/4]; k <= 2^24 exact
-    const rng::Octant oc = rng::octant(o, sine);
-    const float v = radius * rng::sincos_kernel(x, oc.use_sin);
-    return oc.negate ? -v : v;
+    // u1 2^32 = RN(n), n = 2^32 - wr in [1, 2^32], from two exact conversions and one rounded sum
+    const std::uint32_t nn = ~wr;  // n - 1
+    const float v = static_cast<float>(nn >> 8) * 256.0f + static_cast<float>((nn & 0xFFu) + 1u);
+    const float radius = rng::sqrt_pos(rng::neg2ln_f32(v));
+    const float x = static_cast<float>((wa | 1u) & 0x00FFFFFFu) * rng::kPio4Ulp24f;  // odd k < 2^24: (0, pi/4)
+    float s, c;
+    rng::sincos_f32(x, s, c);
+    const bool swap = (wa >> 31) != 0;
+    const float a = radius * (swap ? s : c);
+    const float b = radius * (swap ? c : s);
+    z0 = std::bit_cast<float>(std::bit_cast<std::uint32_t>(a) ^ ((wa << 1) & 0x80000000u));
+    z1 = std::bit_cast<float>(std::bit_cast<std::uint32_t>(b) ^ ((wa << 2) & 0x80000000u));
+}
+
+/// Standard normal (f32) from two words: the first (sine = false) or second of the pair.
+inline float normal_f32_from(std::uint32_t wr, std::uint32_t wa, bool sine) noexcept {
+    float z0, z1;
+    normal_f32_pair(wr, wa, z0, z1);
+    return sine ? z1 : z0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,7 +425,9 @@ inline void fill_randn_f64(std::uint64_t seed, std::uint64_t stream, std::uint64
     for (std::size_t o = 0; o < count;) {
         const std::uint64_t i = first + o;
         const PhiloxBlock b = philox_block(seed, stream, i >> 1);
-        for (unsigned j = static_cast<unsigned>(i & 1); j < 2 && o < count; j++, o++) out[o] = normal_f64_from(b, j != 0);
+        double z[2];
+        normal_f64_pair(b, z[0], z[1]);
+        for (unsigned j = static_cast<unsigned>(i & 1); j < 2 && o < count; j++, o++) out[o] = z[j];
     }
 }
 
@@ -423,8 +436,11 @@ inline void fill_randn_f32(std::uint64_t seed, std::uint64_t stream, std::uint64
     for (std::size_t o = 0; o < count;) {
         const std::uint64_t i = first + o;
         const PhiloxBlock b = philox_block(seed, stream, i >> 2);
-        for (unsigned j = static_cast<unsigned>(i & 3); j < 4 && o < count; j++, o++)
-            out[o] = normal_f32_from(b.x[2 * (j >> 1)], b.x[2 * (j >> 1) + 1], (j & 1) != 0);
+        const unsigned j0 = static_cast<unsigned>(i & 3);
+        float z[4] = {};
+        if (j0 < 2) normal_f32_pair(b.x[0], b.x[1], z[0], z[1]);
+        if (j0 < 2 ? count - o > 2 - j0 : true) normal_f32_pair(b.x[2], b.x[3], z[2], z[3]);
+        for (unsigned j = j0; j < 4 && o < count; j++, o++) out[o] = z[j];
     }
 }
 

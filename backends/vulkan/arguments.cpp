@@ -5,6 +5,7 @@
 #include "backends/vulkan/arguments.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -137,7 +138,7 @@ ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::
     p.len = static_cast<std::uint64_t>(len);
     p.outer = static_cast<std::uint64_t>(outer);
     // A run along the reduced dimension is shared by a workgroup only when it is long enough to
-    // keep one busy; short ones (and strided ones) go an invocation per output.
+    // keep one busy; short ones (and strided ones) go a workgroup row per chunk of outputs.
     p.contiguous = inner == 1 && p.len >= workgroup_size;
     const std::uint64_t outs = p.outputs();
     if (p.contiguous) {
@@ -145,14 +146,20 @@ ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::
         const std::uint64_t most = std::max<std::uint64_t>(1, (p.len + 4ull * workgroup_size - 1) / (4ull * workgroup_size));
         p.parts = outs >= kReduceGroups ? 1 : std::min(most, (kReduceGroups + outs - 1) / std::max<std::uint64_t>(outs, 1));
     } else {
-        p.parts = outs >= kReduceThreads ? 1
-                                         : std::min(std::max<std::uint64_t>(p.len, 1),
-                                                    (kReduceThreads + outs - 1) / std::max<std::uint64_t>(outs, 1));
+        p.lanes = std::min<std::uint64_t>({32, std::bit_ceil(std::max<std::uint64_t>(outs, 1)),
+                                           std::max<std::uint32_t>(workgroup_size, 1)});
+        // About kReduceThreads invocations: parts of `rows` sub-parts each.
+        const std::uint64_t want = outs >= kReduceThreads ? 1
+                                                          : std::min(std::max<std::uint64_t>(p.len, 1),
+                                                                     (kReduceThreads + outs - 1) / std::max<std::uint64_t>(outs, 1));
+        const std::uint64_t rows = p.rows(workgroup_size);
+        p.parts = (want + rows - 1) / rows;
     }
     const std::uint64_t threshold = two_pass_threshold > 0 ? two_pass_threshold : kDefaultTwoPassThreshold;
     if (p.len < threshold) p.parts = 1;
     p.parts = std::max<std::uint64_t>(p.parts, 1);
-    p.seg = (p.len + p.parts - 1) / p.parts;
+    const std::uint64_t pieces = p.parts * p.rows(workgroup_size);
+    p.seg = (p.len + pieces - 1) / pieces;
     p.wide_combine = outs < kReduceGroups;
     return p;
 }
@@ -171,8 +178,10 @@ void split_groups(std::uint64_t groups, std::uint32_t max_groups_x, std::uint32_
         x = static_cast<std::uint32_t>(groups);
         y = 1;
     } else {
-        x = static_cast<std::uint32_t>(mx);
+        // as square as the limit allows: x * y - groups < y workgroups with nothing to do (x = mx
+        // would leave up to mx - 1: 65531 of 327675 for 2^18 groups)
         y = static_cast<std::uint32_t>((groups + mx - 1) / mx);
+        x = static_cast<std::uint32_t>((groups + y - 1) / y);
     }
 }
 }  // namespace
@@ -219,13 +228,13 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
 
     if (region.is_reduce()) {
         const ReducePlan rp = plan_reduce(region, kernel.workgroup_size, kernel.two_pass_threshold);
-        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.parts, rp.seg, partials, std::uint64_t{rp.wide_combine}})
+        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.parts, rp.seg, partials, std::uint64_t{rp.wide_combine}, rp.lanes})
             put(l.args, v);
         const std::uint64_t outs = rp.outputs();
         if (outs == 0) return l;  // no outputs (max/min of an empty dimension): nothing to write
         if (rp.parts > 1 && partials == 0) throw DeviceError("vulkan: a two-pass reduction without its partials (bug)");
         const std::uint64_t wg = kernel.workgroup_size;
-        const std::uint64_t groups = rp.contiguous ? outs * rp.parts : (outs * rp.parts + wg - 1) / wg;
+        const std::uint64_t groups = rp.contiguous ? outs * rp.parts : (outs + rp.lanes - 1) / rp.lanes * rp.parts;
         split_groups(groups, max_groups_x, l.groups_x, l.groups_y);
         if (rp.parts > 1)
             split_groups(rp.wide_combine ? outs : (outs + wg - 1) / wg, max_groups_x, l.groups2_x, l.groups2_y);

@@ -227,7 +227,7 @@ public:
         if (r_.is_reduce()) {
             // After the scalars: inner, len, outer, parts, seg, partials (arguments.hpp).
             const std::uint64_t at = off + 8 * (plan_.values.size() > npush ? plan_.values.size() - npush : 0);
-            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_parts", "r_seg", "r_partials", "r_wide"};
+            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_parts", "r_seg", "r_partials", "r_wide", "r_lanes"};
             for (std::uint64_t q = 0; q < kReduceParamsCount; ++q)
                 pre_ << "    uint64_t " << names[q] << " = RefU64(pc.args + " << at + 8 * q << "ul).v;\n";
             const ReducePlan rp = plan_reduce(r_, k.workgroup_size, k.two_pass_threshold);
@@ -451,8 +451,9 @@ private:
                     // shaders/philox.glsl: the same bits as backends/cpu/philox.hpp.
                     need_rng_ = true;
                     const DType rt = ins.dtype == DType::f32 ? DType::f32 : DType::f64;
-                    const std::string seed = "(uint64_t(s" + std::to_string(s[0]) + ") | (uint64_t(s" +
-                                             std::to_string(s[1]) + ") << 32))";
+                    // the seed's halves are exact 32-bit integers as doubles: 32-bit conversions
+                    const std::string seed = "(uint64_t(uint(s" + std::to_string(s[0]) + ")) | (uint64_t(uint(s" +
+                                             std::to_string(s[1]) + ")) << 32))";
                     const std::string f = std::string(ins.op == OpKind::RandU ? "tdm_rand_" : "tdm_randn_") +
                                           (rt == DType::f32 ? "f32" : "f64");
                     const std::string stream = "uint64_t(s" + std::to_string(s[2]) + ")";

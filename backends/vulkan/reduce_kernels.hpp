@@ -1,10 +1,11 @@
 // The main() of reduce-region kernels (codegen.cpp writes the rest: the header, the argument
 // reads and the per-element code of the region's program). Deterministic by construction: every
-// invocation folds its elements in order, a workgroup combines its invocations' partials in fixed
-// pairs (a butterfly of subgroup shuffles, else a shared-memory tree), and a second pass combines
-// the parts of each output in order; max,
-// min and their indices carry the position, so ties resolve to the first occurrence whatever
-// the order. Sums and products accumulate in double. The split is ReducePlan's (arguments.hpp).
+// invocation folds its elements in order; a contiguous workgroup combines its invocations' partials
+// in fixed pairs (a butterfly of subgroup shuffles, else a shared-memory tree), a strided one its
+// rows' values in row order through shared memory; a second pass combines the parts of each output
+// in order; max, min and their indices carry the position, so ties resolve to the first occurrence
+// whatever the order. Sums and products accumulate in double. The split is ReducePlan's
+// (arguments.hpp).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ void write_reduce_helpers(std::ostream& s, const Region& region);
 void write_reduce_main(std::ostream& s, const ReduceKernelParts& p);
 /// The second pass: an invocation per output combines its parts in order and writes it.
 void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p);
-/// Shared memory the first pass needs (the contiguous kernel's tree), in bytes.
+/// Shared memory the first pass needs (the contiguous kernel's tree, the strided kernel's rows), in bytes.
 std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size, bool contiguous);
 
 }  // namespace tandem::detail::vk

@@ -26,7 +26,7 @@ TANDEM_API void seed(std::uint64_t s);
 /// Uniform on the open interval (0, 1): 53 random bits for double, 24 for single.
 TANDEM_API Array rand(Runtime& rt, const Shape& shape, DType dtype = DType::f64);
 TANDEM_API Array rand(const Shape& shape, DType dtype = DType::f64);
-/// Standard normal (Box-Muller; |x| <= 8.57 in double, 6.66 in single).
+/// Standard normal (Box-Muller; |x| <= 8.57 in double, 6.67 in single).
 TANDEM_API Array randn(Runtime& rt, const Shape& shape, DType dtype = DType::f64);
 TANDEM_API Array randn(const Shape& shape, DType dtype = DType::f64);
 /// Integers uniform on [lo, hi] (randi(imax, ...) is [1, imax]), as doubles: floor(lo + n u)
