@@ -21,6 +21,9 @@ namespace {
 
 // Bump when the generated code changes meaning for the same key text.
 constexpr const char* kCodegenVersion = "tandem-vk-codegen 4";
+/// Vector steps per invocation of an elementwise kernel that generates random numbers (times the
+/// device rule's elements per thread).
+constexpr std::uint32_t kRandomStepsPerInvocation = 4;
 
 // Value types of the kernel: f64 or f32, as the CPU's registers (logical values are 0/1 in them).
 DType reg(DType t) { return t == DType::f32 ? DType::f32 : DType::f64; }
@@ -186,6 +189,12 @@ public:
         k.two_pass_threshold = o_.two_pass_threshold;
         k.elements_per_thread = std::max<std::uint32_t>(1, o_.elements_per_thread);
         choose_path();
+        // Random numbers: a Philox block per vector step, and per-invocation setup (counter,
+        // key, addresses) that several blocks share; more of them per invocation pays on GPUs.
+        const bool random = std::any_of(r_.program.begin(), r_.program.end(), [](const Instr& ins) {
+            return ins.op == OpKind::RandU || ins.op == OpKind::RandN;
+        });
+        if (random && vec_ > 1 && !r_.is_reduce()) k.elements_per_thread *= kRandomStepsPerInvocation;
         if (vec_ > 1) {
             // Whole vectors per invocation: ceil(elements_per_thread / V) steps of V elements.
             steps_ = (k.elements_per_thread + vec_ - 1) / vec_;
