@@ -14,7 +14,9 @@
 //   c. latency: gather().get() of a 100-op elementwise chain over 1000 elements (one fused region,
 //      downloaded), median of 100; against a raw vkQueueSubmit + vkWaitForFences round trip of an
 //      empty command buffer and of one tiny dispatch (1 workgroup of 1 thread).
-//   e. reductions: sum of 2^log2n fp32 along dimension 1, 2, all, and sum(A .* B, 2) (--only reduce).
+//   e. reductions: sum of 2^log2n fp32 along dimension 1, 2, all, and sum(A .* B, 2) (--only reduce);
+//      with them transpose, randn, N-D permutes, a gather of n/4 random elements, their indexed
+//      assignment and find (bytes counted: what a minimal kernel moves).
 //   d. host <-> device copies of up to 256 MiB (the copy queue): upload and download time (wall and
 //      Metrics::upload_ms / download_ms), and 4 upload -> compute -> readback jobs launched together
 //      against one (the overlap).
@@ -656,6 +658,10 @@ void bench_reduce(tandem::Runtime& rt, const Options& o) {
               {"pass", worst <= 1e-4}});
         if (!(worst <= 1e-4)) fail("check failed: reductions");
     }
+    // For the rearrangements: A as rows x cols/4 x 4, and n/4 random subscripts (doubles).
+    const tandem::Array A3 = tandem::reshape(A, tandem::Shape{rows, cols / 4, 4});
+    const tandem::Array I = tandem::floor(tandem::rand(rt, tandem::Shape{n / 4, 1}) * static_cast<double>(n)) + 1.0;
+    rt.evaluate({I}).get();
     struct Red {
         const char* name;
         const char* text;
@@ -669,6 +675,12 @@ void bench_reduce(tandem::Runtime& rt, const Options& o) {
         {"sum_ab_dim2", "sum(A .* B, 2)", 2, [&] { return tandem::sum(A * B, 2); }},
         {"transpose", "transpose(A)", 2, [&] { return tandem::transpose(A); }},
         {"randn", "randn(n, 1, 'single')", 1, [&] { return tandem::randn(rt, tandem::Shape{n, 1}, tandem::DType::f32); }},
+        // rearrangements and indexing (bytes: what a minimal kernel must move)
+        {"permute_213", "permute(A3, [2 1 3])", 2, [&] { return tandem::permute(A3, {2, 1, 3}); }},
+        {"permute_132", "permute(A3, [1 3 2])", 2, [&] { return tandem::permute(A3, {1, 3, 2}); }},
+        {"gather", "A(I), n/4 random I", 0.25 * 16 / 4, [&] { return tandem::index(A, I); }},
+        {"assign", "A(I) = 0", 2 + 0.25 * 8 / 4, [&] { return tandem::assign(A, I, 0.0); }},
+        {"find", "find(A > 0.5)", 5.0 / 4, [&] { return tandem::find(A > 0.5); }},
     };
     for (const Red& e : reds) {
         std::uint64_t regions = 0, fallbacks = 0;

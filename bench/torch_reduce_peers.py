@@ -11,6 +11,9 @@ PyTorch's dim=1 and MATLAB's dimension 2 is dim=0:
     sum_ab_dim2  (A * B).sum(dim=0)    2 arrays (eager writes a temporary; compile fuses)
     copy         dst.copy_(A)          2 arrays: the device copy bandwidth (reference)
 
+and, eager only, transpose, randn, permutes of A viewed as (4, cols/4, rows), a gather of n/4
+random elements, index_fill_ of them into a copy of A, and nonzero(A > 0.5).
+
 in eager and torch.compile, each checked against float64 sums of the same data, then timed
 between two torch.cuda.synchronize() calls (median of --reps after --warmup).
 Prints one JSON object per line.
@@ -86,6 +89,23 @@ def main():
     r_ms = time_call(lambda: torch.randn(n, device=dev, dtype=torch.float32, generator=g), o.warmup, o.reps)
     emit({"kind": "reduce", "system": "torch_eager", "dtype": "fp32", "expr": "randn", "median_wall_ms": r_ms,
           "wall_GBps": 4.0 * n / r_ms / 1e6})
+    # Rearrangements and indexing (tandem-gpu-bench's rows of the same names; bytes counted alike):
+    # Tandem's A3 = reshape(A, rows, cols/4, 4) is the row-major (4, cols/4, rows) view of A.
+    A3 = A.view(4, cols // 4, rows)
+    for name, f in (("permute_213", lambda: A3.transpose(1, 2).contiguous()),
+                    ("permute_132", lambda: A3.transpose(0, 1).contiguous())):
+        ms = time_call(f, o.warmup, o.reps)
+        emit({"kind": "reduce", "system": "torch_eager", "dtype": "fp32", "expr": name, "median_wall_ms": ms,
+              "wall_GBps": 2 * 4.0 * n / ms / 1e6})
+    count = n // 4
+    idx = torch.randint(0, n, (count,), device=dev, generator=torch.Generator(device=dev).manual_seed(5))
+    flat = A.view(-1)
+    for name, f, counted in (("gather", lambda: flat[idx], 16.0 * count),
+                             ("assign", lambda: flat.clone().index_fill_(0, idx, 0.0), 8.0 * n + 8.0 * count),
+                             ("find", lambda: torch.nonzero(flat > 0.5), 5.0 * n)):
+        ms = time_call(f, o.warmup, o.reps)
+        emit({"kind": "reduce", "system": "torch_eager", "dtype": "fp32", "expr": name, "median_wall_ms": ms,
+              "wall_GBps": counted / ms / 1e6})
     dst = torch.empty_like(A)
     ms = time_call(lambda: dst.copy_(A), o.warmup, o.reps)
     emit({"kind": "reduce", "system": "torch_copy", "dtype": "fp32", "expr": "copy", "median_wall_ms": ms,
