@@ -10,12 +10,21 @@
 // columns against a double-precision host reference (error bound of a length-n dot product).
 // Output: one JSON object per line, then a table.
 //
-// Usage: tandem-gemm-gpu-bench [--sizes 4096,8192] [--dtypes f32,f64] [--tiles BMxBNxBK/TMxTN[vW],...]
+// Usage: tandem-gemm-gpu-bench [--sizes 4096,8192] [--dtypes f32,f64] [--tiles BMxBNxBK/TMxTN[vW][wM][p0],...]
 //                              [--reps R] [--warmup W] [--no-sweep] [--mad fma,mul] [--probe]
-//                              [--warm-ms MS]
-// --mad sweeps the inner multiply-add's form too (fma() or a * b + c); --probe first measures the
-// device's multiply-add throughput (fp32/fp64, both forms) with a register-only kernel.
+//                              [--warm-ms MS] [--no-check] [--stats [--ir-dir DIR] [--spv F.spv,...]]
+//                              [--coopmat]
+// --mad sweeps the kernel's variants too: fma() or a * b + c as the inner multiply-add, or D:X+Y
+// (#define X 1 and Y 1 before gemm.glsl, for experiment switches added to it; --no-check for the
+// ones whose products are wrong on purpose). --probe first measures the device's multiply-add
+// throughput (fp32/fp64: 8 chains of fma(), of a * b + c, and a 4x4 outer product whose operands
+// are all registers, as in a GEMM). --stats times nothing: it prints the driver's statistics of
+// each kernel (VK_KHR_pipeline_executable_properties: registers, local memory, ...; NVIDIA's
+// "Local Memory Size" reads 2^36 + the bytes), for SPIR-V files given with --spv too, and writes
+// the driver's internal representations (if any) to --ir-dir. --coopmat lists the
+// cooperative-matrix shapes and element types the device offers (NV and KHR extensions).
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/vulkan/compiler.hpp"
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/gemm.hpp"
 #include "backends/vulkan/memory.hpp"
@@ -48,6 +58,11 @@ struct Options {
     std::vector<std::string> mads = {"fma"};  // inner multiply-add forms to sweep: fma() or a * b + c
     bool probe = false;                       // FMA-throughput probe first
     double warm_ms = 250;                     // GPU kept busy this long before each timed batch (clocks up)
+    bool stats = false;                       // the driver's statistics of each kernel (and nothing timed)
+    std::string ir_dir;                       // --stats: write the driver's internal representations here
+    std::vector<std::string> spv_files;       // --stats: also these SPIR-V files (a GEMM kernel's layout)
+    bool coopmat = false;                     // list the device's cooperative-matrix shapes and types
+    bool check = true;                        // --no-check: experiments whose products are wrong on purpose
 };
 
 std::vector<json> g_results;
@@ -59,7 +74,24 @@ void emit(const json& j) {
 
 const char* dt_name(DType t) { return t == DType::f32 ? "fp32" : "fp64"; }
 
+// A Vulkan output structure, zeroed, with its sType.
+template <class S>
+S typed(VkStructureType type) {
+    S s{};
+    s.sType = type;
+    return s;
+}
+
+// "fma" (the default), "mul" (a * b + c), or "D:X+Y": #define X 1 and Y 1 (gemm.glsl's experiment
+// switches).
 std::string mad_defines(const std::string& mad) {
+    if (mad.rfind("D:", 0) == 0) {
+        std::string out;
+        std::stringstream ss(mad.substr(2));
+        for (std::string m; std::getline(ss, m, '+');)
+            if (!m.empty()) out += "#define " + m + " 1\n";
+        return out;
+    }
     return mad == "mul" ? "#define MAD(a, b, c) ((a) * (b) + (c))" : "";
 }
 
@@ -71,6 +103,21 @@ layout(buffer_reference, std430, buffer_reference_align = 8) buffer O { T v[]; }
 layout(push_constant) uniform P { uint64_t out_addr; uint iters; uint pad; } p;
 void main() {
     T x = T(gl_GlobalInvocationID.x) * T(1e-9);
+#ifdef OUTER
+    // A 4x4 outer product per iteration, as a GEMM's inner loop: three register operands per FMA.
+    T a0 = x, a1 = x + T(1), a2 = x + T(2), a3 = x + T(3);
+    T b0 = x * T(0.5), b1 = x + T(0.25), b2 = x - T(0.75), b3 = x * T(0.125);
+    T c00 = T(0), c01 = T(0), c02 = T(0), c03 = T(0), c10 = T(0), c11 = T(0), c12 = T(0), c13 = T(0);
+    T c20 = T(0), c21 = T(0), c22 = T(0), c23 = T(0), c30 = T(0), c31 = T(0), c32 = T(0), c33 = T(0);
+    for (uint i = 0; i < p.iters; ++i) {
+        c00 = MAD(a0, b0, c00); c01 = MAD(a0, b1, c01); c02 = MAD(a0, b2, c02); c03 = MAD(a0, b3, c03);
+        c10 = MAD(a1, b0, c10); c11 = MAD(a1, b1, c11); c12 = MAD(a1, b2, c12); c13 = MAD(a1, b3, c13);
+        c20 = MAD(a2, b0, c20); c21 = MAD(a2, b1, c21); c22 = MAD(a2, b2, c22); c23 = MAD(a2, b3, c23);
+        c30 = MAD(a3, b0, c30); c31 = MAD(a3, b1, c31); c32 = MAD(a3, b2, c32); c33 = MAD(a3, b3, c33);
+    }
+    O(p.out_addr + uint64_t(gl_GlobalInvocationID.x) * 8ul).v[0] = c00 + c01 + c02 + c03 + c10 + c11 + c12 + c13 +
+        c20 + c21 + c22 + c23 + c30 + c31 + c32 + c33;
+#else
     T a0 = x, a1 = x + T(1), a2 = x + T(2), a3 = x + T(3), a4 = x + T(4), a5 = x + T(5), a6 = x + T(6), a7 = x + T(7);
     const T m = T(0.9999999), c = T(1e-7);
     for (uint i = 0; i < p.iters; ++i) {
@@ -78,6 +125,7 @@ void main() {
         a4 = MAD(a4, m, c); a5 = MAD(a5, m, c); a6 = MAD(a6, m, c); a7 = MAD(a7, m, c);
     }
     O(p.out_addr + uint64_t(gl_GlobalInvocationID.x) * 8ul).v[0] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+#endif
 }
 )";
 
@@ -156,6 +204,11 @@ public:
     }
 
     void run() {
+        if (opt_.coopmat) coopmat();
+        if (opt_.stats) {
+            stats();
+            return;
+        }
         if (opt_.probe) probe();
         for (DType dt : opt_.dtypes) {
             const std::uint32_t n0 = opt_.sizes.front();
@@ -163,8 +216,9 @@ public:
                 std::vector<vk::GemmTiles> cands = opt_.tiles;
                 if (cands.empty())
                     cands = dt == DType::f64
-                                ? std::vector<vk::GemmTiles>{{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 128, 8, 4, 8},
-                                                             {64, 64, 8, 4, 4},   {128, 64, 16, 8, 4}, {64, 64, 16, 4, 4}}
+                                ? std::vector<vk::GemmTiles>{{128, 128, 8, 8, 8},  {128, 128, 8, 8, 8, 1}, {128, 128, 8, 16, 4},
+                                                             {256, 64, 8, 16, 4},  {128, 64, 8, 8, 4},     {64, 64, 8, 4, 4},
+                                                             {64, 64, 16, 4, 4}}
                                 : std::vector<vk::GemmTiles>{{128, 128, 8, 8, 8},  {128, 128, 16, 8, 8}, {128, 64, 8, 8, 4},
                                                              {64, 128, 8, 4, 8},   {128, 256, 8, 8, 16}, {256, 128, 8, 16, 8},
                                                              {64, 64, 8, 4, 4}};
@@ -313,7 +367,7 @@ private:
         back->invalidate();
         double worst = 0;
         const std::uint32_t row_step = n > 4096 ? 5 : 1;
-        for (std::size_t c = 0; c < cols.size(); ++c) {
+        for (std::size_t c = 0; c < (opt_.check ? cols.size() : 0); ++c) {
             const std::uint32_t j = cols[c];
             std::vector<double> bcol(n);
             for (std::uint32_t p = 0; p < n; ++p) bcol[p] = value(2, tb ? j + std::uint64_t{p} * n : p + std::uint64_t{j} * n);
@@ -350,16 +404,215 @@ private:
         return tflops;
     }
 
+    // The cooperative-matrix shapes the device offers (VK_NV_cooperative_matrix, VK_KHR_cooperative_matrix),
+    // asked of the physical device: which element types (fp64 among them?) the driver exposes.
+    void coopmat() {
+        VkPhysicalDevice phys = ctx_->physical();
+        std::uint32_t count = 0;
+        vkEnumerateDeviceExtensionProperties(phys, nullptr, &count, nullptr);
+        std::vector<VkExtensionProperties> exts(count);
+        vkEnumerateDeviceExtensionProperties(phys, nullptr, &count, exts.data());
+        auto has = [&](const char* name) {
+            return std::any_of(exts.begin(), exts.end(), [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
+        };
+        static const char* kTypes[] = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
+        auto type = [](std::uint32_t t) -> std::string { return t < 11 ? kTypes[t] : std::to_string(t); };
+        for (const char* which : {"NV", "KHR"}) {
+            const bool nv = std::string(which) == "NV";
+            const char* ext = nv ? "VK_NV_cooperative_matrix" : "VK_KHR_cooperative_matrix";
+            json j{{"kind", "coopmat"}, {"extension", ext}, {"supported", has(ext)}};
+            if (!has(ext)) {
+                emit(j);
+                continue;
+            }
+            // The KHR structure is declared here (these headers may predate it); same layout as NV's
+            // plus saturatingAccumulation, with the same component-type values.
+            struct KhrProps {
+                VkStructureType sType;
+                void* pNext;
+                std::uint32_t m, n, k, a, b, c, result;
+                VkBool32 saturating;
+                std::uint32_t scope;
+            };
+            using Fn = VkResult(VKAPI_PTR*)(VkPhysicalDevice, std::uint32_t*, void*);
+            auto fn = reinterpret_cast<Fn>(vkGetInstanceProcAddr(
+                ctx_->instance(), nv ? "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"
+                                     : "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+            if (fn == nullptr) {
+                j["error"] = "no entry point";
+                emit(j);
+                continue;
+            }
+            std::uint32_t n = 0;
+            fn(phys, &n, nullptr);
+            json shapes = json::array();
+            if (nv) {
+                std::vector<VkCooperativeMatrixPropertiesNV> props(
+                    n, typed<VkCooperativeMatrixPropertiesNV>(VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV));
+                fn(phys, &n, props.data());
+                for (const auto& p : props)
+                    shapes.push_back({{"m", p.MSize}, {"n", p.NSize}, {"k", p.KSize}, {"a", type(p.AType)}, {"b", type(p.BType)},
+                                      {"c", type(p.CType)}, {"d", type(p.DType)}, {"scope", p.scope}});
+            } else {
+                std::vector<KhrProps> props(n, typed<KhrProps>(static_cast<VkStructureType>(1000506001)));
+                fn(phys, &n, props.data());
+                for (const auto& p : props)
+                    shapes.push_back({{"m", p.m}, {"n", p.n}, {"k", p.k}, {"a", type(p.a)}, {"b", type(p.b)}, {"c", type(p.c)},
+                                      {"d", type(p.result)}, {"scope", p.scope}});
+            }
+            j["shapes"] = shapes;
+            emit(j);
+        }
+    }
+
+    // The driver's own account of each GEMM kernel (VK_KHR_pipeline_executable_properties: register
+    // count, spills, ...; its internal representations into --ir-dir), through a second VkDevice on
+    // the same physical device that enables the extension. Nothing is timed.
+    void stats() {
+        VkPhysicalDevice phys = ctx_->physical();
+        VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, nullptr, VK_TRUE};
+        VkPhysicalDeviceVulkan12Features f12{};
+        f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+        f12.pNext = &pe;
+        f12.bufferDeviceAddress = VK_TRUE;
+        VkPhysicalDeviceFeatures2 f2{};
+        f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+        f2.pNext = &f12;
+        f2.features.shaderFloat64 = VK_TRUE;
+        f2.features.shaderInt64 = VK_TRUE;
+        const float prio = 1;
+        VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, nullptr, 0, ctx_->compute_family(), 1, &prio};
+        const char* ext = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+        VkDeviceCreateInfo di{};
+        di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+        di.pNext = &f2;
+        di.queueCreateInfoCount = 1;
+        di.pQueueCreateInfos = &qi;
+        di.enabledExtensionCount = 1;
+        di.ppEnabledExtensionNames = &ext;
+        VkDevice dev = VK_NULL_HANDLE;
+        if (VkResult r = vkCreateDevice(phys, &di, nullptr, &dev); r != VK_SUCCESS) {
+            emit({{"kind", "stats"}, {"error", std::string("vkCreateDevice with ") + ext + ": " + vk::result_name(r)}});
+            return;
+        }
+        VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, vk::kGemmPushBytes};
+        VkPipelineLayoutCreateInfo li{};
+        li.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+        li.pushConstantRangeCount = 1;
+        li.pPushConstantRanges = &range;
+        VkPipelineLayout layout = VK_NULL_HANDLE;
+        vk::check(vkCreatePipelineLayout(dev, &li, nullptr, &layout), "vkCreatePipelineLayout");
+        struct Item {
+            DType dt;
+            vk::GemmTiles t;
+            std::string mad;  // or the SPIR-V file's name
+        };
+        std::vector<Item> items;
+        for (DType dt : opt_.dtypes) {
+            std::vector<vk::GemmTiles> cands = opt_.tiles;
+            if (cands.empty()) cands = {gemm_->tiles(dt)};
+            for (const auto& mad : opt_.mads)
+                for (const auto& t : cands)
+                    if (t.unfit_reason(dt, ctx_->description()).empty()) items.push_back({dt, t, mad});
+        }
+        for (const auto& f : opt_.spv_files) items.push_back({DType::f64, vk::GemmTiles{0, 0, 0, 0, 0}, f});
+        for (const auto& [dt, t, mad] : items) {
+            std::vector<std::uint32_t> spirv;
+            if (mad.size() > 4 && mad.compare(mad.size() - 4, 4, ".spv") == 0) {
+                if (FILE* f = std::fopen(mad.c_str(), "rb")) {
+                    std::uint32_t w;
+                    while (std::fread(&w, 4, 1, f) == 1) spirv.push_back(w);
+                    std::fclose(f);
+                }
+            } else
+                spirv = vk::compile_compute_shader(
+                    vk::gemm_kernel(dt, false, false, vk::GemmActivation::none, t, mad_defines(mad)).glsl);
+            VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, nullptr, 0, spirv.size() * 4,
+                                        spirv.data()};
+            VkShaderModule module = VK_NULL_HANDLE;
+            vk::check(vkCreateShaderModule(dev, &mi, nullptr, &module), "vkCreateShaderModule");
+            VkComputePipelineCreateInfo ci{};
+            ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+            ci.flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
+                       VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
+            ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+            ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+            ci.stage.module = module;
+            ci.stage.pName = "main";
+            ci.layout = layout;
+            VkPipeline pipe = VK_NULL_HANDLE;
+            vk::check(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &pipe), "vkCreateComputePipelines");
+            vkDestroyShaderModule(dev, module, nullptr);
+            VkPipelineInfoKHR pinfo{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, pipe};
+            std::uint32_t ne = 0;
+            vkGetPipelineExecutablePropertiesKHR(dev, &pinfo, &ne, nullptr);
+            std::vector<VkPipelineExecutablePropertiesKHR> execs(
+                ne, typed<VkPipelineExecutablePropertiesKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR));
+            vkGetPipelineExecutablePropertiesKHR(dev, &pinfo, &ne, execs.data());
+            for (std::uint32_t e = 0; e < ne; ++e) {
+                VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, pipe, e};
+                std::uint32_t ns = 0;
+                vkGetPipelineExecutableStatisticsKHR(dev, &ei, &ns, nullptr);
+                std::vector<VkPipelineExecutableStatisticKHR> st(
+                    ns, typed<VkPipelineExecutableStatisticKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR));
+                vkGetPipelineExecutableStatisticsKHR(dev, &ei, &ns, st.data());
+                json j{{"kind", "stats"}, {"dtype", dt_name(dt)}, {"tiles", t.bm ? t.name() : "-"}, {"mad", mad},
+                       {"executable", execs[e].name}, {"subgroup_size", execs[e].subgroupSize}};
+                for (const auto& s : st) {
+                    switch (s.format) {
+                    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: j[s.name] = s.value.b32 != 0; break;
+                    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: j[s.name] = s.value.i64; break;
+                    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: j[s.name] = s.value.u64; break;
+                    default: j[s.name] = s.value.f64;
+                    }
+                }
+                std::uint32_t nr = 0;
+                vkGetPipelineExecutableInternalRepresentationsKHR(dev, &ei, &nr, nullptr);
+                std::vector<VkPipelineExecutableInternalRepresentationKHR> irs(
+                    nr, typed<VkPipelineExecutableInternalRepresentationKHR>(
+                            VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR));
+                vkGetPipelineExecutableInternalRepresentationsKHR(dev, &ei, &nr, irs.data());
+                std::vector<std::vector<char>> bufs(nr);
+                for (std::uint32_t r = 0; r < nr; ++r) {
+                    bufs[r].resize(irs[r].dataSize + 1, 0);
+                    irs[r].pData = bufs[r].data();
+                }
+                vkGetPipelineExecutableInternalRepresentationsKHR(dev, &ei, &nr, irs.data());
+                json names = json::array();
+                for (std::uint32_t r = 0; r < nr; ++r) {
+                    names.push_back({{"name", irs[r].name}, {"text", irs[r].isText != 0}, {"bytes", irs[r].dataSize}});
+                    if (opt_.ir_dir.empty()) continue;
+                    std::string file = std::string(dt_name(dt)) + "_" + t.name() + "_" + mad + "_" + irs[r].name;
+                    for (char& c : file)
+                        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+                    if (FILE* f = std::fopen((opt_.ir_dir + "/" + file + ".txt").c_str(), "wb")) {
+                        std::fwrite(bufs[r].data(), 1, irs[r].dataSize, f);
+                        std::fclose(f);
+                    }
+                }
+                j["internal_representations"] = names;
+                emit(j);
+            }
+            vkDestroyPipeline(dev, pipe, nullptr);
+        }
+        vkDestroyPipelineLayout(dev, layout, nullptr);
+        vkDestroyDevice(dev, nullptr);
+    }
+
     // Multiply-add throughput: 8 independent chains per invocation, fp32/fp64, fma() and a * b + c.
     void probe() {
         const auto& desc = ctx_->description();
         auto out = heap_->allocate(8ull << 22);
         for (const char* type : {"float", "double"})
-            for (const char* mad : {"fma", "mul"}) {
+            for (const char* mad : {"fma", "mul", "outer"}) {
+                // outer: fma() in a 4x4 outer product (16 chains, all operands registers)
+                const bool outer = std::string(mad) == "outer";
                 vk::Kernel k;
                 k.glsl = std::string(kProbeGlsl);
                 const std::string defs = std::string("#define T ") + type + "\n#define MAD(a, b, c) " +
-                                         (std::string(mad) == "fma" ? "fma(a, b, c)" : "((a) * (b) + (c))") + "\n";
+                                         (std::string(mad) == "mul" ? "((a) * (b) + (c))" : "fma(a, b, c)") + "\n" +
+                                         (outer ? "#define OUTER 1\n" : "");
                 k.glsl.insert(k.glsl.find('\n') + 1, defs);
                 k.key = std::string("bench:probe:") + type + mad;
                 k.workgroup_size = 256;
@@ -387,7 +640,7 @@ private:
                               "vkGetQueryPoolResults");
                     best = std::min(best, static_cast<double>(ts[1] - ts[0]) * desc.timestamp_period_ns / 1e6);
                 }
-                const double flop = 2.0 * 8 * push.iters * 256.0 * groups;
+                const double flop = 2.0 * (outer ? 16 : 8) * push.iters * 256.0 * groups;
                 emit({{"kind", "probe"}, {"type", type}, {"mad", mad}, {"ms", best}, {"tflops", flop / (best * 1e-3) / 1e12}});
             }
     }
@@ -419,7 +672,7 @@ std::vector<std::string> split(const std::string& s) {
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr,
                  "tandem-gemm-gpu-bench: %s\nusage: tandem-gemm-gpu-bench [--sizes 4096,8192] [--dtypes f32,f64] "
-                 "[--tiles BMxBNxBK/TMxTN[vW],...] [--reps R] [--warmup W] [--no-sweep]\n",
+                 "[--tiles BMxBNxBK/TMxTN[vW][wM][p0],...] [--reps R] [--warmup W] [--no-sweep]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -447,8 +700,17 @@ int main(int argc, char** argv) {
         } else if (a == "--tiles") {
             for (const auto& s : split(next())) {
                 vk::GemmTiles t;
-                if (std::sscanf(s.c_str(), "%ux%ux%u/%ux%uv%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn, &t.vw) < 5)
+                int used = 0;
+                if (std::sscanf(s.c_str(), "%ux%ux%u/%ux%u%n", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn, &used) < 5)
                     usage("bad tiles " + s);
+                for (std::size_t p = static_cast<std::size_t>(used); p < s.size();) {  // suffixes vW, wM
+                    std::size_t end = p + 1;
+                    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+                    if (end == p + 1 || (s[p] != 'v' && s[p] != 'w' && s[p] != 'p')) usage("bad tiles " + s);
+                    (s[p] == 'v' ? t.vw : s[p] == 'w' ? t.wm : t.pad) =
+                        static_cast<std::uint32_t>(std::stoul(s.substr(p + 1, end - p - 1)));
+                    p = end;
+                }
                 o.tiles.push_back(t);
             }
         } else if (a == "--reps") o.reps = std::stoi(next());
@@ -456,10 +718,15 @@ int main(int argc, char** argv) {
         else if (a == "--no-sweep") o.sweep = false;
         else if (a == "--probe") o.probe = true;
         else if (a == "--warm-ms") o.warm_ms = std::stod(next());
+        else if (a == "--stats") o.stats = true;
+        else if (a == "--ir-dir") o.ir_dir = next();
+        else if (a == "--spv") o.spv_files = split(next());
+        else if (a == "--coopmat") o.coopmat = true;
+        else if (a == "--no-check") o.check = false;
         else if (a == "--mad") {
             o.mads = split(next());
             for (const auto& m : o.mads)
-                if (m != "fma" && m != "mul") usage("--mad takes fma and/or mul");
+                if (m != "fma" && m != "mul" && m.rfind("D:", 0) != 0) usage("--mad takes fma, mul or D:MACRO+MACRO");
         }
         else usage("unknown argument " + a);
     }

@@ -10,6 +10,12 @@
 //   TRANS_A/B      0/1: op(A) = A or A^T (the stored layout; nothing is copied), so the loads of a
 //                  step follow the stored layout's contiguous dimension (coalesced either way)
 //   ACT            0: none, 1: relu as max(x, 0), 2: relu as max(0, x) (MATLAB's max: NaN gives 0)
+//   PAD            1: one vector of padding per row of the shared tiles (0: none, for a deeper BK)
+//   WARP_M         0: invocation lid is row-thread lid % (BM/TM); else (2, 4, 8 or 16) each 32
+//                  invocations form a WARP_M x (32/WARP_M) block of row-threads x column-threads in
+//                  which lanes 2i and 2i+1 share a row-thread and lanes i and i^2 a column-thread
+//   GEMM_EPILOGUE  the epilogue as straight-line code: store_element(i0 + r, j0 + c, COMP(acc[..][..], ..))
+//                  for each element of the register tile, every index a literal (see below)
 // Arrays are reached by GL_EXT_buffer_reference (no descriptor sets); sizes, strides, scalars and
 // addresses travel in push constants, so one pipeline serves every size and every alpha/beta.
 //
@@ -34,7 +40,7 @@ layout(local_size_x = (BM / TM) * (BN / TN)) in;
 const uint WG = (BM / TM) * (BN / TN);
 const uint THREADS_M = BM / TM, THREADS_N = BN / TN;
 const uint TMV = TM / VW, TNV = TN / VW;        // vectors per invocation along m / n
-const uint AV = BM / VW + 1, BV = BN / VW + 1;  // shared row lengths in vectors (+1: padding)
+const uint AV = BM / VW + PAD, BV = BN / VW + PAD;  // shared row lengths in vectors (+PAD: padding)
 const uint A_LOADS = BM * BK / WG, B_LOADS = BN * BK / WG;
 const uint ES = ELEMENT_BYTES;
 
@@ -57,9 +63,40 @@ shared VT Bs[2][BK][BV];
 void store_shared_a(uint buf, uint kk, uint i, T v) { SET_COMP(As[buf][kk][i / VW], i % VW, v); }
 void store_shared_b(uint buf, uint kk, uint j, T v) { SET_COMP(Bs[buf][kk][j / VW], j % VW, v); }
 
+// The epilogue of one element: D(i, j) = act(alpha * x (+ beta * C(i, j)) (+ bias)); nothing outside D.
+// 64-bit column addresses: an index into v[] is 32-bit.
+void store_element(uint i, uint j, T x) {
+    if (i >= pc.m || j >= pc.n) return;
+    // Each step rounded on its own (precise: no fma), as the graph's chain it replaces computes it.
+    precise T v = T(pc.alpha) * x;
+    if (pc.beta != 0.0LF) {
+        precise T cb = T(pc.beta) * GemmIn(pc.c + uint64_t(j) * pc.ldc * ES).v[i];
+        v = v + cb;
+    }
+    if (pc.bias != 0ul) v = v + GemmIn(pc.bias).v[i * pc.bias_si + j * pc.bias_sj];
+#if ACT == 1
+    v = v > T(0) ? v : T(0);  // MATLAB max(v, 0): NaN gives 0, -0 gives 0
+#elif ACT == 2
+    v = v != v ? T(0) : (T(0) > v ? T(0) : v);  // MATLAB max(0, v): NaN gives 0, -0 stays -0
+#endif
+    GemmOut(pc.d + uint64_t(j) * pc.ldd * ES).v[i] = v;
+}
+
 void main() {
     const uint lid = gl_LocalInvocationID.x;
+#if WARP_M == 0
     const uint tx = lid % THREADS_M, ty = lid / THREADS_M;
+#else
+    // A warp of NVIDIA's 32 covers WARP_M x (32 / WARP_M) row x column threads. Lane bit 0 selects
+    // the column-thread and bit 1 the row-thread, so every A fragment load has equal addresses in
+    // lanes 2i and 2i+1 and every B fragment load in lanes i and i^2 (pairs that NVIDIA's shared
+    // memory may return together). Measured on the H100: no faster than WARP_M 0 (within 2%;
+    // shared-memory loads are not what bounds this kernel there), kept for other devices' sweeps.
+    const uint WARP_N = 32u / uint(WARP_M), WARPS_M = THREADS_M / uint(WARP_M);
+    const uint lane = lid % 32u, warp = lid / 32u;
+    const uint tx = (warp % WARPS_M) * uint(WARP_M) + (lane >> 1) % uint(WARP_M);
+    const uint ty = (warp / WARPS_M) * WARP_N + ((lane & 1u) | (((lane >> 1) / uint(WARP_M)) << 1));
+#endif
     const uint m0 = (pc.tile_m0 + gl_WorkGroupID.x) * BM;
     const uint n0 = (pc.tile_n0 + gl_WorkGroupID.y) * BN;
     const uint M = pc.m, N = pc.n, K = pc.k;
@@ -146,33 +183,11 @@ void main() {
         barrier();
     }
 
-    // Epilogue: alpha * AB (+ beta * C) (+ bias), activation, one store per element.
-    const T alpha = T(pc.alpha), beta = T(pc.beta);
-    const bool read_c = pc.beta != 0.0LF;
-    const bool add_bias = pc.bias != 0ul;
-    [[unroll]] for (uint h = 0; h < TNV; ++h)
-        [[unroll]] for (uint q = 0; q < VW; ++q) {
-            const uint j = n0 + h * THREADS_N * VW + ty * VW + q;
-            if (j >= N) continue;
-            // Column j of C and D (64-bit addresses: an index into v[] is 32-bit).
-            const uint64_t c_col = pc.c + uint64_t(j) * pc.ldc * ES, d_col = pc.d + uint64_t(j) * pc.ldd * ES;
-            [[unroll]] for (uint g = 0; g < TMV; ++g)
-                [[unroll]] for (uint p = 0; p < VW; ++p) {
-                    const uint i = m0 + g * THREADS_M * VW + tx * VW + p;
-                    if (i >= M) continue;
-                    // Each step rounded on its own (precise: no fma), as the graph's chain it replaces.
-                    precise T v = alpha * COMP(acc[h * VW + q][g], p);
-                    if (read_c) {
-                        precise T cb = beta * GemmIn(c_col).v[i];
-                        v = v + cb;
-                    }
-                    if (add_bias) v = v + GemmIn(pc.bias).v[i * pc.bias_si + j * pc.bias_sj];
-#if ACT == 1
-                    v = v > T(0) ? v : T(0);  // MATLAB max(v, 0): NaN gives 0, -0 gives 0
-#elif ACT == 2
-                    v = v != v ? T(0) : (T(0) > v ? T(0) : v);  // MATLAB max(0, v): NaN gives 0, -0 stays -0
-#endif
-                    GemmOut(d_col).v[i] = v;
-                }
-        }
+    // Epilogue: each element of the register tile through store_element. GEMM_EPILOGUE (made by
+    // gemm.cpp) names every accumulator with literal indices. Written as [[unroll]] loops over acc
+    // (with their bounds checks), it made NVIDIA's compiler keep the whole f64 acc array in local
+    // memory (its pipeline statistics: exactly acc's 512 bytes for an 8x8 tile; none for f32), so
+    // every multiply-add of the main loop went through local memory: 1.0 TFLOP/s instead of 16.
+    const uint i0 = m0 + tx * VW, j0 = n0 + ty * VW;
+    GEMM_EPILOGUE
 }

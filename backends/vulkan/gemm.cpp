@@ -26,11 +26,14 @@ struct GemmPush {
 static_assert(sizeof(GemmPush) == kGemmPushBytes);
 
 /// Candidates, best first, for devices with a GPU's register file and shared memory. The first
-/// that fits the device is taken (choose_gemm_tiles).
+/// that fits the device is taken (choose_gemm_tiles). Measured on the H100 (tandem-gemm-gpu-bench
+/// sweeps, docs/benchmarks.md): f64 128x128x8/8x8 16.3 TFLOP/s at 4096 (every other tiling tried,
+/// 9-17 at 4096, warp layouts and unpadded bk 12 included, was slower or within 4%); f32
+/// 128x128x16/8x8 40.3 (128x128x8/8x8 30.8 since the straight-line epilogue).
 std::vector<GemmTiles> gpu_candidates(DType t) {
     if (t == DType::f64)
         return {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 8, 4, 4}, {32, 32, 8, 2, 2}};
-    return {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 8, 4, 4}, {32, 32, 8, 4, 4}};
+    return {{128, 128, 16, 8, 8}, {128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 8, 4, 4}, {32, 32, 8, 4, 4}};
 }
 
 /// For CPU implementations of Vulkan (lavapipe): a workgroup is run by one CPU thread over SIMD
@@ -38,6 +41,24 @@ std::vector<GemmTiles> gpu_candidates(DType t) {
 std::vector<GemmTiles> cpu_candidates(DType t) {
     if (t == DType::f64) return {{64, 64, 8, 4, 4}, {32, 32, 8, 2, 2}};
     return {{64, 64, 8, 4, 4}, {32, 32, 8, 4, 4}};
+}
+
+/// gemm.glsl's GEMM_EPILOGUE: one store_element per element of the register tile, every index a
+/// literal, so that no driver has to unroll a loop over the accumulators (with such loops NVIDIA's
+/// compiler kept all f64 accumulators in local memory: 1 TFLOP/s). Invocation (tx, ty) holds rows
+/// i0 + g * (bm / tm) * w + p and columns j0 + h * (bn / tn) * w + q in acc[h * w + q][g], component p.
+std::string epilogue_macro(const GemmTiles& t, std::uint32_t w) {
+    const std::uint32_t threads_m = t.bm / t.tm, threads_n = t.bn / t.tn;
+    std::ostringstream s;
+    s << "#define GEMM_EPILOGUE";
+    for (std::uint32_t h = 0; h < t.tn / w; ++h)
+        for (std::uint32_t q = 0; q < w; ++q)
+            for (std::uint32_t g = 0; g < t.tm / w; ++g)
+                for (std::uint32_t p = 0; p < w; ++p)
+                    s << " \\\n    store_element(i0 + " << g * threads_m * w + p << "u, j0 + " << h * threads_n * w + q
+                      << "u, COMP(acc[" << h * w + q << "][" << g << "], " << p << "));";
+    s << "\n";
+    return s.str();
 }
 
 }  // namespace
@@ -48,19 +69,22 @@ std::uint32_t GemmTiles::vector_width(DType dtype) const noexcept {
 
 std::uint32_t GemmTiles::shared_bytes(DType dtype) const noexcept {
     const std::uint32_t w = vector_width(dtype);
-    return 2 * bk * ((bm / w + 1) + (bn / w + 1)) * w * static_cast<std::uint32_t>(dtype_size(dtype));
+    return 2 * bk * ((bm / w + pad) + (bn / w + pad)) * w * static_cast<std::uint32_t>(dtype_size(dtype));
 }
 
 std::string GemmTiles::name() const {
     std::ostringstream s;
     s << bm << 'x' << bn << 'x' << bk << '/' << tm << 'x' << tn;
     if (vw != 0) s << 'v' << vw;
+    if (wm != 0) s << 'w' << wm;
+    if (pad == 0) s << "p0";
     return s.str();
 }
 
 std::string GemmTiles::invalid_reason(DType dtype) const {
     if (dtype != DType::f32 && dtype != DType::f64) return "GEMM is for single and double only";
     if (vw != 0 && vw != 1 && vw != 2 && vw != 4) return "vw must be 0, 1, 2 or 4";
+    if (pad > 1) return "pad must be 0 or 1";
     if (vector_width(dtype) * dtype_size(dtype) > 16) return "vectors of more than 16 bytes";
     const std::uint32_t w = vector_width(dtype);
     if (bm == 0 || bn == 0 || bk == 0 || tm == 0 || tn == 0) return "a zero tile size";
@@ -71,6 +95,12 @@ std::string GemmTiles::invalid_reason(DType dtype) const {
     if ((bm * bk) % wg != 0 || (bn * bk) % wg != 0)
         return "bm * bk and bn * bk must be multiples of the workgroup size " + std::to_string(wg);
     if (tm * tn > 256) return "register tile larger than 256 elements";
+    if (wm != 0) {
+        if (wm != 2 && wm != 4 && wm != 8 && wm != 16) return "wm must be 0, 2, 4, 8 or 16";
+        if (wg % 32 != 0) return "wm needs a workgroup of a multiple of 32 invocations";
+        if ((bm / tm) % wm != 0 || (bn / tn) % (32 / wm) != 0)
+            return "wm x (32 / wm) must divide the (bm / tm) x (bn / tn) invocations";
+    }
     return {};
 }
 
@@ -116,6 +146,9 @@ Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activ
       << "#define TM " << tiles.tm << "u\n#define TN " << tiles.tn << "u\n"
       << "#define TRANS_A " << (trans_a ? 1 : 0) << "\n#define TRANS_B " << (trans_b ? 1 : 0) << "\n"
       << "#define ACT " << static_cast<int>(activation) << "\n"
+      << "#define WARP_M " << tiles.wm << "\n"
+      << "#define PAD " << tiles.pad << "u\n"
+      << epilogue_macro(tiles, w)
       << defines << (defines.empty() || defines.back() == '\n' ? "" : "\n") << tandem_shader_gemm;
     Kernel k;
     k.glsl = s.str();

@@ -31,15 +31,24 @@ struct GemmTiles {
     /// Elements per vector of the shared tiles and register fragments: 0 for the widest (16-byte
     /// vec4 / dvec2), else 1, 2 or 4 (at most 16 bytes).
     std::uint32_t vw = 0;
+    /// How the invocations of each group of 32 (an NVIDIA warp) share the tile: 0 puts them along m
+    /// (invocation i at row-thread i % (bm / tm)); 2, 4, 8 or 16 makes a wm x (32 / wm) block of
+    /// row-threads x column-threads in which lanes 2i, 2i+1 load the same A fragment and lanes i,
+    /// i^2 the same B fragment (pairs that NVIDIA's shared memory may return in one cycle; no
+    /// faster on the H100). Every layout is correct on any device; only speed differs.
+    std::uint32_t wm = 0;
+    /// 1: one vector of padding per row of the shared tiles (against bank conflicts of the stores
+    /// that transpose); 0: none, which lets a deeper bk fit the device's shared memory.
+    std::uint32_t pad = 1;
 
     /// The vector width used for `dtype` (vw, or the 16-byte default).
     std::uint32_t vector_width(DType dtype) const noexcept;
 
     std::uint32_t workgroup_size() const noexcept { return (bm / tm) * (bn / tn); }
     /// Shared memory of one workgroup for `dtype`: two buffers of the bk x bm and bk x bn tiles,
-    /// in vectors of vector_width(dtype) elements, one vector of padding per row.
+    /// in vectors of vector_width(dtype) elements, `pad` vectors of padding per row.
     std::uint32_t shared_bytes(DType dtype) const noexcept;
-    /// "128x128x8/8x8" (and "v1" etc. when vw is set).
+    /// "128x128x8/8x8" (and "v1" etc. when vw is set, "w8" etc. when wm is, "p0" without padding).
     std::string name() const;
     /// Empty if the tiling is valid for `dtype` (divisibility; every invocation loads the same
     /// number of elements of each tile), else why not.
