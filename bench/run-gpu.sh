@@ -19,37 +19,18 @@
 # Exit status: 0 done, 1 a target missed under --strict, 2 a check failed or a tool broke.
 set -uo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-log2n=28
-bench=""
-torch=1
-compile_flag=""
+# the shared options, finding tandem-gpu-bench, $tmp and $out: bench/lib-gpu.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib-gpu.sh"
 strict=0
-while [[ $# -gt 0 ]]; do
+gpu_script_option() {
   case "$1" in
-    --log2n) log2n="$2"; shift 2 ;;
-    --bench) bench="$2"; shift 2 ;;
-    --no-torch) torch=0; shift ;;
-    --no-compile) compile_flag="--no-compile"; shift ;;
-    --strict) strict=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) echo "run-gpu.sh: unknown argument $1" >&2; exit 2 ;;
+    --strict) strict=1 ;;
+    *) return 1 ;;
   esac
-done
-if [[ -z "$bench" ]]; then
-  if command -v tandem-gpu-bench >/dev/null; then bench="$(command -v tandem-gpu-bench)"
-  else
-    for cand in "$root/build-gpu/bench/tandem-gpu-bench" "$root/build/bench/tandem-gpu-bench"; do
-      if [[ -x "$cand" ]]; then bench="$cand"; break; fi
-    done
-  fi
-fi
-[[ -n "$bench" && -x "$bench" ]] || { echo "run-gpu.sh: no tandem-gpu-bench found (--bench PATH)" >&2; exit 2; }
-
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/tandem-gpu.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
-out="${OUT:-$tmp/out}"
-mkdir -p "$out"
+}
+gpu_parse_args run-gpu.sh "$@"
+gpu_find_bench run-gpu.sh
+gpu_setup_out tandem-gpu
 py=python3
 
 export __GL_SHADER_DISK_CACHE=0 MESA_SHADER_CACHE_DISABLE=true

@@ -6,21 +6,17 @@
 //
 // Settings: TANDEM_PHILOX_COUNT (elements per function, default 1000000); TANDEM_TEST_VALIDATION=0 runs
 // without the Khronos validation layer (the GPU machine has none; CI keeps it on and it must stay
-// silent). Throughput belongs to the generator ops' benchmark (with the graph integration); the
-// ThroughputProbe test (skipped unless TANDEM_PHILOX_PROBE=1) times the whole-block functions alone, and
-// the variants in TANDEM_PHILOX_PROBE_DIR (*.glsl files, each with a `//EXPR: <vec4 expression of the
-// block index b>` line), over 2^26 blocks (1 GiB written), to see where a generator kernel's time goes.
+// silent). Throughput belongs to the generator ops' benchmark (tandem-gpu-bench --only reduce: randn).
+// The Vulkan side (context, pipelines, submission, read-back) is glsl_harness.hpp, shared with
+// test_vulkan_math.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -29,9 +25,7 @@
 #include <vector>
 
 #include "backends/cpu/philox.hpp"
-#include "backends/vulkan/compiler.hpp"
-#include "backends/vulkan/context.hpp"
-#include "backends/vulkan/memory.hpp"
+#include "glsl_harness.hpp"
 #include "tandem_shaders.hpp"
 
 namespace vk = tandem::detail::vk;
@@ -103,132 +97,33 @@ template <class T> std::string shader_source(const std::string& expr, unsigned l
 class VulkanPhilox : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
-        vk::ContextOptions o;
-        o.device = "vulkan";
-        o.validation = env_flag("TANDEM_TEST_VALIDATION", true);
-        ctx_ = vk::Context::create(o);
-        using Kind = vk::DeviceHeap::Kind;
-        upload_ = std::make_shared<vk::DeviceHeap>(*ctx_, Kind::upload, VkDeviceSize{64} << 20);
-        readback_ = ctx_->readback_coherent() ? std::make_shared<vk::DeviceHeap>(*ctx_, Kind::readback, VkDeviceSize{64} << 20)
-                                              : upload_;
-        std::printf("[philox] device: %s, validation %s\n", ctx_->description().name.c_str(), o.validation ? "on" : "off");
+        const bool validation = env_flag("TANDEM_TEST_VALIDATION", true);
+        dev_.open(validation);
+        std::printf("[philox] device: %s, validation %s\n", dev_.ctx->description().name.c_str(), validation ? "on" : "off");
     }
-    static void TearDownTestSuite() {
-        readback_.reset();
-        upload_.reset();
-        ctx_.reset();
-    }
-
-    static std::string texts() {
-        std::string s;
-        for (const auto& t : ctx_->validation_texts()) s += t + "\n";
-        return s;
-    }
-
-    struct Kernel {
-        vk::ShaderModule module;
-        vk::PipelineLayout layout;
-        vk::Pipeline pipeline;
-    };
-
-    template <class T> Kernel make_kernel(const std::string& expr, unsigned local) {
-        const VkDevice dev = ctx_->device();
-        const std::vector<std::uint32_t> spirv = vk::compile_compute_shader(shader_source<T>(expr, local));
-        VkShaderModuleCreateInfo mi{};
-        mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-        mi.codeSize = spirv.size() * 4;
-        mi.pCode = spirv.data();
-        VkShaderModule raw_module = VK_NULL_HANDLE;
-        vk::check(vkCreateShaderModule(dev, &mi, nullptr, &raw_module), "vkCreateShaderModule");
-        vk::ShaderModule module(dev, raw_module);
-        const VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push)};
-        VkPipelineLayoutCreateInfo li{};
-        li.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
-        li.pushConstantRangeCount = 1;
-        li.pPushConstantRanges = &range;
-        VkPipelineLayout raw_layout = VK_NULL_HANDLE;
-        vk::check(vkCreatePipelineLayout(dev, &li, nullptr, &raw_layout), "vkCreatePipelineLayout");
-        vk::PipelineLayout layout(dev, raw_layout);
-        VkComputePipelineCreateInfo ci{};
-        ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
-        ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-        ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-        ci.stage.module = module.get();
-        ci.stage.pName = "main";
-        ci.layout = layout.get();
-        VkPipeline raw_pipeline = VK_NULL_HANDLE;
-        vk::check(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &raw_pipeline), "vkCreateComputePipelines");
-        return Kernel{std::move(module), std::move(layout), vk::Pipeline(dev, raw_pipeline)};
-    }
-
-    /// Records `record(cb)` into one command buffer, submits it and waits; returns the wall time.
-    template <class Record> double submit(Record record) {
-        const VkDevice dev = ctx_->device();
-        VkCommandPoolCreateInfo pi{};
-        pi.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
-        pi.queueFamilyIndex = ctx_->compute_family();
-        VkCommandPool raw_pool = VK_NULL_HANDLE;
-        vk::check(vkCreateCommandPool(dev, &pi, nullptr, &raw_pool), "vkCreateCommandPool");
-        vk::CommandPool pool(dev, raw_pool);
-        VkCommandBufferAllocateInfo ai{};
-        ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-        ai.commandPool = pool.get();
-        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-        ai.commandBufferCount = 1;
-        VkCommandBuffer cb = VK_NULL_HANDLE;
-        vk::check(vkAllocateCommandBuffers(dev, &ai, &cb), "vkAllocateCommandBuffers");
-        VkCommandBufferBeginInfo bi{};
-        bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-        vk::check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-        record(cb);
-        VkMemoryBarrier mb{};
-        mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-        mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
-                             nullptr);
-        vk::check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
-        VkFenceCreateInfo fi{};
-        fi.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-        VkFence raw_fence = VK_NULL_HANDLE;
-        vk::check(vkCreateFence(dev, &fi, nullptr, &raw_fence), "vkCreateFence");
-        vk::Fence fence(dev, raw_fence);
-        VkSubmitInfo si{};
-        si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-        si.commandBufferCount = 1;
-        si.pCommandBuffers = &cb;
-        const auto t0 = std::chrono::steady_clock::now();
-        vk::check(vkQueueSubmit(ctx_->compute_queue(), 1, &si, fence.get()), "vkQueueSubmit");
-        vk::check(vkWaitForFences(dev, 1, &raw_fence, VK_TRUE, 600'000'000'000ull), "vkWaitForFences");
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    static void TearDownTestSuite() { dev_.close(); }
 
     /// EXPR for count elements (element indices base + g), with optional input words.
     template <class T> std::vector<T> run_device(const std::string& expr, std::size_t count, const Push& params,
                                                  const std::vector<Words>* in = nullptr) {
-        Kernel k = make_kernel<T>(expr, 64);
+        const tglsl::Kernel k = dev_.kernel(shader_source<T>(expr, 64), sizeof(Push));
         const VkDeviceSize bytes = std::max<VkDeviceSize>(count * sizeof(T), 16);
-        auto oa = readback_->allocate(bytes);
+        auto oa = dev_.readback->allocate(bytes);
         std::memset(oa->mapped(), 0xA5, count * sizeof(T));
         std::shared_ptr<vk::DeviceArray> ia;
         if (in) {
-            ia = upload_->allocate(std::max<VkDeviceSize>(in->size() * sizeof(Words), 16));
+            ia = dev_.upload->allocate(std::max<VkDeviceSize>(in->size() * sizeof(Words), 16));
             std::memcpy(ia->mapped(), in->data(), in->size() * sizeof(Words));
         }
-        submit([&](VkCommandBuffer cb) {
-            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline.get());
-            constexpr std::uint32_t chunk = 1u << 20;  // 16384 workgroups per dispatch
-            for (std::size_t first = 0; first < count; first += chunk) {
+        dev_.submit([&](VkCommandBuffer cb) {
+            tglsl::dispatch_1d(cb, k, count, [&](std::uint32_t first) {
                 Push p = params;
                 p.in = ia ? ia->address() : 0;
                 p.out = oa->address();
-                p.first = static_cast<std::uint32_t>(first);
+                p.first = first;
                 p.count = static_cast<std::uint32_t>(count);
-                vkCmdPushConstants(cb, k.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof p, &p);
-                const std::size_t m = std::min<std::size_t>(chunk, count - first);
-                vkCmdDispatch(cb, static_cast<std::uint32_t>((m + 63) / 64), 1, 1);
-            }
+                return p;
+            });
         });
         std::vector<T> out(count);
         std::memcpy(out.data(), oa->mapped(), count * sizeof(T));
@@ -286,15 +181,11 @@ protected:
         std::fflush(stdout);
         RecordProperty("elements", std::to_string(checked));
         EXPECT_EQ(mismatches, 0u) << name << ": first difference at " << first_bad;
-        EXPECT_EQ(ctx_->validation_messages(), 0u) << texts();
+        EXPECT_EQ(dev_.ctx->validation_messages(), 0u) << dev_.texts();
     }
 
-    static std::unique_ptr<vk::Context> ctx_;
-    static std::shared_ptr<vk::DeviceHeap> upload_, readback_;
+    static inline tglsl::Device dev_;
 };
-
-std::unique_ptr<vk::Context> VulkanPhilox::ctx_;
-std::shared_ptr<vk::DeviceHeap> VulkanPhilox::upload_, VulkanPhilox::readback_;
 
 TEST_F(VulkanPhilox, KnownAnswerVectors) {
     // Random123's kat_vectors: counter (the input words), key (seed's halves) -> result
@@ -316,7 +207,7 @@ TEST_F(VulkanPhilox, KnownAnswerVectors) {
             run_device<Words>("tdm_philox4x32_10(w, uvec2(uint(pc.seed), uint(pc.seed >> 32)))", 1, p, &in);
         for (int j = 0; j < 4; j++) EXPECT_EQ(got[0].x[j], k.out.x[j]) << "word " << j;
     }
-    EXPECT_EQ(ctx_->validation_messages(), 0u) << texts();
+    EXPECT_EQ(dev_.ctx->validation_messages(), 0u) << dev_.texts();
 }
 
 TEST_F(VulkanPhilox, Blocks) {
@@ -431,141 +322,7 @@ TEST_F(VulkanPhilox, NormalExtremeWords) {
         ubad += !same_bits(u[g], td::uniform_f64_from(in[g].x[0], in[g].x[1])) ||
                 !same_bits(uf[g], td::uniform_f32_from(in[g].x[2]));
     EXPECT_EQ(ubad, 0u);
-    EXPECT_EQ(ctx_->validation_messages(), 0u) << texts();
+    EXPECT_EQ(dev_.ctx->validation_messages(), 0u) << dev_.texts();
 }
-
-
-
-// Not a test of correctness: GPU time of whole-block generator kernels, 2^26 blocks of 16 bytes each (a
-// vec4 per invocation, 256 per workgroup), median of 5 dispatches after 2, timestamps around each.
-TEST_F(VulkanPhilox, ThroughputProbe) {
-    if (!env_flag("TANDEM_PHILOX_PROBE", false)) GTEST_SKIP() << "TANDEM_PHILOX_PROBE=1 runs it";
-    if (ctx_->description().timestamp_period_ns <= 0) GTEST_SKIP() << "no timestamps";
-    struct Variant {
-        std::string name, helpers, expr;
-    };
-    std::vector<Variant> variants = {
-        {"store only", "", "vec4(float(g))"},
-        {"philox block", "", "uintBitsToFloat(tdm_philox_block(pc.seed, pc.stream, b))"},
-        {"rand_f32x4", "", "tdm_rand_f32x4(pc.seed, pc.stream, b)"},
-        {"randn_f32x4", "", "tdm_randn_f32x4(pc.seed, pc.stream, b)"},
-        {"randn f32 pairs, hashed words", "",
-         "vec4(tdm_rng_normal_f32_pair(g * 0x9E3779B9u, g * 0x85EBCA6Bu), tdm_rng_normal_f32_pair(g * 0xC2B2AE35u, g ^ 0x27D4EB2Fu))"},
-        {"randn_f64x2", "", "uintBitsToFloat(uvec4(unpackDouble2x32(tdm_randn_f64x2(pc.seed, pc.stream, b).x), "
-                            "unpackDouble2x32(tdm_randn_f64x2(pc.seed, pc.stream, b).y)))"},
-    };
-    if (const char* dir = std::getenv("TANDEM_PHILOX_PROBE_DIR"); dir && *dir) {
-        std::vector<std::filesystem::path> files;
-        for (const auto& e : std::filesystem::directory_iterator(dir))
-            if (e.path().extension() == ".glsl") files.push_back(e.path());
-        std::sort(files.begin(), files.end());
-        for (const auto& f : files) {
-            std::ifstream in(f);
-            std::stringstream text;
-            text << in.rdbuf();
-            const std::string t = text.str();
-            const std::size_t at = t.find("//EXPR:");
-            if (at == std::string::npos) continue;
-            const std::size_t end = t.find('\n', at);
-            variants.push_back({f.stem().string(), t, t.substr(at + 7, end - at - 7)});
-        }
-    }
-    constexpr std::uint32_t kLocal = 256;
-    int log2 = 26;  // TANDEM_PHILOX_PROBE_LOG2: fewer blocks (a quick run on lavapipe)
-    if (const char* e = std::getenv("TANDEM_PHILOX_PROBE_LOG2"); e && *e) log2 = std::clamp(std::atoi(e), 8, 28);
-    const std::uint64_t kBlocks = std::uint64_t{1} << log2;
-    const std::uint32_t kGroupsX = static_cast<std::uint32_t>(std::min<std::uint64_t>(16384, kBlocks / kLocal));
-    const std::uint32_t kGroupsY = static_cast<std::uint32_t>(kBlocks / kLocal / kGroupsX);
-    auto heap = std::make_shared<vk::DeviceHeap>(*ctx_, vk::DeviceHeap::Kind::device_local, kBlocks * 16);
-    auto out = heap->allocate(kBlocks * 16);
-    const VkDevice dev = ctx_->device();
-    VkQueryPoolCreateInfo qi{};
-    qi.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
-    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    constexpr std::uint32_t kReps = 7, kWarm = 2;
-    qi.queryCount = 2 * kReps;
-    VkQueryPool pool = VK_NULL_HANDLE;
-    vk::check(vkCreateQueryPool(dev, &qi, nullptr, &pool), "vkCreateQueryPool");
-    std::printf("[probe] %-34s %9s %9s   (2^%d blocks of 16 bytes)\n", "kernel", "GPU ms", "GB/s", log2);
-    for (const Variant& v : variants) {
-        std::ostringstream src;
-        src << "#version 450\n"
-               "#extension GL_EXT_buffer_reference : require\n"
-               "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
-               "layout(local_size_x = " << kLocal << ") in;\n"
-            << tandem_shader_philox << '\n' << v.helpers << '\n'
-            << "layout(buffer_reference, std430, buffer_reference_align = 16) buffer In { uvec4 v[]; };\n"
-               "layout(buffer_reference, std430, buffer_reference_align = 16) buffer Out { vec4 v[]; };\n"
-               "layout(push_constant) uniform Push { uint64_t in_; uint64_t out_; uint64_t seed; uint64_t stream; uint64_t base;\n"
-               "    uint64_t n; int64_t lo; uint first; uint count; } pc;\n"
-               "void main() {\n"
-               "    uint g = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * " << kLocal << "u + gl_LocalInvocationID.x;\n"
-               "    uint64_t b = pc.base + uint64_t(g);\n"
-               "    Out(pc.out_).v[g] = " << v.expr << ";\n"
-               "}\n";
-        // make_kernel takes an expression: build the pipeline from the full source here
-        const std::vector<std::uint32_t> spirv = vk::compile_compute_shader(src.str());
-        VkShaderModuleCreateInfo mi{};
-        mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-        mi.codeSize = spirv.size() * 4;
-        mi.pCode = spirv.data();
-        VkShaderModule raw_module = VK_NULL_HANDLE;
-        vk::check(vkCreateShaderModule(dev, &mi, nullptr, &raw_module), "vkCreateShaderModule");
-        vk::ShaderModule module(dev, raw_module);
-        const VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(Push)};
-        VkPipelineLayoutCreateInfo li{};
-        li.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
-        li.pushConstantRangeCount = 1;
-        li.pPushConstantRanges = &range;
-        VkPipelineLayout raw_layout = VK_NULL_HANDLE;
-        vk::check(vkCreatePipelineLayout(dev, &li, nullptr, &raw_layout), "vkCreatePipelineLayout");
-        vk::PipelineLayout layout(dev, raw_layout);
-        VkComputePipelineCreateInfo ci{};
-        ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
-        ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-        ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-        ci.stage.module = module.get();
-        ci.stage.pName = "main";
-        ci.layout = layout.get();
-        VkPipeline raw_pipeline = VK_NULL_HANDLE;
-        vk::check(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &ci, nullptr, &raw_pipeline), "vkCreateComputePipelines");
-        vk::Pipeline pipeline(dev, raw_pipeline);
-        Push p{};
-        p.out = out->address();
-        p.seed = 0x0123456789ABCDEFull;
-        p.stream = 7;
-        submit([&](VkCommandBuffer cb) {
-            vkCmdResetQueryPool(cb, pool, 0, 2 * kReps);
-            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.get());
-            vkCmdPushConstants(cb, layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof p, &p);
-            VkMemoryBarrier mb{};
-            mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-            mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-            mb.dstAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-            for (std::uint32_t r = 0; r < kReps; r++) {
-                vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 2 * r);
-                vkCmdDispatch(cb, kGroupsX, kGroupsY, 1);
-                vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 2 * r + 1);
-                vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
-                                     0, nullptr, 0, nullptr);
-            }
-        });
-        std::uint64_t ts[2 * kReps] = {};
-        vk::check(vkGetQueryPoolResults(dev, pool, 0, 2 * kReps, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-                  "vkGetQueryPoolResults");
-        std::vector<double> ms;
-        const std::uint64_t mask = ctx_->description().timestamp_valid_bits >= 64
-                                       ? ~0ull
-                                       : (std::uint64_t{1} << ctx_->description().timestamp_valid_bits) - 1;
-        for (std::uint32_t r = kWarm; r < kReps; r++)
-            ms.push_back(static_cast<double>((ts[2 * r + 1] - ts[2 * r]) & mask) * ctx_->description().timestamp_period_ns * 1e-6);
-        std::sort(ms.begin(), ms.end());
-        const double med = ms[ms.size() / 2];
-        std::printf("[probe] %-34s %9.3f %9.0f\n", v.name.c_str(), med, static_cast<double>(kBlocks * 16) / med / 1e6);
-        std::fflush(stdout);
-    }
-    vkDestroyQueryPool(dev, pool, nullptr);
-}
-
 
 }  // namespace
