@@ -5,7 +5,10 @@ TF32 is off for fp32 (torch.backends.cuda.matmul.allow_tf32 = False), so fp32 is
 work; fp64 uses the FP64 tensor cores (DMMA) as cuBLAS does; fp16 for the cooperative-matrix ratio.
 Times are CUDA-event medians over --reps products after a warm-up. One JSON object per line.
 
-usage: python3 bench/gemm_torch.py [--sizes 4096,8192] [--reps 10]
+usage: python3 bench/gemm_torch.py [--sizes 4096,8192] [--reps 10] [--dtypes fp32,fp64,fp16,fp16_from_fp32]
+
+fp16_from_fp32 is the peer of Tandem's matmul(A, B, {.., MatmulPrecision::f16}) on single arrays:
+(a.half() @ b.half()).float() with a, b float32, the conversions timed with the product.
 """
 import argparse
 import json
@@ -17,22 +20,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--dtypes", default="fp32,fp64,fp16")
     args = ap.parse_args()
+    wanted = args.dtypes.split(",")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device("cuda")
-    for dtype, name in ((torch.float32, "fp32"), (torch.float64, "fp64"), (torch.float16, "fp16")):
+    kinds = ((torch.float32, "fp32"), (torch.float64, "fp64"), (torch.float16, "fp16"), (torch.float32, "fp16_from_fp32"))
+    for dtype, name in (k for k in kinds if k[1] in wanted):
+        product = (lambda x, y: (x.half() @ y.half()).float()) if name == "fp16_from_fp32" else (lambda x, y: x @ y)
         for n in (int(s) for s in args.sizes.split(",")):
             a = torch.rand(n, n, device=dev, dtype=dtype) * 2 - 1
             b = torch.rand(n, n, device=dev, dtype=dtype) * 2 - 1
             for _ in range(2):
-                c = a @ b
+                c = product(a, b)
             torch.cuda.synchronize()
             ms = []
             for _ in range(args.reps):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record()
-                c = a @ b
+                c = product(a, b)
                 e.record()
                 e.synchronize()
                 ms.append(s.elapsed_time(e))

@@ -6,8 +6,18 @@
 #include "tandem/error.hpp"
 #include "tandem/linalg.hpp"
 #include "tandem/ops.hpp"
+#include "tandem/shape_ops.hpp"
 
 namespace tandem {
+
+const char* to_string(MatmulPrecision p) noexcept {
+    switch (p) {
+        case MatmulPrecision::full: return "full";
+        case MatmulPrecision::f16: return "f16";
+        case MatmulPrecision::bf16: return "bf16";
+    }
+    return "unknown";
+}
 
 Array matmul(const Array& a0, const Array& b0, MatmulOptions o) {
     // A transposed operand is read in place: transpose(x) * y is x' * y without the copy.
@@ -26,7 +36,39 @@ Array matmul(const Array& a0, const Array& b0, MatmulOptions o) {
     if (&detail::runtime_of(b) != &rt) throw ValueError("matmul: operands belong to different runtimes");
     const Shape& sa = a.shape();
     const Shape& sb = b.shape();
-    if (sa.is_scalar() || sb.is_scalar()) return a * b;  // MATLAB: a scalar multiplies elementwise
+    const bool reduced = o.precision != MatmulPrecision::full;
+    if (o.precision != MatmulPrecision::full && o.precision != MatmulPrecision::f16 &&
+        o.precision != MatmulPrecision::bf16)
+        throw ValueError("matmul: unknown precision code " + std::to_string(static_cast<int>(o.precision)));
+    if (reduced)
+        for (const auto& [x, name] : {std::pair{&a, "A"}, std::pair{&b, "B"}})
+            if (x->dtype() != DType::f32)
+                throw DTypeError(std::string("matmul: precision ") + to_string(o.precision) + " takes single operands; " +
+                                 name + " (" + x->shape().to_string() + ") is " + std::string(dtype_name(x->dtype())) +
+                                 " (convert it with single() first)");
+    if (sa.is_scalar() || sb.is_scalar()) {
+        // MATLAB: a scalar multiplies elementwise (the other operand's transpose still applies).
+        const bool scalar_a = sa.is_scalar();
+        const Array& other = scalar_a ? b : a;
+        const bool trans = scalar_a ? o.transpose_b : o.transpose_a;
+        if (!reduced) {
+            const Array t = trans ? transpose(other) : other;
+            return scalar_a ? a * t : t * b;
+        }
+        // Rounded elements: a product with k = 1 (s * row, or column * s) rounds both sides the
+        // way the general product does, on every backend.
+        const std::int64_t count = other.shape().numel();
+        if (count > (std::int64_t{1} << 31))
+            throw ShapeError("matmul: a scalar times " + other.shape().to_string() + " at precision " +
+                             to_string(o.precision) + ": more than 2^31 elements are not supported");
+        const Shape line = scalar_a ? Shape{1, count} : Shape{count, 1};
+        const Array s = reshape(scalar_a ? a : b, Shape{1, 1}), v = reshape(other, line);
+        Array p(rt.nodes().make(detail::OpKind::MatMul, DType::f32, line,
+                                {scalar_a ? s.node() : v.node(), scalar_a ? v.node() : s.node()},
+                                {0.0, 0.0, static_cast<double>(static_cast<int>(o.precision))}));
+        p = reshape(p, other.shape());
+        return trans ? transpose(p) : p;
+    }
     if (sa.ndims() > 2 || sb.ndims() > 2)
         throw ShapeError("matmul: operands must be 2-D, got " + sa.to_string() + " and " + sb.to_string());
     const std::int64_t m = o.transpose_a ? sa[1] : sa[0], ka = o.transpose_a ? sa[0] : sa[1];
@@ -45,8 +87,10 @@ Array matmul(const Array& a0, const Array& b0, MatmulOptions o) {
     const DType t = single_ ? DType::f32 : DType::f64;
     Array x = a.dtype() == t ? a : astype(a, t);
     Array y = b.dtype() == t ? b : astype(b, t);
+    // attr: transpose A, transpose B, the MatmulPrecision (backends read it from the node).
     return Array(rt.nodes().make(detail::OpKind::MatMul, t, Shape{m, n}, {x.node(), y.node()},
-                                 {o.transpose_a ? 1.0 : 0.0, o.transpose_b ? 1.0 : 0.0, 0.0}));
+                                 {o.transpose_a ? 1.0 : 0.0, o.transpose_b ? 1.0 : 0.0,
+                                  static_cast<double>(static_cast<int>(o.precision))}));
 }
 
 }  // namespace tandem

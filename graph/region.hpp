@@ -55,6 +55,9 @@ struct Region {
     /// is the result's).
     bool matmul = false;
     bool trans_a = false, trans_b = false;
+    /// Its MatmulPrecision (tandem/linalg.hpp) as the code: 0 full, 1 f16, 2 bf16 (the MatMul
+    /// node's attr[2]; outputs[0] is not that node when an epilogue folded in).
+    std::uint8_t matmul_precision = 0;
     /// A matmul region's fused epilogue: outputs[0] = act(alpha * product + beta * C + bias), with
     /// C = inputs[2] when has_c and the bias the last input when bias != none (m x 1 per row,
     /// 1 x n per column); act = MATLAB's max(x, 0) when relu (NaN gives 0; zero_first: it was

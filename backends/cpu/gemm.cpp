@@ -6,7 +6,9 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
+#include <memory>
 #include <string>
 
 #include "tandem/error.hpp"
@@ -163,6 +165,67 @@ void gemm_impl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t 
     });
 }
 
+// A stored rows x cols (leading dimension ld) rounded into a contiguous rows x cols copy, by
+// columns in parallel.
+std::unique_ptr<float[]> rounded_copy(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                                      InputRounding rounding) {
+    auto out = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(rows * cols));
+    float (*round)(float) noexcept = rounding == InputRounding::f16 ? &round_to_f16 : &round_to_bf16;
+    const std::int64_t per_task = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, rows));
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, cols, per_task), [&](const tbb::blocked_range<std::int64_t>& r) {
+        for (std::int64_t j = r.begin(); j < r.end(); ++j) {
+            const float* src = x + j * ld;
+            float* dst = out.get() + j * rows;
+            for (std::int64_t i = 0; i < rows; ++i) dst[i] = round(src[i]);
+        }
+    });
+    return out;
+}
+
+}  // namespace
+
+float round_to_f16(float x) noexcept {
+    const auto u = std::bit_cast<std::uint32_t>(x);
+    const std::uint32_t sign = u & 0x80000000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return x;                                           // NaN
+    if (a >= 0x477ff000u) return std::bit_cast<float>(sign | 0x7f800000u);  // 65520 and up (and Inf): Inf
+    if (a >= 0x38800000u)                                                    // 2^-14 and up: half's normals
+        return std::bit_cast<float>(sign | ((a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu));
+    // Half's subnormals: the nearest multiple of 2^-24, ties to even, in integers. The float is
+    // mant * 2^(e - 150) (mant with its implicit bit), i.e. mant / 2^shift units of 2^-24.
+    const std::uint32_t e = a >> 23;
+    if (e < 101) return std::bit_cast<float>(sign);  // below 2^-26 (f32 subnormals included): zero
+    const std::uint32_t mant = (a & 0x7fffffu) | 0x800000u, shift = 126 - e;  // shift in [14, 25]
+    std::uint32_t q = mant >> shift;
+    const std::uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u))) ++q;
+    return std::bit_cast<float>(sign | std::bit_cast<std::uint32_t>(static_cast<float>(q) * 0x1p-24f));
+}
+
+float round_to_bf16(float x) noexcept {
+    const auto u = std::bit_cast<std::uint32_t>(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return x;  // NaN
+    return std::bit_cast<float>((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
+}
+
+namespace {
+
+/// The single-precision product with A and B rounded first (options.rounding != none).
+void gemm_rounded(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                  std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+                  const GemmOptions& options) {
+    check_args(ta, tb, m, n, k, lda, ldb, ldc, "single");
+    GemmOptions plain = options;
+    plain.rounding = InputRounding::none;
+    if (m == 0 || n == 0 || k == 0 || alpha == 0.0f)  // A and B are not read
+        return gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, plain, "single");
+    const std::int64_t a_rows = ta == Trans::none ? m : k, a_cols = ta == Trans::none ? k : m;
+    const std::int64_t b_rows = tb == Trans::none ? k : n, b_cols = tb == Trans::none ? n : k;
+    const auto ra = rounded_copy(a, a_rows, a_cols, lda, options.rounding);
+    const auto rb = rounded_copy(b, b_rows, b_cols, ldb, options.rounding);
+    gemm_impl(ta, tb, m, n, k, alpha, ra.get(), a_rows, rb.get(), b_rows, beta, c, ldc, plain, "single");
+}
+
 }  // namespace
 
 GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers) noexcept {
@@ -192,12 +255,16 @@ GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers) 
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
           const GemmOptions& options) {
+    if (options.rounding != InputRounding::none)
+        return gemm_rounded(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options);
     gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options, "single");
 }
 
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
           std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc,
           const GemmOptions& options) {
+    if (options.rounding != InputRounding::none)
+        throw ValueError("gemm (double): rounding the operands to half or bfloat16 is for single operands only");
     gemm_impl(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options, "double");
 }
 

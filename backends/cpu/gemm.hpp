@@ -16,11 +16,18 @@
 // k == 0 or alpha == 0, C = beta * C without reading A and B. Otherwise NaN and Inf in A and B
 // propagate as IEEE arithmetic says (0 * Inf = NaN).
 //
+// Reduced precision (MatmulPrecision::f16 / bf16, tandem/linalg.hpp): GemmOptions::rounding rounds
+// every element of A and B (single only) to half or bfloat16 first -- exactly as the Vulkan
+// kernels do, round_to_f16 / round_to_bf16 -- into temporaries, and runs the single-precision
+// product on them; the products of rounded values are exact in single, so results differ from a
+// GPU's only by the order of the single-precision sums.
+//
 // Exported from libtandem for the tests and the benchmark; not part of the public API.
 #pragma once
 
 #include <cstdint>
 
+#include "tandem/linalg.hpp"
 
 namespace tandem::detail::cpu {
 
@@ -39,11 +46,37 @@ enum class GemmThreading : std::uint8_t {
     openblas_threads,
 };
 
+/// Rounding applied to A and B before a single-precision product.
+enum class InputRounding : std::uint8_t {
+    none,
+    f16,   ///< to IEEE binary16 (round_to_f16)
+    bf16,  ///< to bfloat16 (round_to_bf16)
+};
+
+/// The rounding of a MatmulPrecision (full: none).
+constexpr InputRounding input_rounding(MatmulPrecision p) noexcept {
+    return p == MatmulPrecision::f16 ? InputRounding::f16 : p == MatmulPrecision::bf16 ? InputRounding::bf16 : InputRounding::none;
+}
+/// The MatmulPrecision of its code (Region::matmul_precision, a MatMul node's attr[2]).
+constexpr MatmulPrecision matmul_precision_attr(double code) noexcept {
+    return static_cast<MatmulPrecision>(static_cast<int>(code));
+}
+
+/// x rounded to the nearest IEEE half (binary16) value, ties to even, as an IEEE conversion does:
+/// |x| >= 65520 gives Inf, |x| < 2^-14 goes to half's subnormals (multiples of 2^-24; |x| <=
+/// 2^-25 gives zero with x's sign), NaN stays NaN. Returned as the float of that value.
+float round_to_f16(float x) noexcept;
+/// x rounded to the nearest bfloat16 value (the top 16 bits of a float), ties to even; beyond
+/// bfloat16's largest finite value (0x1.fep127) rounding up gives Inf; NaN stays NaN.
+float round_to_bf16(float x) noexcept;
+
 struct GemmOptions {
     GemmThreading threading = GemmThreading::tbb_blocks;
     /// Workers to plan the block grid for; 0: the caller's TBB arena's concurrency. (More blocks
     /// than the arena has threads still run correctly, as queued tasks: tests use this.)
     int workers = 0;
+    /// Round A and B first (the float overload only; the double one throws ValueError unless none).
+    InputRounding rounding = InputRounding::none;
 };
 
 /// C (m x n, leading dimension ldc) = alpha * op(A) * op(B) + beta * C, where op(A) is m x k and

@@ -187,6 +187,87 @@ std::optional<std::uint32_t> pick_transfer_family(const std::vector<VkQueueFamil
     return std::nullopt;
 }
 
+std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice physical) {
+    std::uint32_t n = 0;
+    check(vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr), "vkEnumerateDeviceExtensionProperties");
+    std::vector<VkExtensionProperties> out(n);
+    check(vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, out.data()), "vkEnumerateDeviceExtensionProperties",
+          {VK_INCOMPLETE});
+    out.resize(n);
+    return out;
+}
+
+const char* component_name(VkComponentTypeNV t) {
+    switch (t) {
+        case VK_COMPONENT_TYPE_FLOAT16_NV: return "f16";
+        case VK_COMPONENT_TYPE_FLOAT32_NV: return "f32";
+        case VK_COMPONENT_TYPE_FLOAT64_NV: return "f64";
+        case VK_COMPONENT_TYPE_SINT8_NV: return "s8";
+        case VK_COMPONENT_TYPE_SINT16_NV: return "s16";
+        case VK_COMPONENT_TYPE_SINT32_NV: return "s32";
+        case VK_COMPONENT_TYPE_SINT64_NV: return "s64";
+        case VK_COMPONENT_TYPE_UINT8_NV: return "u8";
+        case VK_COMPONENT_TYPE_UINT16_NV: return "u16";
+        case VK_COMPONENT_TYPE_UINT32_NV: return "u32";
+        case VK_COMPONENT_TYPE_UINT64_NV: return "u64";
+        default: return "other";
+    }
+}
+
+/// VK_NV_cooperative_matrix: the shapes the driver lists and the f16 one the tensor-core GEMM
+/// takes (DeviceDescription::coopmat_f16), when the extension, its feature, shaderFloat16, the
+/// Vulkan memory model (GL_NV_cooperative_matrix's SPIR-V needs it) and 32-wide subgroups are all there.
+void describe_cooperative_matrix(VkPhysicalDevice physical, DeviceDescription& d) {
+    if (!has_extension(device_extensions(physical), VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return;
+    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr) {
+        d.coopmat_note = "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV not loaded";
+        return;
+    }
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV features{};
+    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+    VkPhysicalDeviceFeatures2 f2{};
+    f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    f2.pNext = &features;
+    vkGetPhysicalDeviceFeatures2(physical, &f2);
+    VkPhysicalDeviceCooperativeMatrixPropertiesNV props{};
+    props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    VkPhysicalDeviceProperties2 p2{};
+    p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    p2.pNext = &props;
+    vkGetPhysicalDeviceProperties2(physical, &p2);
+    std::uint32_t n = 0;
+    check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &n, nullptr),
+          "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    std::vector<VkCooperativeMatrixPropertiesNV> shapes(n);
+    for (auto& s : shapes) s.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    check(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &n, shapes.data()),
+          "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV", {VK_INCOMPLETE});
+    shapes.resize(n);
+    DeviceDescription::CoopmatShape best;
+    auto rank = [](const DeviceDescription::CoopmatShape& s) {
+        return s.m == 16 && s.n == 16 && s.k == 16 ? 3 : s.m == 16 && s.n == 8 && s.k == 16 ? 2 : s.m == 16 && s.n == 8 && s.k == 8 ? 1 : 0;
+    };
+    for (const auto& s : shapes) {
+        if (s.scope != VK_SCOPE_SUBGROUP_NV) continue;
+        d.cooperative_matrix_shapes.push_back(std::to_string(s.MSize) + "x" + std::to_string(s.NSize) + "x" +
+                                              std::to_string(s.KSize) + " " + component_name(s.AType) + "*" +
+                                              component_name(s.BType) + "+" + component_name(s.CType) + "=" +
+                                              component_name(s.DType));
+        const DeviceDescription::CoopmatShape c{s.MSize, s.NSize, s.KSize};
+        if (s.AType == VK_COMPONENT_TYPE_FLOAT16_NV && s.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+            s.CType == VK_COMPONENT_TYPE_FLOAT32_NV && s.DType == VK_COMPONENT_TYPE_FLOAT32_NV && rank(c) > rank(best))
+            best = c;
+    }
+    if (!features.cooperativeMatrix) d.coopmat_note = "cooperativeMatrix feature off";
+    else if (!(props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) d.coopmat_note = "not in compute shaders";
+    else if (best.m == 0) d.coopmat_note = "no 16x16x16, 16x8x16 or 16x8x8 f16*f16+f32=f32 shape";
+    else if (!d.shader_float16) d.coopmat_note = "no shaderFloat16";
+    else if (!d.vulkan_memory_model || !d.vulkan_memory_model_device_scope)
+        d.coopmat_note = "no vulkanMemoryModel with Device scope";
+    else if (d.subgroup_size != 32) d.coopmat_note = "subgroups of " + std::to_string(d.subgroup_size) + " (the kernel assumes 32)";
+    else d.coopmat_f16 = best;
+}
+
 DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
     DeviceDescription d;
     d.index = index;
@@ -233,6 +314,10 @@ DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
         d.timeline_semaphore = f12.timelineSemaphore;
         d.storage_8bit = f12.storageBuffer8BitAccess;
         d.host_query_reset = f12.hostQueryReset;
+        d.shader_float16 = f12.shaderFloat16;
+        d.vulkan_memory_model = f12.vulkanMemoryModel;
+        d.vulkan_memory_model_device_scope = f12.vulkanMemoryModelDeviceScope;
+        describe_cooperative_matrix(physical, d);
     } else {
         vkGetPhysicalDeviceFeatures(physical, &core);
         d.driver = "driver version " + std::to_string(props.driverVersion);
@@ -378,6 +463,20 @@ std::optional<std::uint32_t> pick_memory_type(const VkPhysicalDeviceMemoryProper
 
 }  // namespace
 
+std::string coopmat_text(const DeviceDescription& d) {
+    if (d.cooperative_matrix_shapes.empty() && d.coopmat_note.empty()) return "";
+    std::string out = ", tensor cores: ";
+    if (d.coopmat_f16.m != 0)
+        out += "f16 matmul " + std::to_string(d.coopmat_f16.m) + "x" + std::to_string(d.coopmat_f16.n) + "x" +
+               std::to_string(d.coopmat_f16.k);
+    else
+        out += "off (" + d.coopmat_note + ")";
+    out += " (VK_NV_cooperative_matrix:";
+    for (std::size_t i = 0; i < d.cooperative_matrix_shapes.size(); ++i)
+        out += (i == 0 ? " " : ", ") + d.cooperative_matrix_shapes[i];
+    return out + ")";
+}
+
 int DeviceDescription::preference() const noexcept {
     if (type == "discrete") return 4;
     if (type == "integrated") return 3;
@@ -458,6 +557,19 @@ void Context::open_device() {
     f12.timelineSemaphore = VK_TRUE;
     f12.storageBuffer8BitAccess = VK_TRUE;
     f12.hostQueryReset = description_.host_query_reset ? VK_TRUE : VK_FALSE;
+    // The tensor-core GEMM (gemm_coopmat.hpp), only where describe() found all it needs.
+    const bool coopmat = description_.coopmat_f16.m != 0;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat_features{};
+    coopmat_features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+    coopmat_features.cooperativeMatrix = VK_TRUE;
+    if (coopmat) {
+        f12.shaderFloat16 = VK_TRUE;
+        f12.vulkanMemoryModel = VK_TRUE;
+        // With the memory model on, Device-scope synchronization (the error flags' atomics of the
+        // generated kernels) is valid only with this feature too.
+        f12.vulkanMemoryModelDeviceScope = VK_TRUE;
+        f12.pNext = &coopmat_features;
+    }
     VkPhysicalDeviceFeatures2 features{};
     features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     features.pNext = &f12;
@@ -473,6 +585,7 @@ void Context::open_device() {
           "vkEnumerateDeviceExtensionProperties", {VK_INCOMPLETE});
     available.resize(n);
     if (has_extension(available, "VK_KHR_portability_subset")) extensions.push_back("VK_KHR_portability_subset");
+    if (coopmat) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
     VkDeviceCreateInfo info{};
     info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;

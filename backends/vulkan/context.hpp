@@ -40,6 +40,19 @@ struct DeviceDescription {
     bool host_query_reset = false;               ///< vkResetQueryPool from the host (transfer queues cannot reset)
     bool float64 = false, int64 = false;
     bool buffer_device_address = false, timeline_semaphore = false, storage_8bit = false;
+    bool shader_float16 = false, vulkan_memory_model = false;
+    bool vulkan_memory_model_device_scope = false;  ///< needed with vulkanMemoryModel: other kernels use Device-scope atomics
+    /// VK_NV_cooperative_matrix (NVIDIA's tensor cores): every subgroup-scope shape the driver
+    /// lists ("16x16x16 f16*f16+f32=f32"), and the f16 x f16 + f32 -> f32 fragment shape the
+    /// tensor-core GEMM (gemm_coopmat.hpp) uses: 16x16x16 if listed, else 16x8x16, else 16x8x8;
+    /// m == 0: none (no extension, a feature missing, or no such shape).
+    std::vector<std::string> cooperative_matrix_shapes;
+    struct CoopmatShape {
+        std::uint32_t m = 0, n = 0, k = 0;
+    };
+    CoopmatShape coopmat_f16;
+    /// Why the tensor-core GEMM is off on this device when the extension is there ("" otherwise).
+    std::string coopmat_note;
     struct QueueFamily {
         std::uint32_t index, count;
         bool graphics, compute, transfer;
@@ -50,6 +63,10 @@ struct DeviceDescription {
     /// Rank for automatic choice: discrete > integrated > virtual > cpu > other.
     int preference() const noexcept;
 };
+
+/// For `tandem info`: ", tensor cores: f16 16x16x16 (VK_NV_cooperative_matrix: <shapes>)", the
+/// same with "off (<why>)", or "" when the device has no VK_NV_cooperative_matrix.
+std::string coopmat_text(const DeviceDescription& d);
 
 struct ContextOptions {
     /// "auto" (best usable device), "vulkan" (same, but failing is an error), "vulkan:<index>",

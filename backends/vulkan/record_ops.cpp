@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "backends/vulkan/batch.hpp"
 #include "backends/vulkan/gemm.hpp"
+#include "backends/vulkan/gemm_coopmat.hpp"
 #include "backends/vulkan/remap.hpp"
 #include "backends/vulkan/scan.hpp"
 #include "backends/vulkan/transpose.hpp"
@@ -37,8 +39,22 @@ void VulkanBackend::submit_matmul(Submission s) {
                   : ep.bias == Region::Epilogue::Bias::per_column ? GemmBias::per_column
                                                                   : GemmBias::none;
     g.activation = !ep.relu ? GemmActivation::none : ep.zero_first ? GemmActivation::relu_zero_first : GemmActivation::relu;
+    // MatmulPrecision f16 on a device with tensor cores: the cooperative-matrix kernel (its
+    // operands packed to halves first, or rounded while it stages its tiles; the same epilogue).
+    // Other reduced precisions: the operands rounded into temporaries (round_kernel, the CPU's
+    // bits), then the f32 kernel.
+    const MatmulPrecision precision = matmul_precision_of(r);
+    std::optional<GemmCoopmat> tensor;
+    const ComputePipeline *round = nullptr, *pack = nullptr;
     // Compiled (or loaded) before anything is recorded: a failure leaves nothing half-recorded.
-    gemm_->pipeline(g);
+    if (precision == MatmulPrecision::f16 && GemmCoopmat::available(context_->description())) {
+        tensor.emplace(*context_, *pipelines_);
+        tensor->pipeline(g);
+        if (tensor->input() == CoopmatInput::f16) pack = &pipelines_->get(pack_f16_kernel());
+    } else {
+        gemm_->pipeline(g);
+        if (precision != MatmulPrecision::full) round = &pipelines_->get(round_kernel(precision));
+    }
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
 
     std::lock_guard lock(record_mutex_);
@@ -62,7 +78,35 @@ void VulkanBackend::submit_matmul(Submission s) {
     s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
     if (g.m > 0 && g.n > 0) {
         const int q = b.begin_span(Span::kernel);
-        gemm_->record(b.cmd, g);
+        if (round != nullptr && g.k > 0) {
+            auto ra = device_heap_->allocate(a->bytes()), rb = device_heap_->allocate(bm->bytes());
+            b.keep.push_back(ra);
+            b.keep.push_back(rb);
+            record_round(b.cmd, *round, a->address(), ra->address(), a->bytes() / sizeof(float));
+            record_round(b.cmd, *round, bm->address(), rb->address(), bm->bytes() / sizeof(float));
+            for (const auto* t : {ra.get(), rb.get()})
+                buffer_barrier(b.cmd, *t, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+            g.a = ra->address();
+            g.b = rb->address();
+            b.dispatches += 2;
+        }
+        if (pack != nullptr && g.k > 0) {  // the tensor-core kernel reads packed halves
+            const std::uint64_t na = a->bytes() / sizeof(float), nb = bm->bytes() / sizeof(float);
+            auto pa = device_heap_->allocate(packed_f16_bytes(na)), pb = device_heap_->allocate(packed_f16_bytes(nb));
+            b.keep.push_back(pa);
+            b.keep.push_back(pb);
+            record_pack_f16(b.cmd, *pack, a->address(), pa->address(), na);
+            record_pack_f16(b.cmd, *pack, bm->address(), pb->address(), nb);
+            for (const auto* t : {pa.get(), pb.get()})
+                buffer_barrier(b.cmd, *t, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+            g.a = pa->address();
+            g.b = pb->address();
+            b.dispatches += 2;
+        }
+        if (tensor) tensor->record(b.cmd, g);
+        else gemm_->record(b.cmd, g);
         b.end_span(q);
         ++b.dispatches;
     }
