@@ -244,6 +244,11 @@ inline void permutes(tandem::Runtime& rt, std::mt19937_64& rng) {
         check({3, 4}, {2, 1, 3}, t);
         check({6, 5}, {3, 2, 1}, t);
     }
+    // past the GPU kernels' grid limits: runs longer than a workgroup's 1024-element piece, more
+    // than 65535 runs, a tiled batch of more than 65535 planes
+    check({3000, 2, 3}, {1, 3, 2}, DType::f32);
+    check({2, 40000, 2}, {1, 3, 2}, DType::f32);
+    check({3, 2, 70000}, {2, 1, 3}, DType::f32);
 }
 
 /// Bad subscripts fail only the indexing's own result, with MATLAB's message and the position.

@@ -32,6 +32,18 @@ std::string header(DType value, DType subscript) {
          "    if (record) atomicMin(Word(pc.fault + uint64_t(why) * 4ul).v, uint(min(k, 4294967294L)));\n"
          "    return -1L;\n"
          "}\n"
+         // (i, k, o) of selection element e: the linear case needs no division, and selections
+         // below 2^32 elements divide in 32 bits (64-bit division is emulated, ~10x slower).
+         "void split(int64_t e, out int64_t i, out int64_t k, out int64_t o) {\n"
+         "    if (pc.inner == 1L && pc.outer == 1L) { i = 0L; k = e; o = 0L; return; }\n"
+         "    if (pc.inner * pc.count * pc.outer <= 4294967295L) {\n"
+         "        uint ue = uint(e), ui = uint(pc.inner), uc = uint(pc.count), q = ue / ui;\n"
+         "        i = int64_t(ue - q * ui); k = int64_t(q % uc); o = int64_t(q / uc);\n"
+         "        return;\n"
+         "    }\n"
+         "    int64_t q = e / pc.inner;\n"
+         "    i = e - q * pc.inner; k = q % pc.count; o = q / pc.count;\n"
+         "}\n"
          "int64_t element() {\n"
          "    return (int64_t(gl_WorkGroupID.y) * int64_t(gl_NumWorkGroups.x) + int64_t(gl_WorkGroupID.x)) * " +
          std::to_string(kIndexWorkgroup) + "L + int64_t(gl_LocalInvocationID.x);\n"
@@ -60,13 +72,14 @@ Kernel gather_kernel(DType value, DType subscript) {
          "        return;\n"
          "    }\n"
          "    if (e >= pc.inner * pc.count * pc.outer) return;\n"
-         "    int64_t i = e % pc.inner, q = e / pc.inner, k = q % pc.count, o = q / pc.count;\n"
+         "    int64_t i, k, o;\n"
+         "    split(e, i, k, o);\n"
          "    int64_t p = position(k, i == 0L && o == 0L);\n"
          "    if (p < 0L) return;\n"
          "    Val(pc.dst + uint64_t(e) * " + s + "ul).v = Val(pc.values + uint64_t(i + pc.inner * (p + pc.extent * o)) * " +
          s + "ul).v;\n"
          "}\n";
-    return make(std::move(g), std::string("tandem-gather 1;") + glsl_type(value) + ";" + glsl_type(subscript),
+    return make(std::move(g), std::string("tandem-gather 2;") + glsl_type(value) + ";" + glsl_type(subscript),
                 sizeof(IndexPush));
 }
 
@@ -80,7 +93,8 @@ Kernel scatter_kernel(DType value, DType subscript, bool claim_pass) {
          "        return;\n"
          "    }\n"
          "    if (e >= pc.inner * pc.count * pc.outer) return;\n"
-         "    int64_t i = e % pc.inner, q = e / pc.inner, k = q % pc.count, o = q / pc.count;\n";
+         "    int64_t i, k, o;\n"
+         "    split(e, i, k, o);\n";
     if (claim_pass)
         g += "    int64_t p = position(k, i == 0L && o == 0L);\n"
              "    if (p < 0L) return;\n"
@@ -96,7 +110,7 @@ Kernel scatter_kernel(DType value, DType subscript, bool claim_pass) {
              "ul).v;\n"
              "}\n";
     return make(std::move(g),
-                std::string("tandem-scatter 1;") + (claim_pass ? "claim;" : "write;") + glsl_type(value) + ";" + glsl_type(subscript),
+                std::string("tandem-scatter 2;") + (claim_pass ? "claim;" : "write;") + glsl_type(value) + ";" + glsl_type(subscript),
                 sizeof(IndexPush));
 }
 

@@ -22,18 +22,27 @@ Kernel permute_kernel(DType dtype, bool tiled) {
     if (dtype == DType::logical) g += "#extension GL_EXT_shader_8bit_storage : require\n";
     g += "layout(buffer_reference, std430, buffer_reference_align = " + size + ") buffer Ref { " + t + " v; };\n";
     if (!tiled) {
+        // Runs: dimension 0 (extent[0] elements) is contiguous in both. A workgroup row (y) is one
+        // run, found once per row (the mixed-radix walk is uniform); its invocations copy 4
+        // elements each, 256 apart, so loads and stores of a step are consecutive.
         g += "layout(local_size_x = 256) in;\n"
              "layout(push_constant) uniform Push { uint64_t src; uint64_t dst; uint dims; uint numel; uint extent[" + nd +
              "]; uint in_stride[" + nd + "]; } pc;\n"
              "void main() {\n"
-             "    uint e = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256u + gl_LocalInvocationID.x;\n"
-             "    if (e >= pc.numel) return;\n"
-             "    uint rest = e, from = 0u;\n"
-             "    for (uint d = 0u; d < pc.dims; ++d) {\n"
-             "        from += (rest % pc.extent[d]) * pc.in_stride[d];\n"
-             "        rest /= pc.extent[d];\n"
+             "    uint run = pc.extent[0], rows = pc.numel / run;\n"
+             "    for (uint row = gl_WorkGroupID.y; row < rows; row += gl_NumWorkGroups.y) {\n"
+             "        uint rest = row, from = 0u;\n"
+             "        for (uint d = 1u; d < pc.dims; ++d) {\n"
+             "            from += (rest % pc.extent[d]) * pc.in_stride[d];\n"
+             "            rest /= pc.extent[d];\n"
+             "        }\n"
+             "        uint64_t src = pc.src + uint64_t(from) * " + size + "ul, dst = pc.dst + uint64_t(row) * uint64_t(run) * " + size + "ul;\n"
+             "        for (uint i = gl_WorkGroupID.x * 1024u + gl_LocalInvocationID.x; i < run; i += gl_NumWorkGroups.x * 1024u)\n"
+             "            for (uint q = 0u; q < 4u; ++q) {\n"
+             "                uint at = i + q * 256u;\n"
+             "                if (at < run) Ref(dst + uint64_t(at) * " + size + "ul).v = Ref(src + uint64_t(at) * " + size + "ul).v;\n"
+             "            }\n"
              "    }\n"
-             "    Ref(pc.dst + uint64_t(e) * " + size + "ul).v = Ref(pc.src + uint64_t(from) * " + size + "ul).v;\n"
              "}\n";
     } else {
         g += "layout(local_size_x = 32, local_size_y = 8) in;\n"
@@ -70,7 +79,7 @@ Kernel permute_kernel(DType dtype, bool tiled) {
     }
     Kernel k;
     k.glsl = std::move(g);
-    k.key = std::string("tandem-permute 1;") + (tiled ? "tiled;" : "runs;") + t;
+    k.key = std::string("tandem-permute 2;") + (tiled ? "tiled;" : "runs;") + t;
     k.workgroup_size = 256;
     k.push_bytes = tiled ? sizeof(PermuteTilePush) : sizeof(PermuteRunsPush);
     return k;
@@ -88,14 +97,16 @@ void VulkanBackend::submit_permute(Submission s) {
     const ComputePipeline& pipeline = pipelines_->get(permute_kernel(r.outputs[0].node->dtype, tiled));  // before recording
     auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
     if (!tiled) {
-        const std::uint64_t groups = numel == 0 ? 0 : (numel + 255) / 256;
-        const auto gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
-        const std::uint32_t gy = gx == 0 ? 0 : static_cast<std::uint32_t>((groups + gx - 1) / gx);
+        // x: 1024-element pieces of a run; y: the runs, walked in steps past 65535.
+        const std::uint64_t run = p.extent.empty() ? 1 : static_cast<std::uint64_t>(p.extent[0]);
+        const auto gx = static_cast<std::uint32_t>(numel == 0 ? 0 : std::min<std::uint64_t>((run + 1023) / 1024, 65535));
+        const auto gy = static_cast<std::uint32_t>(std::min<std::uint64_t>(numel / std::max<std::uint64_t>(run, 1), 65535));
         return record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst) {
             PermuteRunsPush push{};
             push.src = src;
             push.dst = dst;
             push.dims = u32(static_cast<std::int64_t>(p.extent.size()));
+            push.extent[0] = 1;  // a single element (nothing merged): one run of 1
             push.numel = u32(static_cast<std::int64_t>(numel));
             for (std::size_t d = 0; d < p.extent.size(); ++d) {
                 push.extent[d] = u32(p.extent[d]);
