@@ -102,15 +102,17 @@ Kernel scatter_kernel(DType value, DType subscript, bool claim_pass) {
              "    atomicMax(Word(pc.claims + uint64_t(dest) * 4ul).v, uint(e + 1L));\n"
              "}\n";
     else
-        g += "    int64_t p = position(k, false);\n"
+        // Without claims (a scalar right side: every write of a destination writes the same
+        // value, so their order cannot matter) this pass checks the subscripts itself.
+        g += "    int64_t p = position(k, pc.claims == 0ul && i == 0L && o == 0L);\n"
              "    if (p < 0L) return;\n"
              "    int64_t dest = i + pc.inner * (p + pc.extent * o);\n"
-             "    if (Word(pc.claims + uint64_t(dest) * 4ul).v != uint(e + 1L)) return;\n"
+             "    if (pc.claims != 0ul && Word(pc.claims + uint64_t(dest) * 4ul).v != uint(e + 1L)) return;\n"
              "    Val(pc.dst + uint64_t(dest) * " + s + "ul).v = Val(pc.values + uint64_t(pc.broadcast != 0ul ? 0L : e) * " + s +
              "ul).v;\n"
              "}\n";
     return make(std::move(g),
-                std::string("tandem-scatter 2;") + (claim_pass ? "claim;" : "write;") + glsl_type(value) + ";" + glsl_type(subscript),
+                std::string("tandem-scatter 3;") + (claim_pass ? "claim;" : "write;") + glsl_type(value) + ";" + glsl_type(subscript),
                 sizeof(IndexPush));
 }
 

@@ -31,6 +31,8 @@ struct IndexPush {
 Kernel gather_kernel(DType value, DType subscript);
 /// Pass 1 of a scatter: claims(dest) = max over the selection's elements e writing dest of e + 1.
 /// Pass 2: the element e with claims(dest) == e + 1 writes b(e) (or b(0)) to dest: the last wins.
+/// With a scalar b there are no claims (push claims = 0): pass 2 alone writes every selected
+/// destination and checks the subscripts.
 Kernel scatter_kernel(DType value, DType subscript, bool claim_pass);
 
 /// Push constants of the find passes: uint64 mask, counts (uint32 per block), offsets (uint32

@@ -87,17 +87,20 @@ void VulkanBackend::submit_scatter(Submission s) {
     const std::uint64_t numel = static_cast<std::uint64_t>(r.outputs[0].node->shape.numel());
     // Claims are 32-bit (element + 1): larger selections run on the CPU.
     if (total >= 0xFFFFFFFFull) throw DeviceError("vulkan: an indexed assignment of 2^32 elements or more");
+    // A scalar right side needs no claims: every write of a destination writes the same value.
+    const bool broadcast = r.inputs[2]->shape.numel() == 1;
     const ComputePipeline& claim = pipelines_->get(scatter_kernel(t, r.inputs[1]->dtype, true));
     const ComputePipeline& write = pipelines_->get(scatter_kernel(t, r.inputs[1]->dtype, false));
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-    auto claims = device_heap_->allocate(std::max<std::uint64_t>(numel, 1) * 4);
+    auto claims = broadcast ? nullptr : device_heap_->allocate(std::max<std::uint64_t>(numel, 1) * 4);
     auto fault = upload_heap_->allocate(8);
     auto check = subscript_check(r, fault, s.inputs[1]);
 
     std::lock_guard lock(record_mutex_);
     Batch& b = open_batch();
     auto a = device_copy(*s.inputs[0], b), sub = device_copy(*s.inputs[1], b), rhs = device_copy(*s.inputs[2], b);
-    for (auto* keep : {&a, &sub, &rhs, &claims, &fault}) b.keep.push_back(*keep);
+    for (auto* keep : {&a, &sub, &rhs, &fault}) b.keep.push_back(*keep);
+    if (claims) b.keep.push_back(claims);
     s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
     const int q = b.begin_span(Span::kernel);
     // out = a and no claims, then the two passes.
@@ -108,17 +111,22 @@ void VulkanBackend::submit_scatter(Submission s) {
         const VkBufferCopy copy{a->offset(), out->offset(), s.outputs[0]->bytes()};
         vkCmdCopyBuffer(b.cmd, a->buffer(), out->buffer(), 1, &copy);
     }
-    vkCmdFillBuffer(b.cmd, claims->buffer(), claims->offset(), std::max<std::uint64_t>(numel, 1) * 4, 0);
+    if (claims) vkCmdFillBuffer(b.cmd, claims->buffer(), claims->offset(), std::max<std::uint64_t>(numel, 1) * 4, 0);
     barrier(b.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    const IndexPush push{rhs->address(), sub->address(), out->address(), fault->address(), claims->address(),
-                         e.inner, e.count, e.outer, e.extent, r.inputs[2]->shape.numel() == 1 ? 1u : 0u, total == 0 ? 1u : 0u};
+    const IndexPush push{rhs->address(), sub->address(), out->address(), fault->address(), claims ? claims->address() : 0,
+                         e.inner, e.count, e.outer, e.extent, broadcast ? 1u : 0u, total == 0 ? 1u : 0u};
     const auto [gx, gy] = grid_for(total == 0 ? static_cast<std::uint64_t>(e.count) : total, kIndexWorkgroup);
-    dispatch(b.cmd, claim, &push, sizeof push, gx, gy);
-    compute_to_compute(b.cmd);
-    if (total > 0) dispatch(b.cmd, write, &push, sizeof push, gx, gy);
+    if (claims || total == 0) {
+        dispatch(b.cmd, claim, &push, sizeof push, gx, gy);  // (with nothing selected: checks only)
+        compute_to_compute(b.cmd);
+        ++b.dispatches;
+    }
+    if (total > 0) {
+        dispatch(b.cmd, write, &push, sizeof push, gx, gy);
+        ++b.dispatches;
+    }
     b.end_span(q);
-    b.dispatches += 2;
     finish_item(b, std::move(s), out, std::move(check));
 }
 
