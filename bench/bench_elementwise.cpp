@@ -75,6 +75,7 @@ struct State {
     std::vector<double> x_host, b_host;
     tandem::Array x, x32, a, b;  // materialized inputs
     tandem::Array m;             // b's elements as a rows x cols matrix (the reductions)
+    tandem::Array m2;            // x's elements likewise (the fused sum(m .* m2, 2))
     std::int64_t rows = 1, cols = 1;
 
     Eigen::ArrayXd ex, ey;       // Eigen's input and (preallocated) output
@@ -273,6 +274,20 @@ void BM_sum_tandem(benchmark::State& state) {
     set_counters(state, 8.0 * static_cast<double>(g->rows * g->cols), static_cast<double>(g->rows * g->cols));
 }
 
+// Reductions with their producer folded in: sum(A .* B, 2) reads both matrices once and writes
+// no product; mean(A .^ 2) (along dimension 1) reads A once.
+void BM_sum_ab_dim2_tandem(benchmark::State& state) {
+    const tandem::Metrics before = g->rt->metrics();
+    for (auto _ : state) evaluate_fresh<double>(tandem::sum(g->m * g->m2, 2));
+    check_regions(state, before);
+    set_counters(state, 2.0 * 8.0 * static_cast<double>(g->rows * g->cols), static_cast<double>(g->rows * g->cols));
+}
+
+void BM_mean_sq_tandem(benchmark::State& state) {
+    for (auto _ : state) evaluate_fresh<double>(tandem::mean(tandem::power(g->m, 2.0)));
+    set_counters(state, 8.0 * static_cast<double>(g->rows * g->cols), static_cast<double>(g->rows * g->cols));
+}
+
 template <void (*Copy)(const double*, double*, std::int64_t)>
 void BM_copy(benchmark::State& state) {
     for (auto _ : state) {
@@ -335,8 +350,10 @@ void setup(State& s) {
     s.cols = n / s.rows;
     s.m = s.rt->array(std::span<const double>(s.b_host.data(), static_cast<std::size_t>(s.rows * s.cols)),
                       tandem::Shape{s.rows, s.cols});
+    s.m2 = s.rt->array(std::span<const double>(s.x_host.data(), static_cast<std::size_t>(s.rows * s.cols)),
+                       tandem::Shape{s.rows, s.cols});
     // The inputs are materialized before anything is timed (and stay so).
-    s.rt->gather({s.x, s.x32, s.b, s.m}).get();
+    s.rt->gather({s.x, s.x32, s.b, s.m, s.m2}).get();
     // -- check 0: the reductions against plain loops (also their warm-up).
     {
         auto h1 = tandem::sum(s.m, 1).gather().get(), h2 = tandem::sum(s.m, 2).gather().get();
@@ -354,6 +371,23 @@ void setup(State& s) {
             worst = std::max(worst, std::fabs(h2.data<double>()[i] - want) / std::fabs(want));
         }
         worst = std::max(worst, std::fabs(ha.data<double>()[0] - total) / total);
+        // The fused ones: sum(m .* m2, 2) and mean(m .^ 2).
+        auto hab = tandem::sum(s.m * s.m2, 2).gather().get(), hsq = tandem::mean(tandem::power(s.m, 2.0)).gather().get();
+        for (std::int64_t i = 0; i < s.rows; ++i) {
+            double want = 0, scale = 0;
+            for (std::int64_t j = 0; j < s.cols; ++j) {
+                const auto k = static_cast<std::size_t>(i + s.rows * j);
+                want += s.b_host[k] * s.x_host[k];
+                scale += std::fabs(s.b_host[k] * s.x_host[k]);
+            }
+            worst = std::max(worst, std::fabs(hab.data<double>()[i] - want) / scale);
+        }
+        for (std::int64_t j = 0; j < s.cols; ++j) {
+            double want = 0;
+            for (std::int64_t i = 0; i < s.rows; ++i) want += s.b_host[static_cast<std::size_t>(i + s.rows * j)] * s.b_host[static_cast<std::size_t>(i + s.rows * j)];
+            want /= static_cast<double>(s.rows);
+            worst = std::max(worst, std::fabs(hsq.data<double>()[j] - want) / want);
+        }
         if (!(worst < 1e-12)) fail("Tandem's sums are wrong (relative difference " + std::to_string(worst) + ")");
     }
 
@@ -451,6 +485,8 @@ void register_benchmarks() {
     timed(benchmark::RegisterBenchmark("BM_sum_dim1_tandem", BM_sum_tandem<1>), 10);
     timed(benchmark::RegisterBenchmark("BM_sum_dim2_tandem", BM_sum_tandem<2>), 10);
     timed(benchmark::RegisterBenchmark("BM_sum_all_tandem", BM_sum_tandem<0>), 10);
+    timed(benchmark::RegisterBenchmark("BM_sum_ab_dim2_tandem", BM_sum_ab_dim2_tandem), 10);
+    timed(benchmark::RegisterBenchmark("BM_mean_sq_tandem", BM_mean_sq_tandem), 10);
     timed(benchmark::RegisterBenchmark("BM_copy_bandwidth", BM_copy<copy_memcpy>), 10);
     timed(benchmark::RegisterBenchmark("BM_copy_bandwidth_stores", BM_copy<copy_stores>), 10);
     timed(benchmark::RegisterBenchmark("BM_copy_bandwidth_stream", BM_copy<copy_stream>), 10);

@@ -7,7 +7,8 @@
 #   3. a table: median ms of each, Eigen/Tandem >= 1.5, NumPy/Tandem >= 3, numexpr/Tandem >= 1,
 #      and c = a + b at >= 80% of the copy bandwidth (the best of three parallel copies:
 #      memcpy, ordinary stores, streaming stores), sum along dimension 1, 2 and all of the same
-#      elements as a matrix at >= 80% of it too, each PASS or MISS.
+#      elements as a matrix at >= 80% of it too, each PASS or MISS; the fused sum(A .* B, 2) and
+#      mean(A .^ 2) for information.
 #
 # Usage: bench/run-cpu.sh [PATH/TO/tandem-bench] [--strict] [--summary FILE] [-- extra tandem-bench args]
 #   PATH       defaults to build-bench/bench/tandem-bench, then build/bench/tandem-bench
@@ -28,7 +29,7 @@ while [[ $# -gt 0 ]]; do
     --strict) strict=1; shift ;;
     --summary) summary="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) bench="$1"; shift ;;
   esac
 done
@@ -139,6 +140,11 @@ for k, label in (("BM_sum_dim1_tandem", "sum(A, 1)"), ("BM_sum_dim2_tandem", "su
 
 print()
 print(f"c = a + b (3 arrays counted): {add_bw / 1e9:.1f} GB/s, {med['BM_add_tandem']['s'] * 1e3:.2f} ms")
+# Reductions with their producer folded in (for information; no target of their own).
+for k, label in (("BM_sum_ab_dim2_tandem", "sum(A .* B, 2) (A and B read)"), ("BM_mean_sq_tandem", "mean(A .^ 2)")):
+    if k in med:
+        print(f"{label}: {med[k]['bytes_per_second'] / 1e9:.1f} GB/s, {med[k]['s'] * 1e3:.2f} ms, "
+              f"{100.0 * med[k]['bytes_per_second'] / copy_bw:.0f}% of the copy bandwidth")
 print(f"copy bandwidth, {threads} threads, 2 arrays counted (the best of these is the reference):")
 for k, label in COPIES.items():
     if k in med:

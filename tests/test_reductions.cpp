@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstdlib>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -238,6 +239,149 @@ TEST(Reductions, DeterministicAcrossRunsAndThreads) {
         const auto one = bits(1, dim);
         EXPECT_EQ(one, bits(1, dim));
         EXPECT_EQ(one, bits(2, dim)) << "the thread count changed the bits";
+    }
+}
+
+// The reduction loops are compiled once per instruction set (backends/cpu/reduce_<isa>.cpp) and
+// picked with the block kernels (Config::cpu_isa caps both): every variant must give the bits of
+// the baseline one -- NaN included -- for every op, type and layout (contiguous, strided with few
+// or many outputs, long and short rows, fused producers).
+TEST(Reductions, SameBitsOnEveryInstructionSet) {
+    const std::vector<Dims> shapes = {{3000, 70}, {70, 3000}, {5, 9000}, {2049, 3, 4}, {40, 33, 3}, {4100, 1}, {1, 5000}};
+    auto run = [&](const std::string& isa) {
+        tandem::Config c = cpu_config();
+        c.cpu_isa = isa;
+        Runtime rt(c);
+        std::mt19937_64 rng(2024);
+        std::vector<std::uint64_t> bits;
+        for (const Dims& shape : shapes)
+            for (DType t : {DType::f64, DType::f32, DType::logical})
+                for (bool specials : {false, true}) {
+                    const Host hx = tred::random_data(shape, t, rng, specials);
+                    const Host hp = tred::random_data(shape, t, rng, specials, /*near_one=*/true);
+                    const Array x = tref::make_array(rt, hx), p = tref::make_array(rt, hp);
+                    std::vector<Array> rs;
+                    for (int dim : {1, 2, 3}) {
+                        rs.push_back(tandem::sum(x, dim));
+                        rs.push_back(tandem::prod(p, dim));
+                        rs.push_back(tandem::mean(x, dim, tandem::NanFlag::omitnan));
+                        rs.push_back(tandem::max(x, {}, dim));
+                        const auto mi = tandem::min_index(x, dim);
+                        rs.push_back(mi.value);
+                        rs.push_back(mi.index);
+                        rs.push_back(tandem::max_index(x, dim).index);
+                        rs.push_back(tandem::any(x, dim));
+                        rs.push_back(tandem::all(x, dim));
+                        if (t != DType::logical) {
+                            rs.push_back(tandem::sum(x * p, dim));        // fused producers
+                            rs.push_back(tandem::mean(x * x, dim));
+                        }
+                    }
+                    rs.push_back(tandem::sum(x, tandem::all_dims));
+                    rs.push_back(tandem::prod(p, tandem::all_dims));
+                    rs.push_back(tandem::max(x, tandem::all_dims));
+                    const auto results = rt.gather(rs);
+                    for (const tandem::HostArray& h : results.get())
+                        for (double v : h.to_doubles()) bits.push_back(std::bit_cast<std::uint64_t>(v));
+                }
+        return std::make_pair(rt.info().cpu_isa, bits);
+    };
+    const auto base = run("baseline");
+    ASSERT_EQ(base.first, "baseline");
+    ASSERT_GT(base.second.size(), 100000u);
+    for (const char* isa : {"avx2", "avx512"}) {
+        const auto got = run(isa);
+        SCOPED_TRACE(std::string(isa) + " (dispatched to " + got.first + ")");
+        ASSERT_EQ(got.second.size(), base.second.size());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < base.second.size(); ++i)
+            if (got.second[i] != base.second[i] && ++bad <= 5)
+                ADD_FAILURE() << "value " << i << ": " << std::bit_cast<double>(got.second[i]) << " vs baseline "
+                              << std::bit_cast<double>(base.second[i]);
+        EXPECT_EQ(bad, 0u);
+    }
+}
+
+// The order of a CPU sum, as documented in backends/cpu/reduce.hpp and reduce_kernels.hpp, written
+// out here so that a change of the bits is noticed: along a contiguous dimension, chunks of one
+// block, each in 32 lanes (element i into lane i % 32) combined pairwise, the chunks in order;
+// along a strided one, the reduced dimension in kchunks pieces (1 when there are 64 outer indices
+// or more, else ceil(64 / outer) capped at the length), each summed in order from 0, the pieces
+// in order. A NaN result is the one quiet NaN.
+double lanes32(const double* x, std::size_t n) {
+    double lane[32] = {};
+    for (std::size_t i = 0; i < n; ++i) lane[i % 32] += x[i];
+    for (std::size_t w = 16; w > 0; w /= 2)
+        for (std::size_t l = 0; l < w; ++l) lane[l] += lane[l + w];
+    return lane[0];
+}
+std::vector<double> documented_sum(const std::vector<double>& x, std::int64_t inner, std::int64_t len, std::int64_t outer,
+                                   std::int64_t block) {
+    std::vector<double> out(static_cast<std::size_t>(inner * outer));
+    if (inner == 1) {
+        for (std::int64_t o = 0; o < outer; ++o) {
+            double a = 0;
+            for (std::int64_t k0 = 0; k0 < len; k0 += block) {
+                const double c = lanes32(&x[static_cast<std::size_t>(k0 + len * o)], static_cast<std::size_t>(std::min(block, len - k0)));
+                a = k0 == 0 ? c : a + c;
+            }
+            out[static_cast<std::size_t>(o)] = a;
+        }
+    } else {
+        const std::int64_t kchunks = outer >= 64 ? 1 : std::min<std::int64_t>(len, (64 + outer - 1) / outer);
+        const std::int64_t kc_len = (len + kchunks - 1) / kchunks;
+        for (std::int64_t o = 0; o < outer; ++o)
+            for (std::int64_t i = 0; i < inner; ++i) {
+                double a = 0;
+                for (std::int64_t c = 0; c < kchunks; ++c) {
+                    double p = 0;
+                    for (std::int64_t k = c * kc_len; k < std::min(len, (c + 1) * kc_len); ++k)
+                        p += x[static_cast<std::size_t>(i + inner * (k + len * o))];
+                    a = c == 0 ? p : a + p;
+                }
+                out[static_cast<std::size_t>(i + inner * o)] = a;
+            }
+    }
+    for (double& v : out)
+        if (std::isnan(v)) v = std::numeric_limits<double>::quiet_NaN();
+    return out;
+}
+
+TEST(Reductions, SumsAddInTheDocumentedOrder) {
+    std::mt19937_64 rng(31);
+    for (std::int64_t block : {2048, 256}) {
+        for (const char* isa : {"baseline", "auto"}) {
+            tandem::Config c = cpu_config();
+            c.cpu_isa = isa;
+            c.block_elements = block;
+            Runtime rt(c);
+            for (const Dims& d : {Dims{3000, 700}, Dims{700, 3000}, Dims{7, 20000}, Dims{33, 5, 130}, Dims{50001, 2}}) {
+                SCOPED_TRACE(tref::dims_str(d) + " block " + std::to_string(block) + " " + isa);
+                Host hx = tred::random_data(d, DType::f64, rng, false);
+                hx.v[5] = std::numeric_limits<double>::infinity();  // one NaN result (Inf - Inf), one Inf
+                hx.v[6] = -std::numeric_limits<double>::infinity();
+                hx.v[static_cast<std::size_t>(d[0] + 1)] = std::numeric_limits<double>::infinity();
+                const Array x = tref::make_array(rt, hx);
+                std::vector<double> hy(hx.v.size());
+                for (std::size_t i = 0; i < hy.size(); ++i) hy[i] = hx.v[i] * (hx.v[hy.size() - 1 - i] + 0.5);
+                const Array rev = tref::make_array(rt, Host{hx.dims, DType::f64, std::vector<double>(hx.v.rbegin(), hx.v.rend())});
+                const Array y = x * (rev + 0.5);
+                const std::int64_t n = tref::numel(hx.dims), rows = hx.dims[0], rest = n / rows;
+                auto expect_bits = [&](const Array& r, const std::vector<double>& want) {
+                    const Host got = tref::gather(r);
+                    ASSERT_EQ(got.v.size(), want.size());
+                    std::size_t bad = 0;
+                    for (std::size_t i = 0; i < want.size(); ++i)
+                        if (std::bit_cast<std::uint64_t>(got.v[i]) != std::bit_cast<std::uint64_t>(want[i]) && ++bad <= 3)
+                            ADD_FAILURE() << "[" << i << "] " << got.v[i] << " vs " << want[i];
+                };
+                expect_bits(tandem::sum(x, 1), documented_sum(hx.v, 1, rows, rest, block));
+                expect_bits(tandem::sum(x, 2), documented_sum(hx.v, rows, hx.dims[1], n / (rows * hx.dims[1]), block));
+                expect_bits(tandem::sum(x, tandem::all_dims), documented_sum(hx.v, 1, n, 1, block));
+                expect_bits(tandem::sum(y, 1), documented_sum(hy, 1, rows, rest, block));  // fused: sum(a .* b)
+                expect_bits(tandem::sum(y, 2), documented_sum(hy, rows, hx.dims[1], n / (rows * hx.dims[1]), block));
+            }
+        }
     }
 }
 

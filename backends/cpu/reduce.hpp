@@ -2,7 +2,10 @@
 // folded in, values in cache-sized registers, no temporary array) and each block is reduced into
 // per-output accumulators. The order of every reduction is fixed by the shape alone (chunks of
 // the reduced dimension, lanes within a chunk, chunks combined in order), never by the threads:
-// the same bits every run, on any number of cores.
+// the same bits every run, on any number of cores. The inner loops (reduce_kernels.hpp) are
+// compiled per instruction set and follow the block kernels' choice (Config::cpu_isa); every
+// variant adds in the same order, and a NaN result is written as the one quiet NaN, so the bits
+// do not depend on the instruction set either.
 #pragma once
 
 #include <cstdint>
