@@ -10,6 +10,7 @@
 #include "backends/cpu/gemm.hpp"
 #include "backends/cpu/epilogue.hpp"
 #include "backends/cpu/indexing.hpp"
+#include "backends/cpu/parallel.hpp"
 #include "backends/cpu/permute.hpp"
 #include "backends/cpu/program.hpp"
 #include "backends/cpu/reduce.hpp"
@@ -116,15 +117,10 @@ void CpuBackend::run_transpose(const Region& region, std::span<const Storage* co
         else if (elem == 4) transpose_tiles(static_cast<const float*>(src), static_cast<float*>(dst), rows, cols, j0, j1);
         else transpose_tiles(static_cast<const std::uint8_t*>(src), static_cast<std::uint8_t*>(dst), rows, cols, j0, j1);
     };
-#if defined(TANDEM_TSAN)
-    run(0, cols);
-#else
     // Column bands of the source, 64 columns each: independent, contiguous reads.
-    const std::int64_t bands = (cols + 63) / 64;
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, bands, 1), [&](const tbb::blocked_range<std::int64_t>& r) {
-        run(r.begin() * 64, std::min(cols, r.end() * 64));
+    for_chunks((cols + 63) / 64, 1, [&](std::int64_t b0, std::int64_t b1) {
+        run(b0 * 64, std::min(cols, b1 * 64));
     });
-#endif
 }
 
 void CpuBackend::run_cat(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs) {
@@ -145,12 +141,7 @@ void CpuBackend::run_cat(const Region& region, std::span<const Storage* const> i
             }
         }
     };
-#if defined(TANDEM_TSAN)
-    run(0, e.outer);
-#else
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, e.outer, 64),
-                      [&](const tbb::blocked_range<std::int64_t>& r) { run(r.begin(), r.end()); });
-#endif
+    for_chunks(e.outer, 64, run);
 }
 
 void CpuBackend::run_remap(const Region& region, std::span<const Storage* const> inputs,
@@ -172,12 +163,7 @@ void CpuBackend::run_remap(const Region& region, std::span<const Storage* const>
             std::memcpy(out + static_cast<std::size_t>(r) * run, in + static_cast<std::size_t>(s + n * o) * run, run);
         }
     };
-#if defined(TANDEM_TSAN)
-    rows(0, e.len * e.outer);
-#else
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, e.len * e.outer, 256),
-                      [&](const tbb::blocked_range<std::int64_t>& r) { rows(r.begin(), r.end()); });
-#endif
+    for_chunks(e.len * e.outer, 256, rows);
 }
 
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,

@@ -1,7 +1,8 @@
 #include "backends/cpu/epilogue.hpp"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
+#include <algorithm>
+
+#include "backends/cpu/parallel.hpp"
 
 namespace tandem::detail::cpu {
 
@@ -33,12 +34,7 @@ void apply(const Region& r, std::span<const Storage* const> inputs, T* d) {
                 d[k] = v;
             }
     };
-#if defined(TANDEM_TSAN)
-    columns(0, n);  // see CpuBackend::execute: TBB's splitting is invisible to TSan
-#else
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(m, 1))),
-                      [&](const tbb::blocked_range<std::int64_t>& q) { columns(q.begin(), q.end()); });
-#endif
+    for_chunks(n, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(m, 1)), columns);
 }
 
 }  // namespace

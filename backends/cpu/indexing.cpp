@@ -1,33 +1,16 @@
 #include "backends/cpu/indexing.hpp"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/parallel.hpp"
 #include "graph/subscripts.hpp"
 
 namespace tandem::detail::cpu {
 
 namespace {
-
-/// f(first, last) over [0, n) in parallel chunks of at least `grain` (on one thread under TSan:
-/// Debian's oneTBB is not instrumented, see CpuBackend::execute).
-template <class F>
-void for_chunks(std::int64_t n, std::int64_t grain, F&& f) {
-    if (n <= 0) return;
-#if defined(TANDEM_TSAN)
-    (void)grain;
-    f(std::int64_t{0}, n);
-#else
-    if (n <= grain) return f(std::int64_t{0}, n);
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, grain),
-                      [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
-#endif
-}
 
 double subscript_at(const Storage& s, DType t, std::int64_t k) {
     if (t == DType::f32) return static_cast<const float*>(s.data())[k];

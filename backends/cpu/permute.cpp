@@ -1,29 +1,14 @@
 #include "backends/cpu/permute.hpp"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/parallel.hpp"
 #include "graph/permute_plan.hpp"
 
 namespace tandem::detail::cpu {
 
 namespace {
-
-template <class F>
-void for_chunks(std::int64_t n, std::int64_t grain, F&& f) {
-    if (n <= 0) return;
-#if defined(TANDEM_TSAN)
-    (void)grain;
-    f(std::int64_t{0}, n);  // see CpuBackend::execute: TBB's splitting is invisible to TSan
-#else
-    if (n <= grain) return f(std::int64_t{0}, n);
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, grain),
-                      [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
-#endif
-}
 
 /// Input and output offsets of index `b` over the dimensions `dims` of the plan (mixed radix).
 void offsets_of(const PermutePlan& p, const std::vector<int>& dims, std::int64_t b, std::int64_t& in, std::int64_t& out) {
