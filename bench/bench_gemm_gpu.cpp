@@ -35,16 +35,14 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "backends/vulkan/compiler.hpp"
-#include "backends/vulkan/context.hpp"
 #include "backends/vulkan/gemm.hpp"
-#include "backends/vulkan/memory.hpp"
-#include "backends/vulkan/pipeline_cache.hpp"
+#include "gemm_bench_common.hpp"
 
 namespace vk = tandem::detail::vk;
-using json = nlohmann::json;
+using gemm_bench::emit;
+using gemm_bench::json;
+using gemm_bench::split;
 using tandem::DType;
 
 namespace {
@@ -64,13 +62,6 @@ struct Options {
     bool coopmat = false;                     // list the device's cooperative-matrix shapes and types
     bool check = true;                        // --no-check: experiments whose products are wrong on purpose
 };
-
-std::vector<json> g_results;
-void emit(const json& j) {
-    g_results.push_back(j);
-    std::printf("%s\n", j.dump().c_str());
-    std::fflush(stdout);
-}
 
 const char* dt_name(DType t) { return t == DType::f32 ? "fp32" : "fp64"; }
 
@@ -129,72 +120,13 @@ void main() {
 }
 )";
 
-std::uint32_t hash(std::uint32_t x) {
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-// The value at element index i of an array with `seed` (exact in float and double).
-double value(std::uint32_t seed, std::uint64_t i) {
-    const std::uint32_t h = hash(static_cast<std::uint32_t>(i) ^ hash(seed + static_cast<std::uint32_t>(i >> 32)));
-    return static_cast<double>(h >> 8) * (2.0 / 16777216.0) - 1.0;
-}
-
-const char* kInitGlsl = R"(#version 460
-#extension GL_EXT_buffer_reference : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
-layout(local_size_x = 256) in;
-layout(buffer_reference, std430, buffer_reference_align = 4) buffer F { float v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer D { double v[]; };
-layout(push_constant) uniform P { uint64_t addr; uint64_t count; uint seed; uint is_f64; } p;
-uint hash(uint x) { x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16; return x; }
-void main() {
-    for (uint64_t i = gl_GlobalInvocationID.x; i < p.count; i += uint64_t(gl_NumWorkGroups.x) * 256ul) {
-        uint h = hash(uint(i) ^ hash(p.seed + uint(i >> 32)));
-        double v = double(h >> 8) * (2.0LF / 16777216.0LF) - 1.0LF;
-        if (p.is_f64 != 0u) D(p.addr + i * 8ul).v[0] = v; else F(p.addr + i * 4ul).v[0] = float(v);
-    }
-}
-)";
-
 class Bench {
 public:
     explicit Bench(const Options& o) : opt_(o) {
-        vk::ContextOptions co;
-        co.device = "vulkan";
-        ctx_ = vk::Context::create(co);
-        heap_ = std::make_shared<vk::DeviceHeap>(*ctx_, vk::DeviceHeap::Kind::device_local, 256ull << 20, 256ull << 20);
-        readback_ = std::make_shared<vk::DeviceHeap>(*ctx_, vk::DeviceHeap::Kind::readback, 64ull << 20, 64ull << 20);
-        pipelines_ = std::make_unique<vk::PipelineCache>(*ctx_, "", nullptr);
-        gemm_ = std::make_unique<vk::Gemm>(*ctx_, *pipelines_);
-        VkDevice dev = ctx_->device();
-        VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
-                                    VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, ctx_->compute_family()};
-        VkCommandPool pool = VK_NULL_HANDLE;
-        vk::check(vkCreateCommandPool(dev, &pci, nullptr, &pool), "vkCreateCommandPool");
-        pool_ = vk::CommandPool(dev, pool);
-        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, pool,
-                                       VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
-        vk::check(vkAllocateCommandBuffers(dev, &ai, &cmd_), "vkAllocateCommandBuffers");
-        VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, nullptr, 0};
-        VkFence f = VK_NULL_HANDLE;
-        vk::check(vkCreateFence(dev, &fi, nullptr, &f), "vkCreateFence");
-        fence_ = vk::Fence(dev, f);
-        VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, nullptr, 0, VK_QUERY_TYPE_TIMESTAMP,
-                                 kMaxQueries, 0};
-        VkQueryPool q = VK_NULL_HANDLE;
-        vk::check(vkCreateQueryPool(dev, &qi, nullptr, &q), "vkCreateQueryPool");
-        queries_ = vk::QueryPool(dev, q);
-        vk::Kernel init;
-        init.glsl = kInitGlsl;
-        init.key = "bench:gemm-init";
-        init.workgroup_size = 256;
-        init.elements_per_thread = 1;
-        init.push_bytes = 24;
-        init_ = &pipelines_->get(init);
+        dev_.open();
+        dev_.setup(kMaxQueries, "bench:gemm-init");
+        ctx_ = dev_.ctx.get();
+        gemm_ = std::make_unique<vk::Gemm>(*ctx_, *dev_.pipelines);
         const auto& d = ctx_->description();
         emit({{"kind", "device"}, {"name", d.name}, {"driver", d.driver}, {"shared_memory_bytes", d.shared_memory_bytes},
               {"tiles_f32", gemm_->tiles(DType::f32).name()}, {"tiles_f64", gemm_->tiles(DType::f64).name()}});
@@ -253,25 +185,6 @@ public:
 private:
     static constexpr std::uint32_t kMaxQueries = 128;
 
-    void begin() {
-        vk::check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
-        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
-                                    VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
-        vk::check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
-    }
-    void barrier(VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
-        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, src, dst};
-        vkCmdPipelineBarrier(cmd_, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
-    }
-    void submit_wait() {
-        vk::check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
-        VkFence f = fence_.get();
-        vk::check(vkResetFences(ctx_->device(), 1, &f), "vkResetFences");
-        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &cmd_, 0, nullptr};
-        vk::check(vkQueueSubmit(ctx_->compute_queue(), 1, &si, f), "vkQueueSubmit");
-        vk::check(vkWaitForFences(ctx_->device(), 1, &f, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-    }
-
     // Device arrays of the current (dtype, n), made once.
     void prepare(DType dt, std::uint32_t n) {
         if (dt == cur_dt_ && n == cur_n_) return;
@@ -279,20 +192,10 @@ private:
         b_.reset();
         d_.reset();
         const VkDeviceSize bytes = VkDeviceSize{n} * n * tandem::dtype_size(dt);
-        a_ = heap_->allocate(bytes);
-        b_ = heap_->allocate(bytes);
-        d_ = heap_->allocate(bytes);
-        begin();
-        vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, init_->pipeline);
-        for (auto [arr, seed] : {std::pair{a_.get(), 1u}, {b_.get(), 2u}}) {
-            struct {
-                std::uint64_t addr, count;
-                std::uint32_t seed, is_f64;
-            } push{arr->address(), std::uint64_t{n} * n, seed, dt == DType::f64 ? 1u : 0u};
-            vkCmdPushConstants(cmd_, init_->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-            vkCmdDispatch(cmd_, 4096, 1, 1);
-        }
-        submit_wait();
+        a_ = dev_.heap->allocate(bytes);
+        b_ = dev_.heap->allocate(bytes);
+        d_ = dev_.heap->allocate(bytes);
+        dev_.fill(*a_, *b_, n, dt == DType::f64);
         cur_dt_ = dt;
         cur_n_ = n;
     }
@@ -300,106 +203,43 @@ private:
     // Times `reps` products; returns the TFLOP/s of the median.
     double measure(DType dt, std::uint32_t n, bool ta, bool tb, const char* phase, int reps) {
         prepare(dt, n);
-        vk::GemmArgs g;
-        g.dtype = dt;
-        g.trans_a = ta;
-        g.trans_b = tb;
-        g.m = g.n = g.k = n;
-        g.a = a_->address();
-        g.b = b_->address();
-        g.d = d_->address();
-        g.lda = g.ldb = g.ldd = n;
-        g.alpha = 1;
-        g.beta = 0;
+        const vk::GemmArgs g = gemm_bench::square_product(dt, n, ta, tb, *a_, *b_, *d_);
         const auto t0 = std::chrono::steady_clock::now();
         gemm_->pipeline(g);
-        const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        // Keep the GPU busy for warm_ms first, so that its clocks are up when the timed batch starts.
-        const auto warm0 = std::chrono::steady_clock::now();
-        while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm0).count() < opt_.warm_ms) {
-            begin();
-            for (int i = 0; i < 4; ++i) {
-                gemm_->record(cmd_, g);
-                barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
-            }
-            submit_wait();
-        }
+        const double compile_ms = gemm_bench::ms_since(t0);
+        auto product = [&](VkAccessFlags next) {
+            gemm_->record(dev_.cmd, g);
+            dev_.after_product(next);
+        };
+        dev_.warm(opt_.warm_ms, [&] { product(VK_ACCESS_SHADER_WRITE_BIT); });
         const int total = std::min<int>(opt_.warmup + reps, kMaxQueries - 1);
-        begin();
-        vkCmdResetQueryPool(cmd_, queries_.get(), 0, kMaxQueries);
+        dev_.begin_timed();
         for (int i = 0; i < total; ++i) {
-            vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), static_cast<std::uint32_t>(i));
-            gemm_->record(cmd_, g);
-            barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                    VK_ACCESS_SHADER_WRITE_BIT);
+            dev_.timestamp(static_cast<std::uint32_t>(i));
+            product(VK_ACCESS_SHADER_WRITE_BIT);
         }
-        vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), static_cast<std::uint32_t>(total));
+        dev_.timestamp(static_cast<std::uint32_t>(total));
         // Sampled columns of D for the check.
         const std::vector<std::uint32_t> cols = {0, n / 3, n - 1};
-        const VkDeviceSize es = tandem::dtype_size(dt), col_bytes = VkDeviceSize{n} * es;
-        auto back = readback_->allocate(col_bytes * cols.size());
-        barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                VK_ACCESS_TRANSFER_READ_BIT);
-        std::vector<VkBufferCopy> regions;
-        for (std::size_t c = 0; c < cols.size(); ++c)
-            regions.push_back({d_->offset() + VkDeviceSize{cols[c]} * col_bytes, back->offset() + c * col_bytes, col_bytes});
-        vkCmdCopyBuffer(cmd_, d_->buffer(), back->buffer(), static_cast<std::uint32_t>(regions.size()), regions.data());
-        barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                VK_ACCESS_HOST_READ_BIT);
+        auto back = dev_.copy_columns(*d_, cols, n, tandem::dtype_size(dt));
         const auto w0 = std::chrono::steady_clock::now();
-        submit_wait();
-        const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
-        std::vector<std::uint64_t> ts(static_cast<std::size_t>(total) + 1);
-        vk::check(vkGetQueryPoolResults(ctx_->device(), queries_.get(), 0, static_cast<std::uint32_t>(total) + 1,
-                                        ts.size() * 8, ts.data(), 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-                  "vkGetQueryPoolResults");
-        const auto& desc = ctx_->description();
-        const std::uint64_t mask = desc.timestamp_valid_bits >= 64 ? ~0ull : ((1ull << desc.timestamp_valid_bits) - 1);
+        dev_.submit_wait();
+        const double wall_ms = gemm_bench::ms_since(w0);
+        const std::vector<std::uint64_t> ts = dev_.timestamps(static_cast<std::size_t>(total) + 1);
         std::vector<double> ms;
         for (int i = opt_.warmup; i < total; ++i)
-            ms.push_back(static_cast<double>((ts[static_cast<std::size_t>(i) + 1] - ts[static_cast<std::size_t>(i)]) & mask) *
-                         desc.timestamp_period_ns / 1e6);
-        std::sort(ms.begin(), ms.end());
-        const double med = ms[ms.size() / 2], best = ms.front();
-        const double flop = 2.0 * n * static_cast<double>(n) * n;
+            ms.push_back(dev_.span_ms(ts, static_cast<std::size_t>(i), static_cast<std::size_t>(i) + 1));
+        const auto [med, best] = gemm_bench::median_best(ms);
         // Check sampled columns (rows strided for large n) against a double host reference.
         back->invalidate();
-        double worst = 0;
-        const std::uint32_t row_step = n > 4096 ? 5 : 1;
-        for (std::size_t c = 0; c < (opt_.check ? cols.size() : 0); ++c) {
-            const std::uint32_t j = cols[c];
-            std::vector<double> bcol(n);
-            for (std::uint32_t p = 0; p < n; ++p) bcol[p] = value(2, tb ? j + std::uint64_t{p} * n : p + std::uint64_t{j} * n);
-            for (std::uint32_t i = 0; i < n; i += row_step) {
-                double ref = 0, mag = 0;
-                for (std::uint32_t p = 0; p < n; ++p) {
-                    const double x = value(1, ta ? p + std::uint64_t{i} * n : i + std::uint64_t{p} * n);
-                    ref += x * bcol[p];
-                    mag += std::fabs(x * bcol[p]);
-                }
-                const char* at = static_cast<const char*>(back->mapped()) + c * col_bytes + i * es;
-                double got;
-                if (dt == DType::f64) std::memcpy(&got, at, 8);
-                else {
-                    float f;
-                    std::memcpy(&f, at, 4);
-                    got = f;
-                }
-                const double eps = dt == DType::f64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
-                const double bound = 3.0 * (n + 2) * eps * mag;
-                worst = std::max(worst, std::fabs(got - ref) / bound);
-                if (!(std::fabs(got - ref) <= bound)) {
-                    emit({{"kind", "error"}, {"what", "check failed"}, {"i", i}, {"j", j}, {"got", got}, {"ref", ref}});
-                    std::exit(1);
-                }
-            }
-        }
+        const double worst = opt_.check ? gemm_bench::check_columns(*back, cols, n, ta, tb, dt == DType::f64,
+                                                                    n > 4096 ? 5 : 1, [](double x) { return x; })
+                                        : 0.0;
         const vk::GemmTiles t = gemm_->tiles(dt);
-        const double tflops = flop / (med * 1e-3) / 1e12;
+        const double tflops = gemm_bench::tflops(n, med);
         emit({{"kind", "gemm"}, {"phase", phase}, {"dtype", dt_name(dt)}, {"n", n},
-              {"op", std::string(ta ? "T" : "N") + (tb ? "T" : "N")}, {"tiles", t.name()}, {"mad", mad_},
-              {"median_ms", med}, {"best_ms", best}, {"tflops", tflops}, {"tflops_best", flop / (best * 1e-3) / 1e12},
+              {"op", gemm_bench::op_name(ta, tb)}, {"tiles", t.name()}, {"mad", mad_},
+              {"median_ms", med}, {"best_ms", best}, {"tflops", tflops}, {"tflops_best", gemm_bench::tflops(n, best)},
               {"reps", reps}, {"batch_wall_ms", wall_ms}, {"pipeline_ms", compile_ms}, {"check_worst_of_bound", worst}});
         return tflops;
     }
@@ -602,8 +442,7 @@ private:
 
     // Multiply-add throughput: 8 independent chains per invocation, fp32/fp64, fma() and a * b + c.
     void probe() {
-        const auto& desc = ctx_->description();
-        auto out = heap_->allocate(8ull << 22);
+        auto out = dev_.heap->allocate(8ull << 22);
         for (const char* type : {"float", "double"})
             for (const char* mad : {"fma", "mul", "outer"}) {
                 // outer: fma() in a 4x4 outer product (16 chains, all operands registers)
@@ -618,7 +457,7 @@ private:
                 k.workgroup_size = 256;
                 k.elements_per_thread = 1;
                 k.push_bytes = 16;
-                const vk::ComputePipeline& p = pipelines_->get(k);
+                const vk::ComputePipeline& p = dev_.pipelines->get(k);
                 struct {
                     std::uint64_t addr;
                     std::uint32_t iters, pad;
@@ -626,19 +465,14 @@ private:
                 const std::uint32_t groups = 132 * 64;  // a multiple of any SM count near the H100's
                 double best = 1e30;
                 for (int r = 0; r < 4; ++r) {
-                    begin();
-                    vkCmdResetQueryPool(cmd_, queries_.get(), 0, 2);
-                    vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-                    vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-                    vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
-                    vkCmdDispatch(cmd_, groups, 1, 1);
-                    vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 1);
-                    submit_wait();
-                    std::uint64_t ts[2];
-                    vk::check(vkGetQueryPoolResults(ctx_->device(), queries_.get(), 0, 2, sizeof ts, ts, 8,
-                                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-                              "vkGetQueryPoolResults");
-                    best = std::min(best, static_cast<double>(ts[1] - ts[0]) * desc.timestamp_period_ns / 1e6);
+                    dev_.begin_timed();
+                    vkCmdBindPipeline(dev_.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+                    vkCmdPushConstants(dev_.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+                    dev_.timestamp(0);
+                    vkCmdDispatch(dev_.cmd, groups, 1, 1);
+                    dev_.timestamp(1);
+                    dev_.submit_wait();
+                    best = std::min(best, dev_.span_ms(dev_.timestamps(2), 0, 1));
                 }
                 const double flop = 2.0 * (outer ? 16 : 8) * push.iters * 256.0 * groups;
                 emit({{"kind", "probe"}, {"type", type}, {"mad", mad}, {"ms", best}, {"tflops", flop / (best * 1e-3) / 1e12}});
@@ -647,27 +481,13 @@ private:
 
     std::string mad_ = "fma";
     Options opt_;
-    std::unique_ptr<vk::Context> ctx_;
-    std::shared_ptr<vk::DeviceHeap> heap_, readback_;
-    std::unique_ptr<vk::PipelineCache> pipelines_;
+    gemm_bench::Device dev_;
+    vk::Context* ctx_ = nullptr;
     std::unique_ptr<vk::Gemm> gemm_;
-    vk::CommandPool pool_;
-    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
-    vk::Fence fence_;
-    vk::QueryPool queries_;
-    const vk::ComputePipeline* init_ = nullptr;
     std::shared_ptr<vk::DeviceArray> a_, b_, d_;
     DType cur_dt_ = DType::logical;
     std::uint32_t cur_n_ = 0;
 };
-
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    for (std::string part; std::getline(ss, part, ',');)
-        if (!part.empty()) out.push_back(part);
-    return out;
-}
 
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr,
@@ -740,7 +560,7 @@ int main(int argc, char** argv) {
     }
     std::printf("\n%-6s %-6s %-3s %-16s %-4s %10s %10s %10s\n", "dtype", "n", "op", "tiles", "mad", "median_ms", "TFLOP/s",
                 "best");
-    for (const json& j : g_results)
+    for (const json& j : gemm_bench::results())
         if (j["kind"] == "gemm")
             std::printf("%-6s %-6u %-3s %-16s %-4s %10.3f %10.2f %10.2f %s\n", j["dtype"].get<std::string>().c_str(),
                         j["n"].get<unsigned>(), j["op"].get<std::string>().c_str(), j["tiles"].get<std::string>().c_str(),

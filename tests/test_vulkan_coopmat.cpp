@@ -32,6 +32,7 @@
 #include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/pipeline_cache.hpp"
 #include "epilogue_cases.hpp"
+#include "gemm_test_rig.hpp"
 #include "matmul_reference.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
@@ -44,7 +45,6 @@ using tandem::MatmulPrecision;
 
 namespace {
 
-constexpr VkDeviceSize MiB = 1 << 20;
 constexpr const char* kNoTensorCores =
     "the Vulkan device has no usable VK_NV_cooperative_matrix f16 path (lavapipe has none), so the tensor-core "
     "kernel cannot run here; run this test on a GPU with it (the H100: bash .gpu/run.sh tandem-vulkan-tests "
@@ -121,12 +121,6 @@ TEST(VulkanCoopmatRounding, CpuRoundingMatchesReference) {
 
 // ---- a device with the validation layer (where installed) -----------------------------------------
 
-std::string texts(const vk::Context& context) {
-    std::string out;
-    for (const auto& t : context.validation_texts()) out += t + "\n";
-    return out;
-}
-
 bool validation_layer_installed() {
     vk::ContextOptions o;
     o.validation = true;
@@ -138,96 +132,24 @@ bool validation_layer_installed() {
     }
 }
 
-class Rig {
+class Rig : public gemm_test::DeviceRig {
 public:
-    Rig() {
-        vk::ContextOptions o;
-        o.validation = validation_layer_installed();
-        validation = o.validation;
-        ctx = vk::Context::create(o);
-        device = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::device_local, 64 * MiB, 512 * MiB);
-        upload = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::upload, 64 * MiB, 512 * MiB);
-        readback = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::readback, 64 * MiB, 512 * MiB);
-        pipelines = std::make_unique<vk::PipelineCache>(*ctx, "", nullptr);
+    explicit Rig(bool validation_on) : DeviceRig(validation_on, 512 * gemm_test::MiB), validation(validation_on) {
         if (vk::GemmCoopmat::available(ctx->description())) coop = std::make_unique<vk::GemmCoopmat>(*ctx, *pipelines);
-        VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
-                                    VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, ctx->compute_family()};
-        VkCommandPool p = VK_NULL_HANDLE;
-        vk::check(vkCreateCommandPool(ctx->device(), &pci, nullptr, &p), "vkCreateCommandPool");
-        pool = vk::CommandPool(ctx->device(), p);
-        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, pool.get(),
-                                       VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
-        vk::check(vkAllocateCommandBuffers(ctx->device(), &ai, &cmd), "vkAllocateCommandBuffers");
-        VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, nullptr, 0};
-        VkFence f = VK_NULL_HANDLE;
-        vk::check(vkCreateFence(ctx->device(), &fi, nullptr, &f), "vkCreateFence");
-        fence = vk::Fence(ctx->device(), f);
-    }
-    ~Rig() {
-        if (ctx) vkDeviceWaitIdle(ctx->device());
     }
 
-    std::shared_ptr<vk::DeviceArray> put(const std::vector<float>& data) {
-        const VkDeviceSize bytes = std::max<VkDeviceSize>(data.size() * sizeof(float), sizeof(float));
-        auto staging = upload->allocate(bytes);
-        if (!data.empty()) std::memcpy(staging->mapped(), data.data(), data.size() * sizeof(float));
-        auto arr = device->allocate(bytes);
-        VkBufferCopy region{staging->offset(), arr->offset(), bytes};
-        vkCmdCopyBuffer(cmd, staging->buffer(), arr->buffer(), 1, &region);
-        keep.push_back(staging);
-        keep.push_back(arr);
-        return arr;
-    }
-    void begin() {
-        keep.clear();
-        vk::check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
-        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
-                                    VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
-        vk::check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
-    }
-    void barrier(VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
-        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, src, dst};
-        vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
-    }
     /// Records the copy of `arr` (`count` floats) back, submits, waits, returns it.
     std::vector<float> finish(const std::shared_ptr<vk::DeviceArray>& arr, std::size_t count) {
         // `arr` was last written by a kernel or, when none ran, by put()'s upload copy.
-        barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                VK_ACCESS_TRANSFER_READ_BIT);
-        const VkDeviceSize bytes = std::max<VkDeviceSize>(count * sizeof(float), sizeof(float));
-        auto back = readback->allocate(bytes);
-        VkBufferCopy region{arr->offset(), back->offset(), bytes};
-        vkCmdCopyBuffer(cmd, arr->buffer(), back->buffer(), 1, &region);
-        barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                VK_ACCESS_HOST_READ_BIT);
-        vk::check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-        VkFence f = fence.get();
-        vk::check(vkResetFences(ctx->device(), 1, &f), "vkResetFences");
-        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &cmd, 0, nullptr};
-        vk::check(vkQueueSubmit(ctx->compute_queue(), 1, &si, f), "vkQueueSubmit");
-        vk::check(vkWaitForFences(ctx->device(), 1, &f, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-        back->invalidate();
-        std::vector<float> out(count);
-        if (count > 0) std::memcpy(out.data(), back->mapped(), count * sizeof(float));
-        keep.clear();
-        return out;
+        return read_back<float>(arr, count, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
     }
-    void expect_clean() const { EXPECT_EQ(ctx->validation_messages(), 0u) << texts(*ctx); }
 
     bool validation = false;
-    std::unique_ptr<vk::Context> ctx;
-    std::shared_ptr<vk::DeviceHeap> device, upload, readback;
-    std::unique_ptr<vk::PipelineCache> pipelines;
-    std::unique_ptr<vk::GemmCoopmat> coop;
-    vk::CommandPool pool;
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    vk::Fence fence;
-    std::vector<std::shared_ptr<void>> keep;
 };
 
 Rig& rig() {
-    static Rig r;
+    static Rig r(validation_layer_installed());
     return r;
 }
 
@@ -338,11 +260,10 @@ struct Operands {
 
 Operands make(const Case& c, std::mt19937_64& rng, bool specials) {
     Operands h;
-    const std::uint32_t a_rows = c.ta ? c.k : c.m, a_cols = c.ta ? c.m : c.k;
-    const std::uint32_t b_rows = c.tb ? c.n : c.k, b_cols = c.tb ? c.k : c.n;
-    h.lda = std::max(1u, a_rows) + c.pad;
-    h.ldb = std::max(1u, b_rows) + c.pad;
-    h.ldd = std::max(1u, c.m) + c.pad;
+    const gemm_test::Layout l = gemm_test::layout(c);
+    h.lda = l.lda;
+    h.ldb = l.ldb;
+    h.ldd = l.ldc;
     std::uniform_real_distribution<float> u(-2.0f, 2.0f);
     const auto specials_list = special_values();
     auto fill = [&](std::vector<float>& v, std::size_t count) {
@@ -352,10 +273,10 @@ Operands make(const Case& c, std::mt19937_64& rng, bool specials) {
             if (specials && rng() % 53 == 0) x = specials_list[rng() % specials_list.size()];
         }
     };
-    fill(h.a, std::size_t{h.lda} * a_cols);
-    fill(h.b, std::size_t{h.ldb} * b_cols);
+    fill(h.a, std::size_t{h.lda} * l.a_cols);
+    fill(h.b, std::size_t{h.ldb} * l.b_cols);
     fill(h.c, c.beta != 0 ? std::size_t{h.ldd} * c.n : 0);
-    fill(h.bias, c.bias == vk::GemmBias::per_row ? c.m : c.bias == vk::GemmBias::per_column ? c.n : 0);
+    fill(h.bias, gemm_test::bias_count(c));
     return h;
 }
 
@@ -367,13 +288,7 @@ std::vector<float> run_coopmat(const Case& c, const Operands& h) {
     auto d = r.put(std::vector<float>(d_count, 0.0f));
     r.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
               VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    vk::GemmArgs g;
-    g.dtype = DType::f32;
-    g.trans_a = c.ta;
-    g.trans_b = c.tb;
-    g.m = c.m;
-    g.n = c.n;
-    g.k = c.k;
+    vk::GemmArgs g = gemm_test::gemm_args(c, DType::f32);
     g.a = a->address();
     g.b = b->address();
     g.d = d->address();
@@ -392,12 +307,8 @@ std::vector<float> run_coopmat(const Case& c, const Operands& h) {
     g.lda = h.lda;
     g.ldb = h.ldb;
     g.ldc = g.ldd = h.ldd;
-    g.alpha = c.alpha;
-    g.beta = c.beta;
     g.c = cc->address();
-    g.bias_mode = c.bias;
     g.bias = bias->address();
-    g.activation = c.act;
     r.coop->record(r.cmd, g);
     return r.finish(d, d_count);
 }
@@ -425,26 +336,9 @@ void check(const Case& c, std::uint64_t seed, bool specials = false) {
                 if (got != 0.0f && failures++ < 5) ADD_FAILURE() << "padding row " << i << " of column " << j << " written";
                 continue;
             }
-            double ref = 0, mag = 0;
-            bool nan = false;
-            for (std::uint32_t p = 0; p < c.k; ++p) {
-                const double x = A(i, p), y = B(p, j), xy = x * y;
-                if (std::isnan(xy)) nan = true;
-                ref += xy;
-                mag += std::fabs(xy);
-            }
-            ref *= c.alpha;
-            mag *= std::fabs(c.alpha);
-            if (c.beta != 0) {
-                const double cv = c.beta * static_cast<double>(h.c[i + std::size_t{j} * h.ldd]);
-                ref += cv;
-                mag += std::fabs(cv);
-            }
-            if (c.bias != vk::GemmBias::none) {
-                const double bv = h.bias[c.bias == vk::GemmBias::per_row ? i : j];
-                ref += bv;
-                mag += std::fabs(bv);
-            }
+            auto [ref, mag, nan] = gemm_test::reference(
+                c, i, j, A, B, [&] { return h.c[i + std::size_t{j} * h.ldd]; },
+                [&](std::uint32_t b) -> double { return h.bias[b]; });
             const bool plain = c.beta == 0 && c.bias == vk::GemmBias::none && c.act == vk::GemmActivation::none;
             if (c.act != vk::GemmActivation::none) {  // relu: NaN gives 0
                 if (nan || std::isnan(ref)) nan = false, ref = 0;
@@ -454,10 +348,10 @@ void check(const Case& c, std::uint64_t seed, bool specials = false) {
             if (nan || std::isnan(ref)) ok = std::isnan(got);
             else if (std::isinf(ref)) ok = got == ref || std::isnan(got);
             else if (c.k == 1 && c.alpha == 1 && plain) ok = same_value(got, static_cast<float>(ref));  // exact
-            else ok = std::fabs(got - ref) <= 3.0 * (c.k + 2.0) * 0x1p-23 * mag + 1e-38;
+            else ok = std::fabs(got - ref) <= gemm_test::dot_bound(c.k, 0x1p-23, mag) + 1e-38;
             if (!ok && failures++ < 5)
                 ADD_FAILURE() << "D(" << i << "," << j << ") = " << got << ", reference " << ref << " (bound "
-                              << 3.0 * (c.k + 2.0) * 0x1p-23 * mag << ")";
+                              << gemm_test::dot_bound(c.k, 0x1p-23, mag) << ")";
         }
     EXPECT_EQ(failures, 0);
 }
@@ -538,12 +432,7 @@ TEST(VulkanCoopmat, EmptyAndZeroDepth) {
     if (!rig().coop) GTEST_SKIP() << kNoTensorCores;
     all_transposes({false, false, 40, 30, 0}, 21);  // k = 0: D = 0
     for (auto [m, n] : {std::pair{0u, 5u}, {5u, 0u}, {0u, 0u}}) {
-        vk::GemmArgs g;
-        g.m = m;
-        g.n = n;
-        g.k = 3;
-        g.lda = g.ldd = g.ldc = std::max(1u, m);
-        g.ldb = 3;
+        const vk::GemmArgs g = gemm_test::empty_args(m, n);
         rig().begin();
         EXPECT_NO_THROW(rig().coop->record(rig().cmd, g));
         auto d = rig().put({0.0f});

@@ -20,94 +20,19 @@
 #include <string>
 #include <vector>
 
-#include "backends/vulkan/context.hpp"
 #include "backends/vulkan/gemm.hpp"
-#include "backends/vulkan/memory.hpp"
-#include "backends/vulkan/pipeline_cache.hpp"
+#include "gemm_test_rig.hpp"
 
 namespace vk = tandem::detail::vk;
+using gemm_test::texts;
 using tandem::DType;
 
 namespace {
 
-constexpr VkDeviceSize MiB = 1 << 20;
-
-std::string texts(const vk::Context& context) {
-    std::string out;
-    for (const auto& t : context.validation_texts()) out += t + "\n";
-    return out;
-}
-
 // One device with validation, heaps, a pipeline cache in memory, a Gemm, one command buffer.
-class Rig {
+class Rig : public gemm_test::DeviceRig {
 public:
-    Rig() {
-        vk::ContextOptions o;
-        o.validation = true;
-        ctx = vk::Context::create(o);
-        device = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::device_local, 64 * MiB, 64 * MiB);
-        upload = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::upload, 64 * MiB, 64 * MiB);
-        readback = std::make_shared<vk::DeviceHeap>(*ctx, vk::DeviceHeap::Kind::readback, 64 * MiB, 64 * MiB);
-        pipelines = std::make_unique<vk::PipelineCache>(*ctx, "", nullptr);
-        gemm = std::make_unique<vk::Gemm>(*ctx, *pipelines);
-        VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
-                                    VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, ctx->compute_family()};
-        VkCommandPool p = VK_NULL_HANDLE;
-        vk::check(vkCreateCommandPool(ctx->device(), &pci, nullptr, &p), "vkCreateCommandPool");
-        pool = vk::CommandPool(ctx->device(), p);
-        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, nullptr, pool.get(),
-                                       VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
-        vk::check(vkAllocateCommandBuffers(ctx->device(), &ai, &cmd), "vkAllocateCommandBuffers");
-        VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, nullptr, 0};
-        VkFence f = VK_NULL_HANDLE;
-        vk::check(vkCreateFence(ctx->device(), &fi, nullptr, &f), "vkCreateFence");
-        fence = vk::Fence(ctx->device(), f);
-    }
-    ~Rig() {
-        if (ctx) vkDeviceWaitIdle(ctx->device());
-    }
-
-    // Uploads `data` to a new device-local array (the copy is recorded into the open command buffer).
-    template <class T>
-    std::shared_ptr<vk::DeviceArray> put(const std::vector<T>& data) {
-        const VkDeviceSize bytes = std::max<VkDeviceSize>(data.size() * sizeof(T), sizeof(T));
-        auto staging = upload->allocate(bytes);
-        if (!data.empty()) std::memcpy(staging->mapped(), data.data(), data.size() * sizeof(T));
-        auto arr = device->allocate(bytes);
-        VkBufferCopy region{staging->offset(), arr->offset(), bytes};
-        vkCmdCopyBuffer(cmd, staging->buffer(), arr->buffer(), 1, &region);
-        keep.push_back(staging);
-        keep.push_back(arr);
-        return arr;
-    }
-    void begin() {
-        keep.clear();
-        vk::check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
-        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
-                                    VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
-        vk::check(vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
-    }
-    void barrier(VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage, VkAccessFlags dst) {
-        VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, src, dst};
-        vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &b, 0, nullptr, 0, nullptr);
-    }
-    void submit_and_wait() {
-        vk::check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-        VkFence f = fence.get();
-        vk::check(vkResetFences(ctx->device(), 1, &f), "vkResetFences");
-        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &cmd, 0, nullptr};
-        vk::check(vkQueueSubmit(ctx->compute_queue(), 1, &si, f), "vkQueueSubmit");
-        vk::check(vkWaitForFences(ctx->device(), 1, &f, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-    }
-
-    std::unique_ptr<vk::Context> ctx;
-    std::shared_ptr<vk::DeviceHeap> device, upload, readback;
-    std::unique_ptr<vk::PipelineCache> pipelines;
-    std::unique_ptr<vk::Gemm> gemm;
-    vk::CommandPool pool;
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    vk::Fence fence;
-    std::vector<std::shared_ptr<vk::DeviceArray>> keep;
+    Rig() : DeviceRig(true, 64 * gemm_test::MiB) { gemm = std::make_unique<vk::Gemm>(*ctx, *pipelines); }
 };
 
 Rig& rig() {
@@ -142,21 +67,20 @@ struct Host {
 template <class T>
 Host<T> make(const Case& c, std::uint32_t seed) {
     Host<T> h;
-    const std::uint32_t a_rows = c.ta ? c.k : c.m, a_cols = c.ta ? c.m : c.k;
-    const std::uint32_t b_rows = c.tb ? c.n : c.k, b_cols = c.tb ? c.k : c.n;
-    h.lda = std::max(1u, a_rows) + c.pad;
-    h.ldb = std::max(1u, b_rows) + c.pad;
-    h.ldc = std::max(1u, c.m) + c.pad;
+    const gemm_test::Layout l = gemm_test::layout(c);
+    h.lda = l.lda;
+    h.ldb = l.ldb;
+    h.ldc = l.ldc;
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> u(-1, 1);
     auto fill = [&](std::vector<T>& v, std::size_t count) {
         v.resize(count);
         for (auto& x : v) x = static_cast<T>(u(rng));
     };
-    fill(h.a, std::size_t{h.lda} * a_cols);
-    fill(h.b, std::size_t{h.ldb} * b_cols);
+    fill(h.a, std::size_t{h.lda} * l.a_cols);
+    fill(h.b, std::size_t{h.ldb} * l.b_cols);
     fill(h.c, std::size_t{h.ldc} * c.n);
-    fill(h.bias, c.bias == vk::GemmBias::per_row ? c.m : c.bias == vk::GemmBias::per_column ? c.n : 0);
+    fill(h.bias, gemm_test::bias_count(c));
     return h;
 }
 
@@ -173,13 +97,7 @@ std::vector<T> run(const Case& c, const Host<T>& h) {
     auto d = c.in_place ? cc : r.put(zeros);
     r.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
               VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    vk::GemmArgs g;
-    g.dtype = dt;
-    g.trans_a = c.ta;
-    g.trans_b = c.tb;
-    g.m = c.m;
-    g.n = c.n;
-    g.k = c.k;
+    vk::GemmArgs g = gemm_test::gemm_args(c, dt);
     g.a = a->address();
     g.b = b->address();
     g.c = cc->address();
@@ -189,25 +107,8 @@ std::vector<T> run(const Case& c, const Host<T>& h) {
     g.ldb = h.ldb;
     g.ldc = h.ldc;
     g.ldd = h.ldc;
-    g.alpha = c.alpha;
-    g.beta = c.beta;
-    g.bias_mode = c.bias;
-    g.activation = c.act;
     r.gemm->record(r.cmd, g);
-    r.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-              VK_ACCESS_TRANSFER_READ_BIT);
-    const VkDeviceSize bytes = std::max<VkDeviceSize>(h.c.size() * sizeof(T), sizeof(T));
-    auto back = r.readback->allocate(bytes);
-    VkBufferCopy region{d->offset(), back->offset(), bytes};
-    vkCmdCopyBuffer(r.cmd, d->buffer(), back->buffer(), 1, &region);
-    r.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-              VK_ACCESS_HOST_READ_BIT);
-    r.submit_and_wait();
-    back->invalidate();
-    std::vector<T> out(h.c.size());
-    if (!out.empty()) std::memcpy(out.data(), back->mapped(), out.size() * sizeof(T));
-    r.keep.clear();
-    return out;
+    return r.read_back<T>(d, h.c.size(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
 }
 
 template <class T>
@@ -224,25 +125,17 @@ void check(const Case& c, std::uint32_t seed = 7) {
                 ASSERT_EQ(d[at], c.in_place ? h.c[at] : T(0)) << "padding row " << i << " of column " << j << " written";
                 continue;
             }
-            double ref = 0, mag = 0;
-            for (std::uint32_t p = 0; p < c.k; ++p) {
-                const double x = c.ta ? h.a[p + std::size_t{i} * h.lda] : h.a[i + std::size_t{p} * h.lda];
-                const double y = c.tb ? h.b[j + std::size_t{p} * h.ldb] : h.b[p + std::size_t{j} * h.ldb];
-                ref += x * y;
-                mag += std::fabs(x * y);
-            }
-            ref *= c.alpha;
-            mag *= std::fabs(c.alpha);
-            if (c.beta != 0) {
-                ref += c.beta * static_cast<double>(h.c[at]);
-                mag += std::fabs(c.beta * static_cast<double>(h.c[at]));
-            }
-            if (c.bias != vk::GemmBias::none) {
-                const double b = h.bias[c.bias == vk::GemmBias::per_row ? i : j];
-                ref += b;
-                mag += std::fabs(b);
-            }
-            double bound = 3.0 * static_cast<double>(c.k + 2) * eps * mag + std::numeric_limits<T>::min();
+            auto [ref, mag, nan] = gemm_test::reference(
+                c, i, j,
+                [&](std::uint32_t r, std::uint32_t p) -> double {
+                    return c.ta ? h.a[p + std::size_t{r} * h.lda] : h.a[r + std::size_t{p} * h.lda];
+                },
+                [&](std::uint32_t p, std::uint32_t col) -> double {
+                    return c.tb ? h.b[col + std::size_t{p} * h.ldb] : h.b[p + std::size_t{col} * h.ldb];
+                },
+                [&] { return h.c[at]; }, [&](std::uint32_t b) -> double { return h.bias[b]; });
+            (void)nan;
+            double bound = gemm_test::dot_bound(c.k, eps, mag) + std::numeric_limits<T>::min();
             if (c.act == vk::GemmActivation::relu) ref = std::isnan(ref) ? 0.0 : std::max(ref, 0.0);
             const double got = d[at];
             if (!(std::fabs(got - ref) <= bound) && ++failures <= 5)
@@ -312,12 +205,7 @@ TEST(VulkanGemm, VectorAndEmptyShapes) {
     check<double>(c);
     // Empty results record nothing.
     for (auto [m, n] : {std::pair{0u, 5u}, {5u, 0u}, {0u, 0u}}) {
-        vk::GemmArgs g;
-        g.m = m;
-        g.n = n;
-        g.k = 3;
-        g.lda = g.ldd = g.ldc = std::max(1u, m);
-        g.ldb = 3;
+        const vk::GemmArgs g = gemm_test::empty_args(m, n);
         rig().begin();
         EXPECT_NO_THROW(rig().gemm->record(rig().cmd, g));
         rig().submit_and_wait();
