@@ -51,6 +51,19 @@ std::string header(DType value, DType subscript) {
     return g;
 }
 
+// The start of gather's and scatter's main(): the selection element (i, k, o) of this
+// invocation, or only the subscript check when nothing is selected.
+constexpr const char* kMainBegin =
+    "void main() {\n"
+    "    int64_t e = element();\n"
+    "    if (pc.check_only != 0ul) {\n"
+    "        if (e < pc.count) position(e, true);\n"
+    "        return;\n"
+    "    }\n"
+    "    if (e >= pc.inner * pc.count * pc.outer) return;\n"
+    "    int64_t i, k, o;\n"
+    "    split(e, i, k, o);\n";
+
 Kernel make(std::string glsl, std::string key, std::uint32_t push_bytes) {
     Kernel k;
     k.glsl = std::move(glsl);
@@ -65,15 +78,7 @@ Kernel make(std::string glsl, std::string key, std::uint32_t push_bytes) {
 Kernel gather_kernel(DType value, DType subscript) {
     const std::string s = size_of(value);
     std::string g = header(value, subscript);
-    g += "void main() {\n"
-         "    int64_t e = element();\n"
-         "    if (pc.check_only != 0ul) {\n"
-         "        if (e < pc.count) position(e, true);\n"
-         "        return;\n"
-         "    }\n"
-         "    if (e >= pc.inner * pc.count * pc.outer) return;\n"
-         "    int64_t i, k, o;\n"
-         "    split(e, i, k, o);\n"
+    g += std::string(kMainBegin) +
          "    int64_t p = position(k, i == 0L && o == 0L);\n"
          "    if (p < 0L) return;\n"
          "    Val(pc.dst + uint64_t(e) * " + s + "ul).v = Val(pc.values + uint64_t(i + pc.inner * (p + pc.extent * o)) * " +
@@ -86,15 +91,7 @@ Kernel gather_kernel(DType value, DType subscript) {
 Kernel scatter_kernel(DType value, DType subscript, bool claim_pass) {
     const std::string s = size_of(value);
     std::string g = header(value, subscript);
-    g += "void main() {\n"
-         "    int64_t e = element();\n"
-         "    if (pc.check_only != 0ul) {\n"
-         "        if (e < pc.count) position(e, true);\n"
-         "        return;\n"
-         "    }\n"
-         "    if (e >= pc.inner * pc.count * pc.outer) return;\n"
-         "    int64_t i, k, o;\n"
-         "    split(e, i, k, o);\n";
+    g += kMainBegin;
     if (claim_pass)
         g += "    int64_t p = position(k, i == 0L && o == 0L);\n"
              "    if (p < 0L) return;\n"
