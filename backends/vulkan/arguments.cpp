@@ -171,7 +171,6 @@ std::uint64_t reduce_partial_bytes(const Region& region, const Kernel& kernel) {
     return 16 * region.reductions.size() * p.outputs() * p.parts;
 }
 
-namespace {
 void split_groups(std::uint64_t groups, std::uint32_t max_groups_x, std::uint32_t& x, std::uint32_t& y) {
     const std::uint64_t mx = std::max<std::uint32_t>(1, max_groups_x);
     if (groups <= mx) {
@@ -184,7 +183,6 @@ void split_groups(std::uint64_t groups, std::uint32_t max_groups_x, std::uint32_
         x = static_cast<std::uint32_t>((groups + y - 1) / y);
     }
 }
-}  // namespace
 
 Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<const std::uint64_t> inputs,
                       std::span<const std::uint64_t> outputs, std::uint64_t args_address,

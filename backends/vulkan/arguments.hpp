@@ -133,4 +133,8 @@ std::uint64_t reduce_partial_bytes(const Region& region, const Kernel& kernel);
 /// kArgHeaderBytes of `args`, read back after the dispatch) reports a NaN operand of a logical op.
 void check_error(const Region& region, const void* args);
 
+/// `groups` workgroups as an x * y grid with x at most max_groups_x, as square as the limit allows
+/// (x * y - groups < y workgroups idle). Kernels take their linear index as y * numGroups.x + x.
+void split_groups(std::uint64_t groups, std::uint32_t max_groups_x, std::uint32_t& x, std::uint32_t& y);
+
 }  // namespace tandem::detail::vk

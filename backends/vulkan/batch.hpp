@@ -4,12 +4,16 @@
 // fixed kernels or copies: matmul, transpose, scan, cat).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "backends/vulkan/arguments.hpp"
 #include "backends/vulkan/vulkan_backend.hpp"
 
 namespace tandem::detail::vk {
@@ -34,6 +38,21 @@ inline void buffer_barrier(VkCommandBuffer cmd, const DeviceArray& a, VkPipeline
     VkBufferMemoryBarrier b{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER, nullptr, src, dst, VK_QUEUE_FAMILY_IGNORED,
                             VK_QUEUE_FAMILY_IGNORED, a.buffer(), a.offset(), a.bytes()};
     vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 0, nullptr, 1, &b, 0, nullptr);
+}
+
+/// A byte image of a push-constant struct.
+template <class T>
+std::vector<std::byte> bytes_of(const T& v) {
+    std::vector<std::byte> out(sizeof v);
+    std::memcpy(out.data(), &v, sizeof v);
+    return out;
+}
+
+/// `groups` workgroups of a fixed kernel as a grid within Vulkan's minimum 65535 per dimension.
+inline std::pair<std::uint32_t, std::uint32_t> grid_of(std::uint64_t groups) {
+    std::uint32_t x = 0, y = 0;
+    split_groups(groups, 65535, x, y);
+    return {x, y};
 }
 
 /// A value's device copy made by this backend. It keeps the device alive: a value may outlive

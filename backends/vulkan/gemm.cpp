@@ -161,8 +161,7 @@ Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activ
     return k;
 }
 
-std::string gemm_invalid_reason(const GemmArgs& g, const GemmTiles& tiles) {
-    if (g.dtype != DType::f32 && g.dtype != DType::f64) return "element type must be single or double";
+std::string gemm_operands_invalid_reason(const GemmArgs& g) {
     const std::uint64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
     auto too_small = [](const char* name, std::uint32_t ld, std::uint64_t rows) {
         return std::string(name) + " = " + std::to_string(ld) + " is less than the " + std::to_string(rows) + " rows";
@@ -180,6 +179,12 @@ std::string gemm_invalid_reason(const GemmArgs& g, const GemmTiles& tiles) {
     if (g.bias_mode != GemmBias::none && g.bias == 0) return "a bias mode but no address for the bias";
     if (misaligned(g.a) || misaligned(g.b) || misaligned(g.c) || misaligned(g.d) || misaligned(g.bias))
         return "an address not aligned to the element size " + std::to_string(es);
+    return {};
+}
+
+std::string gemm_invalid_reason(const GemmArgs& g, const GemmTiles& tiles) {
+    if (g.dtype != DType::f32 && g.dtype != DType::f64) return "element type must be single or double";
+    if (std::string why = gemm_operands_invalid_reason(g); !why.empty() || g.m == 0 || g.n == 0) return why;
     // Inside a tile the kernel forms 32-bit element offsets: up to max(bm, bn, bk) * ld.
     const std::uint64_t span = std::max({tiles.bm, tiles.bn, tiles.bk}) + 1ull;
     if (span * std::max(g.lda, g.ldb) >= (1ull << 32))

@@ -136,6 +136,9 @@ private:
 
 /// Checks `args` against `tiles` (sizes, leading dimensions, alignment, addresses, the 32-bit
 /// offsets the kernel uses inside a tile); empty if valid, else why not.
+/// The checks every GEMM kernel makes of its operands (leading dimensions, addresses and their
+/// alignment to the element size); empty if they hold. gemm_invalid_reason adds the tiling's.
+std::string gemm_operands_invalid_reason(const GemmArgs& args);
 std::string gemm_invalid_reason(const GemmArgs& args, const GemmTiles& tiles);
 
 }  // namespace tandem::detail::vk

@@ -128,21 +128,7 @@ bool gemm_coopmat_vec_loads(const GemmArgs& g, CoopmatInput input) noexcept {
 
 std::string gemm_coopmat_invalid_reason(const GemmArgs& g) {
     if (g.dtype != DType::f32) return "the tensor-core kernel takes single operands";
-    const std::uint64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
-    auto too_small = [](const char* name, std::uint32_t ld, std::uint64_t rows) {
-        return std::string(name) + " = " + std::to_string(ld) + " is less than the " + std::to_string(rows) + " rows";
-    };
-    if (g.lda < std::max<std::uint64_t>(1, a_rows)) return too_small("lda", g.lda, a_rows) + " of A as stored";
-    if (g.ldb < std::max<std::uint64_t>(1, b_rows)) return too_small("ldb", g.ldb, b_rows) + " of B as stored";
-    if (g.ldd < std::max<std::uint64_t>(1, g.m)) return too_small("ldd", g.ldd, g.m) + " of D";
-    if (g.beta != 0 && g.ldc < std::max<std::uint64_t>(1, g.m)) return too_small("ldc", g.ldc, g.m) + " of C";
-    if (g.m == 0 || g.n == 0) return {};
-    if (g.d == 0) return "no address for D";
-    if (g.beta != 0 && g.c == 0) return "beta != 0 but no address for C";
-    if (g.bias_mode != GemmBias::none && g.bias == 0) return "a bias mode but no address for the bias";
-    if (g.c % 4 != 0 || g.bias % 4 != 0) return "an address not aligned to 4 bytes";
-    if (g.k > 0 && (g.a == 0 || g.b == 0)) return "no address for A or B";
-    if (g.a % 4 != 0 || g.b % 4 != 0 || g.d % 4 != 0) return "an address not aligned to 4 bytes";
+    if (std::string why = gemm_operands_invalid_reason(g); !why.empty() || g.m == 0 || g.n == 0) return why;
     // Indices inside the kernel are 32-bit: element indices along each dimension, tile origins.
     if (static_cast<std::uint64_t>(g.m) + 256 >= (1ull << 32) || static_cast<std::uint64_t>(g.n) + 256 >= (1ull << 32) ||
         static_cast<std::uint64_t>(g.k) + 256 >= (1ull << 32))

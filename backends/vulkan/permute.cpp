@@ -1,11 +1,10 @@
 #include "backends/vulkan/permute.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#include "backends/vulkan/vulkan_backend.hpp"
+#include "backends/vulkan/batch.hpp"
 #include "graph/permute_plan.hpp"
 #include "tandem/error.hpp"
 
@@ -112,9 +111,7 @@ void VulkanBackend::submit_permute(Submission s) {
                 push.extent[d] = u32(p.extent[d]);
                 push.in_stride[d] = u32(p.in_stride[d]);
             }
-            std::vector<std::byte> bytes(sizeof push);
-            std::memcpy(bytes.data(), &push, sizeof push);
-            return bytes;
+            return bytes_of(push);
         });
     }
     const auto c = static_cast<std::size_t>(p.contiguous);
@@ -140,9 +137,7 @@ void VulkanBackend::submit_permute(Submission s) {
                       [&](std::uint64_t src, std::uint64_t dst) {
                           push.src = src;
                           push.dst = dst;
-                          std::vector<std::byte> bytes(sizeof push);
-                          std::memcpy(bytes.data(), &push, sizeof push);
-                          return bytes;
+                          return bytes_of(push);
                       },
                       std::min<std::uint32_t>(push.batch, 65535));
 }

@@ -15,9 +15,7 @@ namespace tandem::detail::vk {
 namespace {
 
 std::pair<std::uint32_t, std::uint32_t> grid_for(std::uint64_t elements, std::uint32_t per_group) {
-    const std::uint64_t groups = (elements + per_group - 1) / per_group;
-    const auto gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
-    return {gx, gx == 0 ? 0u : static_cast<std::uint32_t>((groups + gx - 1) / gx)};
+    return grid_of((elements + per_group - 1) / per_group);
 }
 
 void dispatch(VkCommandBuffer cmd, const ComputePipeline& p, const void* push, std::uint32_t bytes, std::uint32_t gx, std::uint32_t gy) {

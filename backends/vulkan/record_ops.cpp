@@ -113,24 +113,6 @@ void VulkanBackend::submit_matmul(Submission s) {
     finish_item(b, std::move(s), out);
 }
 
-namespace {
-
-/// A byte image of a push-constant struct.
-template <class T>
-std::vector<std::byte> bytes_of(const T& v) {
-    std::vector<std::byte> out(sizeof v);
-    std::memcpy(out.data(), &v, sizeof v);
-    return out;
-}
-
-/// `groups` workgroups as a grid of at most 65535 along x.
-std::pair<std::uint32_t, std::uint32_t> grid_of(std::uint64_t groups) {
-    const auto gx = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, 65535));
-    return {gx, gx == 0 ? 0u : static_cast<std::uint32_t>((groups + gx - 1) / gx)};
-}
-
-}  // namespace
-
 void VulkanBackend::record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
                                       const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push,
                                       std::uint32_t gz) {
