@@ -148,7 +148,10 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     // the product's region (chain_of[node] = the product's position).
     std::vector<EpilogueChain> chains;
     std::vector<std::size_t> chain_of(pending.size(), kOutside), chain_index(pending.size(), kOutside);
-    if (options.fuse) {
+    // (Only plans with a product pay for the reader counts: planning is on the latency path.)
+    const bool has_product =
+        options.fuse && std::any_of(pending.begin(), pending.end(), [](const Node* n) { return n->op == OpKind::MatMul; });
+    if (has_product) {
         std::vector<int> readers(pending.size(), 0);
         std::vector<std::size_t> reader(pending.size(), kOutside);
         for (std::size_t i = 0; i < pending.size(); ++i)

@@ -41,9 +41,13 @@ int dim_of(int dim, const char* what) {
     return dim - 1;
 }
 
-/// The number of true elements of a logical array: waits for it (a mask decides a shape).
+/// The number of true elements of a logical array: waits for it (a mask decides a shape). The
+/// mask is computed once, here, for the count and for the find that follows (folded into the
+/// count alone, it would be computed again for the positions).
 std::int64_t count_true(const Array& mask) {
-    return static_cast<std::int64_t>(nnz(mask).gather().get().at(0));
+    const Array count = nnz(mask);
+    mask.runtime().evaluate({mask, count}).get();
+    return static_cast<std::int64_t>(count.gather().get().at(0));
 }
 
 /// find() of a logical array laid out as `shape` (a row: 1 x count, else count x 1).
