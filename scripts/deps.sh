@@ -9,9 +9,11 @@ packages=(
   libopenblas-dev                              # matrix multiply on the CPU (CBLAS)
   nlohmann-json3-dev libcli11-dev              # files and command line
   libvulkan-dev libvulkan-volk-dev glslang-dev # Vulkan backend (the loader is loaded at run time)
+  glslang-tools                                # glslang-dev's CMake package names /usr/bin/glslangValidator
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe and the validation layer, for the tests
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
   libeigen3-dev python3 python3-numpy python3-numexpr   # benchmark peers
+  octave python3-matplotlib                    # benchmark peer and the harness's chart
 )
 missing=()
 for p in "${packages[@]}"; do
