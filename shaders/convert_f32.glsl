@@ -12,6 +12,24 @@
 // tdm_f64_to_f32 rounds a double to float once (to nearest even, as float(d) does in IEEE arithmetic) and
 // builds a subnormal result from its bits: round(|d| * 2^149) is the subnormal's mantissa (2^23 gives the
 // smallest normal float's bits, as it should). Every f32 function that goes through f64 uses this pair.
+// trunc from the bits: exact on every device. Mesa 22.3's lavapipe on CPUs without AVX-512 gets the
+// built-in wrong for doubles (-0.5 gives +0; 6.6e11 + 0.25 comes back unchanged), and the CPU's
+// trunc is IEEE's.
+double tdm_trunc(double x) {
+    int64_t b = doubleBitsToInt64(x);
+    int e = int((b >> 52) & 0x7FFL) - 1023;
+    if (e >= 52) return x;                                                  // integral, Inf, NaN
+    if (e < 0) return int64BitsToDouble(b & int64_t(0x8000000000000000UL)); // |x| < 1: a signed zero
+    return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L));
+}
+float tdm_trunc(float x) {
+    uint b = floatBitsToUint(x);
+    int e = int((b >> 23) & 0xFFu) - 127;
+    if (e >= 23) return x;
+    if (e < 0) return uintBitsToFloat(b & 0x80000000u);
+    return uintBitsToFloat(b & ~((1u << uint(23 - e)) - 1u));
+}
+
 double tdm_f32_to_f64(float x) {
     uint b = floatBitsToUint(x);
     if ((b & 0x7F800000u) != 0u) return double(x);                        // normal, Inf, NaN: exact
@@ -21,9 +39,15 @@ double tdm_f32_to_f64(float x) {
 float tdm_f64_to_f32(double d) {
     precise double a = abs(d);
     if (!(a < 1.1754943508222875e-38LF)) return float(d);                 // >= 2^-126, Inf, NaN
-    precise double r = roundEven(a * 7.1362384635297994e+44LF);            // 2^149: exact scaling
+    // The mantissa: a * 2^149 (exact, below 2^23) rounded to nearest even, from its exact integer
+    // and fraction parts (roundEven has the trunc's trouble on lavapipe).
+    precise double y = a * 7.1362384635297994e+44LF;                       // 2^149: exact scaling
+    precise double t = tdm_trunc(y);
+    precise double f = y - t;                                               // exact
+    uint m = uint(t);
+    if (f > 0.5LF || (f == 0.5LF && (m & 1u) == 1u)) m += 1u;
     uint sign = uint(doubleBitsToUint64(d) >> 32) & 0x80000000u;
-    return uintBitsToFloat(sign | uint(r));
+    return uintBitsToFloat(sign | m);
 }
 
 // Correctly rounded a / b for floats (bit-identical to IEEE float division, the CPU's), for the Vulkan backend's

@@ -44,14 +44,14 @@ bool tdmk_isinf(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0x7F8000
 bool tdmk_isfinite(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) < 0x7F800000u; }
 // MATLAB round: halves away from zero, as the CPU kernel writes it.
 double tdmk_round(double a) {
-    precise double t = trunc(a);
+    precise double t = tdm_trunc(a);
     precise double d = a - t;
     precise double one = a < 0.0LF ? -1.0LF : 1.0LF;
     precise double up = t + one;
     return abs(d) >= 0.5LF ? up : t;
 }
 float tdmk_round(float a) {
-    precise float t = trunc(a);
+    precise float t = tdm_trunc(a);
     precise float d = a - t;
     precise float one = a < 0.0 ? -1.0 : 1.0;
     precise float up = t + one;
@@ -531,7 +531,7 @@ private:
             case OpKind::Sqrt: return "tdmk_sqrt(" + a + ")";
             case OpKind::Floor: return "floor(" + a + ")";
             case OpKind::Ceil: return "ceil(" + a + ")";
-            case OpKind::Fix: return "trunc(" + a + ")";
+            case OpKind::Fix: return "tdm_trunc(" + a + ")";
             case OpKind::Round: return "tdmk_round(" + a + ")";
             case OpKind::Sign: return "tdmk_sign(" + a + ")";
             case OpKind::IsNan: return b01(t, "tdmk_isnan(" + a + ")");
