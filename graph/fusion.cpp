@@ -260,12 +260,26 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             if (group_of[i] == kFolded) continue;
             for (auto& in : pending[i]->inputs) {
                 std::size_t k = pos(in.get());
-                if (k == kOutside || group_of[k] == kFolded || group_of[k] == group_of[i]) continue;
+                if (k == kOutside || group_of[k] == kFolded || group_of[k] == group_of[i] || !reads_value(group_of[i], k)) continue;
                 (is_reduction(pending[i]->op) ? reduce_readers : other_readers)[k]++;
             }
         }
+        for (std::size_t g = 0; g < groups.size(); ++g)
+            for (std::size_t m : recomputed[g])
+                for (auto& in : pending[m]->inputs)
+                    if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && !recomputed[g].count(k))
+                        other_readers[k]++;
         std::vector<double> dim_of(groups.size(), 0.0);
         std::vector<bool> blocked(groups.size(), false), has_dim(groups.size(), false);
+        // A producer drawing several random arrays stays a region of its own: an elementwise
+        // kernel draws a Philox block per vector (4 singles, 2 doubles; a normal pair shares its
+        // log), a reduce kernel one per element, which costs more than writing the producer's
+        // value and reading it back (a Monte Carlo loop draws one array per step).
+        std::vector<int> generators(groups.size(), 0);
+        for (std::size_t i = 0; i < pending.size(); ++i)
+            if (group_of[i] != kFolded && (pending[i]->op == OpKind::RandN || pending[i]->op == OpKind::RandU) &&
+                ++generators[group_of[i]] >= 2)
+                blocked[group_of[i]] = true;
         for (std::size_t i = 0; i < pending.size(); ++i) {
             if (group_of[i] == kFolded || !is_output[i]) continue;
             const std::size_t g = group_of[i];

@@ -53,6 +53,7 @@ Config Config::from_environment() {
     if (const char* v = env("TANDEM_TWO_PASS_THRESHOLD"))
         c.two_pass_threshold = parse_int("TANDEM_TWO_PASS_THRESHOLD", v, 1, std::int64_t{1} << 62);
     if (const char* v = env("TANDEM_VULKAN_SUBGROUPS")) c.vulkan_subgroups = parse_int("TANDEM_VULKAN_SUBGROUPS", v, 0, 1) != 0;
+    if (const char* v = env("TANDEM_VULKAN_LOOPS")) c.vulkan_loops = parse_int("TANDEM_VULKAN_LOOPS", v, 0, 1) != 0;
     c.validate();
     return c;
 }

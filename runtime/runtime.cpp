@@ -98,6 +98,7 @@ std::unique_ptr<Backend> RuntimeImpl::open_device() {
         o.reduction_workgroup = config_.reduction_workgroup;
         o.two_pass_threshold = config_.two_pass_threshold;
         o.subgroups = config_.vulkan_subgroups;
+        o.loops = config_.vulkan_loops;
         o.pool = pool_.get();
         return vk::VulkanBackend::create(o);
     } catch (const ConfigError&) {

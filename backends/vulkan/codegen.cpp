@@ -6,11 +6,14 @@
 // (within 2 ulp of libm, as the CPU's SLEEF kernels are), pasted only into kernels that use them.
 #include "backends/vulkan/codegen.hpp"
 #include "backends/vulkan/reduce_kernels.hpp"
+#include "graph/repeat.hpp"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "tandem/error.hpp"
 #include "tandem_shaders.hpp"
@@ -20,7 +23,7 @@ namespace tandem::detail::vk {
 namespace {
 
 // Bump when the generated code changes meaning for the same key text.
-constexpr const char* kCodegenVersion = "tandem-vk-codegen 4";
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 5";
 /// Vector steps per invocation of an elementwise kernel that generates random numbers (times the
 /// device rule's elements per thread).
 constexpr std::uint32_t kRandomStepsPerInvocation = 4;
@@ -179,9 +182,16 @@ std::string math_name(OpKind op, DType t) {
 /// (`body_`), and the key text alongside.
 class Writer {
 public:
+    /// `loops`: turn a run of repeated steps (graph/repeat.hpp) into a loop.
     Writer(const Region& r, std::span<const InputAccess> access, std::span<const int> dims,
-           const CodegenOptions& o)
-        : r_(r), access_(access), dims_(dims), o_(o), plan_(plan_scalars(r)) {}
+           const CodegenOptions& o, bool loops)
+        : r_(r), access_(access), dims_(dims), o_(o), plan_(plan_scalars(r)) {
+        if (loops) plan_loop();
+    }
+
+    /// A carried value whose type differs between copy 0 and copy 1 (the run's shape check
+    /// cannot see every type rule): the kernel must be written without the loop.
+    bool loop_failed() const noexcept { return loop_failed_; }
 
     Kernel run() {
         Kernel k;
@@ -218,7 +228,9 @@ public:
             }
         key_ << kCodegenVersion << ";wg=" << k.workgroup_size << ";ept=" << k.elements_per_thread
              << ";push=" << npush << ";div=" << (o_.exact_f64_div_sqrt ? "exact" : "device")
-             << ";path=" << (vec_ > 1 ? "vec" + std::to_string(vec_) : std::string("general")) << ";in=";
+             << ";path=" << (vec_ > 1 ? "vec" + std::to_string(vec_) : std::string("general"));
+        if (rep_) key_ << ";loop=" << rep_->begin << ',' << rep_->period << ',' << rep_->count;
+        key_ << ";in=";
         for (std::size_t i = 0; i < nin; ++i) {
             DType t = r_.inputs[i]->dtype;
             uses_u8_ |= t == DType::logical;
@@ -229,7 +241,9 @@ public:
         key_ << ";prog=";
 
         // Scalars: push constants first, the rest from the argument block.
+        scalars_at_ = off;
         for (std::size_t s = 0; s < plan_.values.size(); ++s) {
+            if (s >= loop_slots_.first && s < loop_slots_.second) continue;  // read per step: tdmk_slot
             if (s < npush) pre_ << "    double s" << s << " = pc.s[" << s << "];\n";
             else pre_ << "    double s" << s << " = RefF64(pc.args + " << off + 8 * (s - npush) << "ul).v;\n";
         }
@@ -252,12 +266,12 @@ public:
         for (std::size_t j = 0; j < nout; ++j)
             pre_ << "    uint64_t out" << j << " = RefU64(pc.args + " << kArgHeaderBytes + 8 * (nin + j) << "ul).v;\n";
 
-        name_.resize(r_.program.size());
         type_.resize(r_.program.size());
         // The per-element code: once with 64-bit index `i` and scalar loads and stores (the
-        // general path, and the fast path's tail); in the fast path once more per vector lane.
-        general_ = pass(-1);
-        for (std::uint32_t c = 0; c < vec_; ++c) lanes_.push_back(pass(static_cast<int>(c)));
+        // general path, and the fast path's tail); in the fast path once more, for every vector
+        // lane together.
+        general_ = general_pass();
+        if (vec_ > 1) vector_code_ = vector_pass();
 
         k.glsl = source(k, npush, false);
         k.key = key_.str();
@@ -290,23 +304,202 @@ private:
         (void)f32;
     }
 
-    /// Writes the per-element code of every instruction and output: lane < 0 with scalar loads
-    /// and stores at 64-bit index `i`; lane c of the fast path reading component c of the
-    /// vectors loaded for the step and writing component c of the output vectors (index `i`
-    /// then a uint). The key is written by the first pass only.
-    std::string pass(int lane) {
+    // ---- the per-element code, in segments --------------------------------------------
+    // Without a run of repeated steps the program is one segment. With one (rep_), it is
+    // prefix (everything before copy 1: copy 0 included), the loop over copies 1 .. count - 1
+    // with copy 1's code as its body, and the suffix after the run. Values a copy passes to the
+    // next, or the last copy to the suffix, live in carried variables c<j> (j: the position in
+    // the step), declared after the prefix from copy 0's values and updated at the end of each
+    // step. Copy t reads copy 1's scalar slots plus (t - 1) * slots-per-copy (pack_arguments
+    // lays slots out in program order), loaded once per step through tdmk_slot.
+    enum class Seg : std::uint8_t { prefix, body, suffix };
+
+    /// Finds the run (graph/repeat.hpp) and checks that its scalar slots step by a constant.
+    void plan_loop() {
+        rep_ = find_repeat(r_);
+        if (!rep_) return;
+        const std::uint32_t first = rep_->begin + rep_->period, L = rep_->period;
+        int lo = -1, per_copy = 0;
+        for (std::uint32_t j = 0; j < L; ++j)
+            for (int k = 0; k < 4; ++k)
+                if (int s = plan_.slot[first + j][static_cast<std::size_t>(k)]; s >= 0) {
+                    if (lo < 0) lo = s;
+                    ++per_copy;
+                }
+        for (std::uint32_t t = 1; t < rep_->count; ++t)
+            for (std::uint32_t j = 0; j < L; ++j)
+                for (std::size_t k = 0; k < 4; ++k) {
+                    const int want = plan_.slot[first + j][k], got = plan_.slot[first + (t - 1) * L + j][k];
+                    if ((want < 0) != (got < 0) || (want >= 0 && got != want + static_cast<int>(t - 1) * per_copy)) {
+                        rep_.reset();
+                        return;
+                    }
+                }
+        slots_per_copy_ = static_cast<std::uint32_t>(per_copy);
+        if (lo >= 0)
+            loop_slots_ = {static_cast<std::size_t>(lo), static_cast<std::size_t>(lo) + std::size_t{slots_per_copy_} * (rep_->count - 1)};
+        // Carried positions: read by the next copy, or (of the last copy) after the run.
+        carried_.assign(L, false);
+        auto carry = [&](std::uint32_t v, std::uint32_t from) {
+            if (v >= from && v < from + L) carried_[v - from] = true;
+        };
+        for (std::uint32_t i = first; i < first + L; ++i)
+            for (int k = 0; k < op_info(r_.program[i].op).arity; ++k)
+                if (const Arg& a = r_.program[i].args[static_cast<std::size_t>(k)]; a.kind == Arg::Kind::Value)
+                    carry(a.index, rep_->begin);
+        const std::uint32_t last = rep_->end() - L;
+        for (std::size_t i = rep_->end(); i < r_.program.size(); ++i)
+            for (int k = 0; k < op_info(r_.program[i].op).arity; ++k)
+                if (const Arg& a = r_.program[i].args[static_cast<std::size_t>(k)]; a.kind == Arg::Kind::Value)
+                    carry(a.index, last);
+        for (const auto& o : r_.outputs) carry(o.value, last);
+        for (const auto& red : r_.reductions) carry(red.value, last);
+    }
+
+    /// The instructions of a segment.
+    std::pair<std::uint32_t, std::uint32_t> range(Seg seg) const {
+        const auto n = static_cast<std::uint32_t>(r_.program.size());
+        if (!rep_) return seg == Seg::prefix ? std::pair{0u, n} : std::pair{n, n};
+        const std::uint32_t first = rep_->begin + rep_->period;
+        if (seg == Seg::prefix) return {0u, first};
+        if (seg == Seg::body) return {first, first + rep_->period};
+        return {rep_->end(), n};
+    }
+
+    void set_lane(int lane) {
         lane_ = lane;
+        sfx_ = lane < 0 ? "" : "_l" + std::to_string(lane);
+        idx_ = lane < 0 ? "i" : "i" + sfx_;
+    }
+
+    /// The name of value v in the current segment and lane: a carried variable where v is the
+    /// previous copy's (in the loop) or the last copy's (after it).
+    std::string vname(std::uint32_t v) const {
+        if (rep_) {
+            const std::uint32_t b = rep_->begin, L = rep_->period, last = rep_->end() - L;
+            if (seg_ == Seg::body && v >= b && v < b + L) return "c" + std::to_string(v - b) + sfx_;
+            if (seg_ == Seg::suffix && v >= last && v < last + L) return "c" + std::to_string(v - last) + sfx_;
+        }
+        return "v" + std::to_string(v) + sfx_;
+    }
+
+    /// Lowers the instructions of `seg` for `lane` (< 0: the scalar path with 64-bit index `i`;
+    /// c: component c of the fast path's vectors, index i_l<c>).
+    std::string segment(Seg seg, int lane) {
+        seg_ = seg;
+        set_lane(lane);
         body_.str("");
         body_.clear();
-        conv_.clear();
-        inputs_.clear();
-        for (std::size_t i = 0; i < r_.program.size(); ++i) lower(i);
+        const auto [lo, hi] = range(seg);
+        for (std::uint32_t i = lo; i < hi; ++i) lower(i);
+        return body_.str();
+    }
+
+    std::string carried_decls(int lane) {
+        std::string out;
+        seg_ = Seg::prefix;
+        set_lane(lane);
+        for (std::uint32_t j = 0; j < carried_.size(); ++j)
+            if (carried_[j])
+                out += std::string("        ") + gtype(type_[rep_->begin + j]) + " c" + std::to_string(j) + sfx_ + " = " +
+                       vname(rep_->begin + j) + ";\n";
+        return out;
+    }
+    std::string carried_updates(int lane) {
+        std::string out;
+        set_lane(lane);
+        const std::uint32_t first = rep_->begin + rep_->period;
+        for (std::uint32_t j = 0; j < carried_.size(); ++j) {
+            if (!carried_[j]) continue;
+            loop_failed_ |= type_[first + j] != type_[rep_->begin + j];
+            out += "        c" + std::to_string(j) + sfx_ + " = v" + std::to_string(first + j) + sfx_ + ";\n";
+        }
+        return out;
+    }
+    /// The loop's head: copy tdmk_t's scalar slots, loaded once per step for every lane.
+    std::string loop_head() const {
+        std::string out = "        for (uint tdmk_t = 1u; tdmk_t < " + std::to_string(rep_->count) + "u; ++tdmk_t) {\n";
+        for (std::size_t s = loop_slots_.first; s < loop_slots_.first + slots_per_copy_; ++s)
+            out += "        double ls" + std::to_string(s) + " = tdmk_slot(" + std::to_string(s) + "u + (tdmk_t - 1u) * " +
+                   std::to_string(slots_per_copy_) + "u);\n";
+        return out;
+    }
+    /// Caches of names defined inside the loop's scope are forgotten after it.
+    struct Caches {
+        std::map<std::pair<std::string, DType>, std::string> conv;
+        std::map<std::tuple<std::uint32_t, DType, int>, std::string> inputs;
+        std::map<std::uint32_t, bool> offsets;
+    };
+    Caches save() const { return {conv_, inputs_, offsets_done_}; }
+    void restore(Caches c) {
+        conv_ = std::move(c.conv);
+        inputs_ = std::move(c.inputs);
+        offsets_done_ = std::move(c.offsets);
+    }
+
+    /// The scalar path's per-element code (and its stores). Its first run writes the key.
+    std::string general_pass() {
+        std::string code = segment(Seg::prefix, -1);
+        if (rep_) {
+            code += carried_decls(-1);
+            Caches outer = save();
+            code += loop_head();
+            code += segment(Seg::body, -1);
+            code += carried_updates(-1) + "        }\n";
+            restore(std::move(outer));
+            code += segment(Seg::suffix, -1);
+        }
         if (keying_) key_ << ";out=";
+        seg_ = Seg::suffix;
+        set_lane(-1);
+        body_.str("");
+        body_.clear();
         // A reduce region's values are folded, not stored (reduce_kernels.cpp).
         if (!r_.is_reduce())
             for (std::size_t j = 0; j < r_.outputs.size(); ++j) store(j);
         keying_ = false;
-        return body_.str();
+        return code + body_.str();
+    }
+
+    /// The fast path's code of one vector step: each segment for every lane in turn (lanes share
+    /// a scope, their names end in _l<c>), a random block per generator and step shared by the lanes.
+    std::string vector_pass() {
+        const auto V = static_cast<int>(vec_);
+        std::string code;
+        for (int c = 0; c < V; ++c) code += "        uint i_l" + std::to_string(c) + " = vi * " + std::to_string(vec_) + "u + " + std::to_string(c) + "u;\n";
+        auto lanes = [&](Seg seg) {
+            std::string lane_code;
+            for (int c = 0; c < V; ++c) lane_code += segment(seg, c);
+            return rng_decls(seg) + lane_code;
+        };
+        code += lanes(Seg::prefix);
+        if (rep_) {
+            for (int c = 0; c < V; ++c) code += carried_decls(c);
+            Caches outer = save();
+            code += loop_head();
+            code += lanes(Seg::body);
+            for (int c = 0; c < V; ++c) code += carried_updates(c);
+            code += "        }\n";
+            restore(std::move(outer));
+            code += lanes(Seg::suffix);
+        }
+        seg_ = Seg::suffix;
+        for (int c = 0; c < V; ++c) {
+            set_lane(c);
+            body_.str("");
+            body_.clear();
+            for (std::size_t j = 0; j < r_.outputs.size(); ++j) store(j);
+            code += body_.str();
+        }
+        return code;
+    }
+    /// The fast path's Philox blocks of the generators in `seg`.
+    std::string rng_decls(Seg seg) const {
+        const auto [lo, hi] = range(seg);
+        std::string out;
+        for (const auto& [instr, decl] : vec_rng_)
+            if (instr >= lo && instr < hi) out += "        " + decl + "\n";
+        return out;
     }
 
     static std::string vtype(DType t, std::uint32_t n) {
@@ -326,34 +519,41 @@ private:
     // ---- operands ------------------------------------------------------------------------
     /// A value converted to t (cached, as the CPU's `convert`).
     std::string value(std::uint32_t v, DType t) {
-        if (type_[v] == t) return name_[v];
-        auto key = std::make_pair(v, t);
+        std::string name = vname(v);
+        if (type_[v] == t) return name;
+        auto key = std::make_pair(name, t);
         if (auto it = conv_.find(key); it != conv_.end()) return it->second;
-        std::string n = name_[v] + "_" + tsuffix(t);
-        body_ << "        " << gtype(t) << ' ' << n << " = " << gtype(t) << '(' << name_[v] << ");\n";
+        std::string n = name + "_" + tsuffix(t);
+        body_ << "        " << gtype(t) << ' ' << n << " = " << gtype(t) << '(' << name << ");\n";
         conv_.emplace(key, n);
         return n;
     }
+    /// Scalar slot `slot` (a double): loaded before the element loop, or in the loop's body
+    /// per step (ls<slot>: copy 1's slot, shifted to the step's copy by loop_head()).
+    std::string sref(int slot) const { return (seg_ == Seg::body ? "ls" : "s") + std::to_string(slot); }
     std::string scalar(int slot, DType t) {
-        std::string n = "s" + std::to_string(slot);
+        std::string n = sref(slot);
         return t == DType::f32 ? "float(" + n + ")" : n;
     }
     /// Input k read as type t: scalar inputs once before the loop, the others per element.
     std::string input(std::uint32_t k, DType t) {
-        auto key = std::make_pair(k, t);
-        auto& cache = access_[k] == InputAccess::scalar ? scalar_inputs_ : inputs_;
-        if (auto it = cache.find(key); it != cache.end()) return it->second;
         const DType src = r_.inputs[k]->dtype;
         const std::string base = "in" + std::to_string(k);
+        if (access_[k] == InputAccess::scalar) {
+            auto key = std::make_pair(k, t);
+            if (auto it = scalar_inputs_.find(key); it != scalar_inputs_.end()) return it->second;
+        } else if (auto it = inputs_.find({k, t, lane_}); it != inputs_.end()) {
+            return it->second;
+        }
         if (lane_ >= 0 && access_[k] == InputAccess::full) {
             // Component `lane` of the vector loaded for this step (the same bits as a scalar load).
             vec_in_.emplace(k, src);
             const std::string load = base + "_v[" + std::to_string(lane_) + "]";
-            std::string n = base + "_" + tsuffix(t);
+            std::string n = base + "_" + tsuffix(t) + sfx_;
             const bool same = (src == DType::f64 && t == DType::f64) || (src == DType::f32 && t == DType::f32);
             body_ << "        " << gtype(t) << ' ' << n << " = "
                   << (same ? load : std::string(gtype(t)) + "(" + load + ")") << ";\n";
-            inputs_.emplace(key, n);
+            inputs_.emplace(std::make_tuple(k, t, lane_), n);
             return n;
         }
         std::string index;
@@ -376,7 +576,8 @@ private:
         const bool same = (src == DType::f64 && t == DType::f64) || (src == DType::f32 && t == DType::f32);
         os << indent << gtype(t) << ' ' << n << " = " << (same ? load : std::string(gtype(t)) + "(" + load + ")")
            << ";\n";
-        cache.emplace(key, n);
+        if (access_[k] == InputAccess::scalar) scalar_inputs_.emplace(std::make_pair(k, t), n);
+        else inputs_.emplace(std::make_tuple(k, t, lane_), n);
         return n;
     }
     /// The element offset of strided input k: the linear index split over the collapsed extents.
@@ -419,14 +620,16 @@ private:
     void check_nan(std::size_t i, int k, const std::string& x) {
         const Arg& a = r_.program[i].args[static_cast<std::size_t>(k)];
         if (a.kind == Arg::Kind::Scalar || a.dtype == DType::logical) return;
-        body_ << "        if (tdmk_isnan(" << x << ")) err = min(err, " << i << "u);\n";
+        // In the loop's body, the instruction of the step's own copy.
+        const std::string at = seg_ == Seg::body ? std::to_string(i) + "u + (tdmk_t - 1u) * " + std::to_string(rep_->period) + "u"
+                                                 : std::to_string(i) + "u";
+        body_ << "        if (tdmk_isnan(" << x << ")) err = min(err, " << at << ");\n";
     }
 
     // ---- instructions --------------------------------------------------------------------
     void define(std::size_t i, DType t, const std::string& expr) {
-        name_[i] = "v" + std::to_string(i);
         type_[i] = t;
-        body_ << "        precise " << gtype(t) << ' ' << name_[i] << " = " << expr << ";\n";
+        body_ << "        precise " << gtype(t) << ' ' << vname(static_cast<std::uint32_t>(i)) << " = " << expr << ";\n";
     }
     static std::string b01(DType t, const std::string& cond) {
         return "(" + cond + ") ? " + lit(t, "1.0") + " : " + lit(t, "0.0");
@@ -452,34 +655,33 @@ private:
             }
             case OpGroup::Generator: {
                 const auto& s = plan_.slot[i];
+                const std::string di = "double(" + idx_ + ")";
                 if (ins.op == OpKind::Linspace)
-                    return define(i, DType::f64, "double(i) == s" + std::to_string(s[3]) + " ? s" +
-                                                     std::to_string(s[1]) + " : s" + std::to_string(s[0]) +
-                                                     " + double(i) * s" + std::to_string(s[2]));
+                    return define(i, DType::f64, di + " == " + sref(s[3]) + " ? " + sref(s[1]) + " : " + sref(s[0]) +
+                                                     " + " + di + " * " + sref(s[2]));
                 if (ins.op == OpKind::RandU || ins.op == OpKind::RandN) {
                     // shaders/philox.glsl: the same bits as backends/cpu/philox.hpp.
                     need_rng_ = true;
                     const DType rt = ins.dtype == DType::f32 ? DType::f32 : DType::f64;
                     // the seed's halves are exact 32-bit integers as doubles: 32-bit conversions
-                    const std::string seed = "(uint64_t(uint(s" + std::to_string(s[0]) + ")) | (uint64_t(uint(s" +
-                                             std::to_string(s[1]) + ")) << 32))";
+                    const std::string seed = "(uint64_t(uint(" + sref(s[0]) + ")) | (uint64_t(uint(" + sref(s[1]) + ")) << 32))";
                     const std::string f = std::string(ins.op == OpKind::RandU ? "tdm_rand_" : "tdm_randn_") +
                                           (rt == DType::f32 ? "f32" : "f64");
-                    const std::string stream = "uint64_t(s" + std::to_string(s[2]) + ")";
+                    const std::string stream = "uint64_t(" + sref(s[2]) + ")";
                     // The vector path, when a vector is exactly one Philox block (4 singles or 2
                     // doubles): the block once per step, lane c taking component c -- the same bits
                     // as element by element, a quarter (half) of the generator's work.
                     const std::uint32_t per_block = rt == DType::f32 ? 4u : 2u;
                     if (lane_ >= 0 && vec_ == per_block) {
-                        const std::string name = "g" + std::to_string(i) + "_v";
+                        const std::string name = "g" + std::to_string(i) + "_v";  // shared by the lanes
                         vec_rng_.emplace(i, std::string(rt == DType::f32 ? "vec4 " : "dvec2 ") + name + " = " + f +
                                                 (rt == DType::f32 ? "x4" : "x2") + "(" + seed + ", " + stream +
                                                 ", uint64_t(vi));");
                         return define(i, rt, name + "[" + std::to_string(lane_) + "]");
                     }
-                    return define(i, rt, f + "(" + seed + ", " + stream + ", uint64_t(i))");
+                    return define(i, rt, f + "(" + seed + ", " + stream + ", uint64_t(" + idx_ + "))");
                 }
-                return define(i, DType::f64, "s" + std::to_string(s[0]) + " + double(i) * s" + std::to_string(s[1]));
+                return define(i, DType::f64, sref(s[0]) + " + " + di + " * " + sref(s[1]));
             }
             case OpGroup::Unary: {
                 if (ins.op == OpKind::Cast) {
@@ -584,7 +786,7 @@ private:
             // Component `lane` of the output's vector, stored after the last lane.
             const std::string dst = "out" + J + "_v[" + std::to_string(lane_) + "] = ";
             if (to == DType::logical)
-                body_ << "        " << dst << "(" << name_[v] << " == " << lit(type_[v], "0.0") << ") ? 0u : 1u;\n";
+                body_ << "        " << dst << "(" << vname(v) << " == " << lit(type_[v], "0.0") << ") ? 0u : 1u;\n";
             else {
                 const std::string x = value(v, to);
                 body_ << "        " << dst << x << ";\n";
@@ -592,7 +794,7 @@ private:
             return;
         }
         if (to == DType::logical)
-            body_ << "        RefU8(out" << J << " + i).v = uint8_t((" << name_[v] << " == " << lit(type_[v], "0.0")
+            body_ << "        RefU8(out" << J << " + i).v = uint8_t((" << vname(v) << " == " << lit(type_[v], "0.0")
                   << ") ? 0u : 1u);\n";
         else {
             // The conversion (if any) is written to body_ first, then the store.
@@ -616,7 +818,10 @@ private:
             s << "#extension GL_KHR_shader_subgroup_basic : require\n"
                  "#extension GL_KHR_shader_subgroup_shuffle : require\n";
         s << "layout(local_size_x = " << k.workgroup_size << ") in;\n";
-        s << "// " << r_.summary() << "\n";
+        // What the kernel computes, for a reader of the source (cut short: a long program's list
+        // would grow with its steps where the code does not).
+        const std::string summary = r_.summary();
+        s << "// " << summary.substr(0, 240) << (summary.size() > 240 ? "..." : "") << "\n";
         s << tandem_shader_convert_f32 << '\n';
         if (!combine && need_rng_) s << tandem_shader_philox << '\n';
         if (!combine && (need_f64_ || need_f32_)) s << tandem_shader_math_f64 << '\n';
@@ -643,6 +848,12 @@ private:
         s << "layout(push_constant) uniform Push { uint64_t args; uint64_t count;";
         if (npush) s << " double s[" << npush << "];";
         s << " } pc;\n";
+        if (rep_ && slots_per_copy_ > 0 && !combine) {
+            // A step's scalar slot: in the push constants or the argument block (arguments.hpp).
+            s << "double tdmk_slot(uint s) {\n";
+            if (npush) s << "    if (s < " << npush << "u) return pc.s[s];\n";
+            s << "    return RefF64(pc.args + " << scalars_at_ << "ul + 8ul * uint64_t(s - " << npush << "u)).v;\n}\n";
+        }
         s << kPrelude << (o_.exact_f64_div_sqrt ? kExactDivSqrt : kIeeeDivSqrt);
         if (need_modrem_ && !combine) s << kModRem;
         if (r_.is_reduce()) {
@@ -654,7 +865,9 @@ private:
             parts.subgroups = (contiguous_ || combine) && o_.subgroup_shuffle;
             parts.pre = pre_.str();
             parts.element = general_;
-            for (const Reduction& red : r_.reductions) parts.value.push_back(name_[red.value]);
+            seg_ = Seg::suffix;  // the reduced values as the code after the steps names them
+            set_lane(-1);
+            for (const Reduction& red : r_.reductions) parts.value.push_back(vname(red.value));
             if (combine) write_reduce_combine_main(s, parts);
             else write_reduce_main(s, parts);
         } else if (vec_ > 1) {
@@ -717,7 +930,6 @@ private:
              "            }\n"
              "            break;\n"
              "        }\n";
-        for (const auto& [instr, decl] : vec_rng_) s << "        " << decl << "\n";
         for (const auto& [in, t] : vec_in_) {
             const std::string base = "in" + std::to_string(in);
             const std::string load = std::string(vref(t, true)) + "(" + vaddr(base, t) + ").v";
@@ -726,10 +938,7 @@ private:
         }
         for (std::size_t j = 0; j < r_.outputs.size(); ++j)
             s << "        " << vtype(r_.outputs[j].node->dtype, vec_) << " out" << j << "_v;\n";
-        for (std::uint32_t c = 0; c < vec_; ++c)
-            s << "        {\n"
-                 "        uint i = vi * " << V << "u + " << c << "u;\n"
-              << lanes_[c] << "        }\n";
+        s << vector_code_;
         for (std::size_t j = 0; j < r_.outputs.size(); ++j) {
             const DType t = r_.outputs[j].node->dtype;
             const std::string base = "out" + std::to_string(j);
@@ -750,19 +959,27 @@ private:
     const CodegenOptions& o_;
     ScalarPlan plan_;
     std::ostringstream key_, pre_, body_;
-    std::vector<std::string> name_;
     std::vector<DType> type_;
     std::vector<std::uint64_t> dims_offset_;
-    std::map<std::pair<std::uint32_t, DType>, std::string> conv_, inputs_;
+    std::map<std::pair<std::string, DType>, std::string> conv_;      // by the converted value's name
+    std::map<std::tuple<std::uint32_t, DType, int>, std::string> inputs_;  // by (input, type, lane)
     std::map<std::uint32_t, bool> offsets_done_;
     std::map<std::pair<std::uint32_t, DType>, std::string> scalar_inputs_;  // loaded once, in pre_
     std::map<std::uint32_t, DType> vec_in_;  // fast path: full inputs read, by their storage type
     std::map<std::size_t, std::string> vec_rng_;  // fast path: a Philox block per step, by instruction
     std::uint32_t vec_ = 1, steps_ = 1;
     int lane_ = -1;
+    std::string sfx_, idx_ = "i";  // the lane's name suffix and element index
     bool keying_ = true;
-    std::string general_;
-    std::vector<std::string> lanes_;
+    std::string general_, vector_code_;
+    // The run of repeated steps written as a loop (see Seg), its slots, carried positions.
+    std::optional<Repeat> rep_;
+    Seg seg_ = Seg::prefix;
+    std::pair<std::size_t, std::size_t> loop_slots_{0, 0};
+    std::uint32_t slots_per_copy_ = 0;
+    std::uint64_t scalars_at_ = 0;  // the argument block's first scalar slot
+    std::vector<bool> carried_;
+    bool loop_failed_ = false;
     bool need_f64_ = false, need_f32_ = false, need_modrem_ = false, uses_u8_ = false;
     bool contiguous_ = false;  // reduce regions: ReducePlan::contiguous
     bool need_rng_ = false;    // a generator of random numbers: paste shaders/philox.glsl
@@ -774,7 +991,12 @@ Kernel generate(const Region& region, std::span<const InputAccess> access, std::
                 const CodegenOptions& options) {
     if (access.size() != region.inputs.size() || strided_dims.size() < region.inputs.size())
         throw DeviceError("vulkan codegen: one access (and strided dim count) per region input is needed");
-    return Writer(region, access, strided_dims, options).run();
+    if (options.loops) {
+        Writer w(region, access, strided_dims, options, true);
+        Kernel k = w.run();
+        if (!w.loop_failed()) return k;
+    }
+    return Writer(region, access, strided_dims, options, false).run();
 }
 
 }  // namespace tandem::detail::vk

@@ -24,6 +24,10 @@ struct CodegenOptions {
     /// The contiguous fast path (see Kernel::vector_width): used when no input is strided and the
     /// element count fits in 32 bits. Off: every kernel takes the general path (tests compare them).
     bool contiguous_fast_path = true;
+    /// Write a run of repeated steps in the program (graph/repeat.hpp: a loop in the user's code)
+    /// as a loop, so that the kernel's size and compile time do not grow with the step count.
+    /// Off: straight-line code (tests compare the two, bit for bit).
+    bool loops = true;
     std::uint32_t max_push_bytes = 128;     ///< the device's maxPushConstantsSize
     /// Correct f64 `/` and `sqrt` to IEEE round-to-nearest with an exact (Dekker) residual.
     /// Off by default: lavapipe's (and NVIDIA's/AMD's) f64 division and sqrt are measured IEEE

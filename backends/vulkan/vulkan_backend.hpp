@@ -37,6 +37,7 @@ struct VulkanOptions {
     std::uint32_t reduction_workgroup = 0;  ///< 0: the device's default (Config::reduction_workgroup)
     std::int64_t two_pass_threshold = 0;    ///< 0: the default (Config::two_pass_threshold)
     bool subgroups = true;                  ///< Config::vulkan_subgroups
+    bool loops = true;                      ///< Config::vulkan_loops
 };
 
 struct DeviceStats {

@@ -47,6 +47,10 @@ struct TANDEM_API Config {
     /// Combine within a workgroup with subgroup shuffles where the device has them (else a
     /// shared-memory tree). TANDEM_VULKAN_SUBGROUPS=0|1.
     bool vulkan_subgroups = true;
+    /// Compile a region's repeated steps (a loop in the user's program, unrolled into the graph)
+    /// as a loop in the kernel, so that compile time does not grow with the number of steps
+    /// (off: straight-line code; the same bits either way). TANDEM_VULKAN_LOOPS=0|1.
+    bool vulkan_loops = true;
     /// Directory of the on-disk pipeline cache: "" = $TANDEM_PIPELINE_CACHE_DIR, else
     /// $XDG_CACHE_HOME/tandem, else ~/.cache/tandem; "none" = in memory only.
     std::string pipeline_cache_dir;
