@@ -5,7 +5,9 @@
 #include <span>
 #include <set>
 #include <sstream>
+#include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace tandem::detail {
 
@@ -98,6 +100,29 @@ EpilogueChain match_epilogue(const std::vector<Node*>& pending, std::size_t i, c
         cur = y;
     }
     return chain;
+}
+
+/// The nodes of group h that computing pending[k] again needs (k's backward slice within h),
+/// if it is cheap: at most kMaxRecomputed elementwise ops, none transcendental or random (those
+/// cost more than the memory traffic saved). Empty: not worth it.
+template <class Pos>
+std::vector<std::size_t> recompute_slice(const std::vector<Node*>& pending, std::size_t k, std::size_t h,
+                                         const std::vector<std::size_t>& group_of, const Pos& pos) {
+    constexpr std::size_t kMaxRecomputed = 4;
+    std::vector<std::size_t> slice, stack{k};
+    while (!stack.empty()) {
+        const std::size_t m = stack.back();
+        stack.pop_back();
+        if (std::find(slice.begin(), slice.end(), m) != slice.end()) continue;
+        const Node& n = *pending[m];
+        const OpInfo& info = op_info(n.op);
+        if (!is_elementwise(n.op) || info.group == OpGroup::Generator || info.transcendental || slice.size() == kMaxRecomputed)
+            return {};
+        slice.push_back(m);
+        for (auto& in : n.inputs)
+            if (std::size_t q = pos(in.get()); q != SIZE_MAX && group_of[q] == h) stack.push_back(q);
+    }
+    return slice;
 }
 
 bool reaches(const std::vector<Group>& groups, std::size_t from, std::size_t to) {
@@ -238,16 +263,48 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             if (q != chosen) groups[chosen].deps.insert(q);
     }
 
-    // A value leaves its region when it is wanted or read by another region.
+    // Recomputation: an elementwise group that reads a cheap value of another elementwise group
+    // of its shape computes it again from that value's own operands (the value's slice within
+    // its group), instead of the other region writing it and this one reading it back: a few
+    // arithmetic ops cost less than two passes over memory. `imgs - mu` read both by a
+    // reduction (its variance) and by the elementwise chain after it is the case in point:
+    // recomputed by the chain, it is no longer written, and its square folds into the reduction.
+    std::vector<std::unordered_set<std::size_t>> recomputed(groups.size());  // slice nodes per group
+    if (options.fuse) {
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            const std::size_t g = group_of[i];
+            if (g == kFolded || groups[g].own || is_reduction(pending[i]->op) || chain_of[i] != kOutside) continue;
+            for (auto& in : pending[i]->inputs) {
+                const std::size_t k = pos(in.get());
+                if (k == kOutside || group_of[k] == kFolded || group_of[k] == g || recomputed[g].count(k)) continue;
+                const std::size_t h = group_of[k];
+                if (groups[h].own || groups[h].shape != groups[g].shape || is_reduction(pending[k]->op) || chain_of[k] != kOutside)
+                    continue;
+                std::vector<std::size_t> slice = recompute_slice(pending, k, h, group_of, pos);
+                if (!slice.empty()) recomputed[g].insert(slice.begin(), slice.end());
+            }
+        }
+    }
+    // What group g reads of node k: nothing when it recomputes k; else k's value.
+    auto reads_value = [&](std::size_t g, std::size_t k) { return !recomputed[g].count(k); };
+
+    // A value leaves its region when it is wanted or read by another region (a recomputed
+    // slice's operands are read by the region that recomputes it).
     std::vector<bool> is_output(pending.size(), false);
     for (std::size_t i = 0; i < pending.size(); ++i) {
         if (group_of[i] == kFolded) continue;
         if (wanted[i]) is_output[i] = true;
         for (auto& in : pending[i]->inputs) {
             std::size_t k = pos(in.get());
-            if (k != kOutside && group_of[k] != kFolded && group_of[k] != group_of[i]) is_output[k] = true;
+            if (k != kOutside && group_of[k] != kFolded && group_of[k] != group_of[i] && reads_value(group_of[i], k))
+                is_output[k] = true;
         }
     }
+    for (std::size_t g = 0; g < groups.size(); ++g)
+        for (std::size_t m : recomputed[g])
+            for (auto& in : pending[m]->inputs)
+                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && !recomputed[g].count(k))
+                    is_output[k] = true;
 
     // An elementwise group whose every output is read only by reductions along one dimension
     // (and is not wanted) becomes their producer: one region reads the inputs once, reduces, and
@@ -325,9 +382,24 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         Region r;
         r.shape = g.shape;
         std::unordered_map<const Node*, std::uint32_t> input_of;
+        std::unordered_map<std::size_t, std::uint32_t> clone_of;  // recomputed nodes: their value here
+        // An elementwise node's instruction, its operands through `operand`.
+        std::function<void(const std::shared_ptr<Node>&, Arg&)> operand;
+        auto instruction = [&](const Node* n) {
+            Instr ins{n->op, n->dtype, DType::f64, {}, n->attr};
+            DType operand_types[3] = {DType::f64, DType::f64, DType::f64};
+            for (std::size_t k = 0; k < n->inputs.size(); ++k) {
+                operand_types[k] = n->inputs[k]->dtype;
+                operand(n->inputs[k], ins.args[k]);
+            }
+            if (n->op == OpKind::Constant) ins.attr[0] = immediate(*n);
+            ins.compute = n->inputs.empty() ? (n->dtype == DType::f32 ? DType::f32 : DType::f64)
+                                            : compute_dtype(n->op, operand_types);
+            return ins;
+        };
         // An operand of an instruction of this region: a constant's immediate, a value of this
-        // region, or a region input.
-        auto operand = [&](const std::shared_ptr<Node>& in_ptr, Arg& a) {
+        // region (recomputed ones included), or a region input.
+        operand = [&](const std::shared_ptr<Node>& in_ptr, Arg& a) {
             const Node* in = in_ptr.get();
             a.dtype = in->dtype;
             if (in->op == OpKind::Constant) {
@@ -336,6 +408,15 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             } else if (std::size_t at = pos(in); at != kOutside && group_of[at] == gi) {
                 a.kind = Arg::Kind::Value;
                 a.index = value_of[at];
+            } else if (at != kOutside && recomputed[gi].count(at)) {
+                auto it = clone_of.find(at);
+                if (it == clone_of.end()) {
+                    Instr ins = instruction(pending[at]);  // its operands first: SSA order
+                    it = clone_of.emplace(at, static_cast<std::uint32_t>(r.program.size())).first;
+                    r.program.push_back(ins);
+                }
+                a.kind = Arg::Kind::Value;
+                a.index = it->second;
             } else {
                 auto [it, fresh] = input_of.try_emplace(in, static_cast<std::uint32_t>(r.inputs.size()));
                 if (fresh) r.inputs.push_back(in_ptr);
@@ -428,15 +509,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 r.outputs.push_back({0, pending[m]->shared_from_this()});
                 continue;
             }
-            Instr ins{n->op, n->dtype, DType::f64, {}, n->attr};
-            DType operand_types[3] = {DType::f64, DType::f64, DType::f64};
-            for (std::size_t k = 0; k < n->inputs.size(); ++k) {
-                operand_types[k] = n->inputs[k]->dtype;
-                operand(n->inputs[k], ins.args[k]);
-            }
-            if (n->op == OpKind::Constant) ins.attr[0] = immediate(*n);
-            ins.compute = n->inputs.empty() ? (n->dtype == DType::f32 ? DType::f32 : DType::f64)
-                                            : compute_dtype(n->op, operand_types);
+            const Instr ins = instruction(n);
             auto index = static_cast<std::uint32_t>(r.program.size());
             value_of[m] = index;
             r.program.push_back(ins);

@@ -397,3 +397,41 @@ TEST(Introspection, HostBuffersAreReused) {
     EXPECT_GE(m.host_bytes_allocated, 100000u * sizeof(double));
     EXPECT_GE(m.elements_written, 300000u);
 }
+
+namespace {
+
+/// Images normalised by their own mean and spread (the harness's W2, small): `d = x - mu` is
+/// read by the variance's reduction and by the chain after it.
+std::vector<Array> normalise(Runtime& rt, const std::vector<double>& v, std::int64_t h, std::int64_t w, std::int64_t b) {
+    Array x = rt.array(std::span<const double>(v), Shape{h, w, b});
+    Array mu = tandem::mean(tandem::mean(x, 1), 2);
+    Array d = x - mu;
+    Array sigma = tandem::sqrt(tandem::mean(tandem::mean(d * d, 1), 2));
+    Array out = tandem::min(tandem::max(d / (sigma + 1e-6) * 0.25 + 0.5, 0.0), 1.0);
+    return {out, tandem::mean(out, tandem::all_dims)};
+}
+
+}  // namespace
+
+TEST(Fusion, CheapProducerReadTwiceIsRecomputedNotWritten) {
+    const std::int64_t h = 37, w = 53, b = 3;
+    std::mt19937_64 rng(7);
+    std::vector<double> v = tref::random_values(h * w * b, tandem::DType::f64, rng, false);
+    v[3] = NAN;
+    v[10] = -0.0;
+    Runtime fused{Config{}}, plain{unfused_config()};
+    const auto f = normalise(fused, v, h, w, b), p = normalise(plain, v, h, w, b);
+    // The same bits as every op materialised (the recomputed `x - mu` is the same op).
+    for (std::size_t k = 0; k < f.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::gather(f[k]), tref::gather(p[k]), tref::Acc::exact_signed)) << k;
+    // Only the mean is wanted: x is read three times (mu, sigma, the chain folded into its mean)
+    // and nothing of x's size is written.
+    Runtime lean{Config{}};
+    const Metrics before = lean.metrics();
+    const Array m = normalise(lean, v, h, w, b)[1];
+    m.gather().get();
+    const Metrics after = lean.metrics();
+    // (What is written: the column sums of mu's and sigma's first reductions, 2 x w x b, and scalars.)
+    EXPECT_LT(after.elements_written - before.elements_written, static_cast<std::uint64_t>(2 * w * b + 32))
+        << "an array of x's size was written: " << after.elements_written - before.elements_written << " elements";
+}

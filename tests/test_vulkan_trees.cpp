@@ -276,3 +276,39 @@ TEST(VulkanBackendLarge, ArrayLargerThanMaxStorageBufferRange) {
 }
 
 }  // namespace
+
+namespace {
+
+/// The harness's W2, small: `d = x - mu` read by the variance's reduction and by the chain
+/// after it, which recomputes it (graph/fusion.cpp) instead of reading it back.
+std::vector<Host> normalise(Runtime& rt, const std::vector<float>& v, std::int64_t h, std::int64_t w, std::int64_t b) {
+    Array x = rt.array(std::span<const float>(v), tandem::Shape{h, w, b});
+    Array mu = tandem::mean(tandem::mean(x, 1), 2);
+    Array d = x - mu;
+    Array sigma = tandem::sqrt(tandem::mean(tandem::mean(d * d, 1), 2));
+    Array out = tandem::min(tandem::max(d / (sigma + 1e-6) * 0.25 + 0.5, 0.0), 1.0);
+    return {tref::gather(out), tref::gather(tandem::mean(out, tandem::all_dims)), tref::gather(sigma)};
+}
+
+}  // namespace
+
+TEST(VulkanBackendTrees, RecomputedProducerMatchesTheMaterialisedOne) {
+    const std::int64_t h = 61, w = 37, b = 2;
+    std::mt19937_64 rng(11);
+    std::vector<float> v(static_cast<std::size_t>(h * w * b));
+    for (float& e : v) e = static_cast<float>(tref::random_values(1, DType::f32, rng, false)[0]);
+    v[4] = NAN;
+    v[9] = -0.0f;
+    auto gpu = open_gpu();
+    tandem::Config plain_cfg = tvk::gpu_config();
+    plain_cfg.fusion = false;
+    auto plain = open_gpu(plain_cfg);
+    Runtime cpu(cpu_config());
+    const auto g = normalise(*gpu, v, h, w, b), p = normalise(*plain, v, h, w, b), c = normalise(cpu, v, h, w, b);
+    for (std::size_t k = 0; k < g.size(); ++k) {
+        EXPECT_TRUE(tref::same_values(g[k], p[k], Acc::exact_signed)) << "recomputed vs materialised, value " << k;
+        EXPECT_TRUE(tref::same_values(g[k], c[k], Acc::exact_signed)) << "device vs CPU, value " << k;
+    }
+    expect_device_clean(*gpu);
+    expect_device_clean(*plain);
+}
