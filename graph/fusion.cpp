@@ -246,7 +246,12 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         std::size_t chosen = kFolded;
         if (options.fuse) {
             auto& same_shape = groups_of_shape(n->shape);  // elementwise groups only
-            for (auto g = same_shape.rbegin(); g != same_shape.rend() && chosen == kFolded; ++g) {
+            // The most recent groups only: a node joins one of the last few (a chain's own group,
+            // or a sibling's); trying every older one, each with a walk of the group graph, made
+            // planning cubic in a loop's length (an iterative solver of 400 small steps took 3 s).
+            constexpr std::size_t kCandidates = 8;
+            std::size_t tried = 0;
+            for (auto g = same_shape.rbegin(); g != same_shape.rend() && chosen == kFolded && tried < kCandidates; ++g, ++tried) {
                 bool acyclic = std::none_of(reads.begin(), reads.end(),
                                             [&](std::size_t q) { return q != *g && reaches(groups, q, *g); });
                 if (acyclic) chosen = *g;
