@@ -581,7 +581,7 @@ def main():
     r.add_argument("--warmup", type=int, default=1)
     r.add_argument("--steps", type=int, default=256, help="W3's time steps")
     r.add_argument("--iters", type=int, default=50, help="W5's power-iteration steps")
-    r.add_argument("--w3-compile", choices=["whole", "step"], default="whole", help="torch.compile's scope for W3")
+    r.add_argument("--w3-compile", choices=["whole", "step"], default="step", help="torch.compile's scope for W3")
     r.add_argument("--torch-device", default="cuda", help="PyTorch's device (cpu: PyTorch as a CPU peer)")
     r.add_argument("--out", default=os.path.join(ROOT, "docs", "workloads"))
     r.add_argument("--name", help="file stem (default cpu-<cpu model>-<cores>c, gpu-... with --modes gpu, -quick with --quick)")
