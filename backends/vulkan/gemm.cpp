@@ -235,6 +235,86 @@ std::pair<std::uint32_t, std::uint32_t> Gemm::grid(const GemmArgs& args) const {
             static_cast<std::uint32_t>((static_cast<std::uint64_t>(args.n) + t.bn - 1) / t.bn)};
 }
 
+std::uint32_t Gemm::split_parts(const GemmArgs& args) const {
+    // Enough workgroups to fill a large GPU (the H100 has 132 SMs) with a few each; parts of at
+    // least kMinPartK along k, each a multiple of 16 elements (aligned slices of A and B).
+    constexpr std::uint64_t kTargetGroups = 512, kMinPartK = 4096;
+    const bool plain = args.alpha == 1 && args.beta == 0 && args.bias_mode == GemmBias::none &&
+                       args.activation == GemmActivation::none && args.ldd == args.m;
+    if (!plain || args.m == 0 || args.n == 0) return 1;
+    const auto [gm, gn] = grid(args);
+    const std::uint64_t tiles = std::uint64_t{gm} * gn;
+    if (tiles >= kTargetGroups / 4) return 1;
+    return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min(kTargetGroups / tiles, args.k / kMinPartK)));
+}
+
+std::uint64_t Gemm::split_scratch_bytes(const GemmArgs& args, std::uint32_t parts) {
+    return std::uint64_t{parts} * args.m * args.n * dtype_size(args.dtype);
+}
+
+Kernel Gemm::split_sum_kernel(DType dtype) {
+    const bool f64 = dtype == DType::f64;
+    const std::string T = f64 ? "double" : "float", ES = f64 ? "8" : "4";
+    Kernel k;
+    k.glsl = "#version 450\n"
+             "#extension GL_EXT_buffer_reference : require\n"
+             "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+             "layout(local_size_x = 256) in;\n"
+             "layout(buffer_reference, std430, buffer_reference_align = " + ES + ") buffer Elem { " + T + " v; };\n"
+             "layout(push_constant) uniform Push { uint64_t src, dst, count, parts; } pc;\n"
+             "void main() {\n"
+             "    const uint64_t i = (uint64_t(gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256ul +\n"
+             "                       gl_LocalInvocationID.x;\n"
+             "    if (i >= pc.count) return;\n"
+             "    precise " + T + " s = Elem(pc.src + i * " + ES + "ul).v;\n"
+             "    for (uint64_t p = 1ul; p < pc.parts; ++p) {\n"   // in order: the same bits every run
+             "        precise " + T + " x = Elem(pc.src + (p * pc.count + i) * " + ES + "ul).v;\n"
+             "        s = s + x;\n"
+             "    }\n"
+             "    Elem(pc.dst + i * " + ES + "ul).v = s;\n"
+             "}\n";
+    k.key = std::string("tandem-gemm-split-sum 1;") + (f64 ? "f64" : "f32");
+    k.workgroup_size = 256;
+    k.elements_per_thread = 1;
+    k.vector_width = 1;
+    k.push_bytes = 32;
+    return k;
+}
+
+void Gemm::record_split(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t parts, VkDeviceAddress scratch,
+                        const ComputePipeline& sum) {
+    const std::uint64_t es = dtype_size(args.dtype), mn = std::uint64_t{args.m} * args.n;
+    // Slices of k: multiples of 16 elements, the last one the rest.
+    const std::uint32_t step = ((args.k + parts - 1) / parts + 15u) / 16u * 16u;
+    std::uint32_t used = 0;
+    for (std::uint32_t k0 = 0; k0 < args.k; k0 += step, ++used) {
+        GemmArgs part = args;
+        part.k = std::min(step, args.k - k0);
+        // op(A) columns k0..: A stored m x k (a column of lda) or k x m (transposed: rows);
+        // op(B) rows k0..: B stored k x n (rows) or n x k (transposed: columns of ldb).
+        part.a = args.a + (args.trans_a ? std::uint64_t{k0} : std::uint64_t{k0} * args.lda) * es;
+        part.b = args.b + (args.trans_b ? std::uint64_t{k0} * args.ldb : std::uint64_t{k0}) * es;
+        part.d = scratch + used * mn * es;
+        part.ldd = args.m;
+        record(cmd, part);
+    }
+    VkMemoryBarrier barrier{};
+    barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
+                         nullptr, 0, nullptr);
+    struct {
+        std::uint64_t src, dst, count, parts;
+    } push{scratch, args.d, mn, used};
+    const std::uint64_t groups = (mn + 255) / 256;
+    const std::uint64_t gx = std::min<std::uint64_t>(groups, kMaxGroups), gy = (groups + gx - 1) / gx;
+    if (gy > kMaxGroups) throw ValueError("vulkan gemm: a split product of " + std::to_string(mn) + " elements exceeds one dispatch");
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, sum.pipeline);
+    vkCmdPushConstants(cmd, sum.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+    vkCmdDispatch(cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
+}
+
 void Gemm::record(VkCommandBuffer cmd, const GemmArgs& args) {
     const GemmTiles t = tiles(args.dtype);
     if (std::string why = gemm_invalid_reason(args, t); !why.empty()) throw ValueError("vulkan gemm: " + why);

@@ -126,6 +126,21 @@ public:
     /// Dispatch geometry of `args` with the current tiles (workgroups along m and n).
     std::pair<std::uint32_t, std::uint32_t> grid(const GemmArgs& args) const;
 
+    // ---- split-K: a product with few output tiles and a long inner dimension (X'X of a tall X:
+    // 512 x 512 from k = 1M) keeps a few workgroups busy and the rest of the device idle. Its k is
+    // split into parts, each a GEMM into its own m x n slice of a scratch buffer, then the slices
+    // are summed in order (the same bits every run; the parts follow from the shape and tiles).
+    /// The parts for `args` (1: not split). Split only without an epilogue and with ldd == m.
+    std::uint32_t split_parts(const GemmArgs& args) const;
+    /// Scratch bytes record_split needs for `parts`.
+    static std::uint64_t split_scratch_bytes(const GemmArgs& args, std::uint32_t parts);
+    /// The kernel that sums the slices (split_sum's pipeline; compile it before recording).
+    static Kernel split_sum_kernel(DType dtype);
+    /// Records the parts, a barrier, and their sum into args.d with `sum` (split_sum_kernel's
+    /// pipeline). The caller's barriers as for record().
+    void record_split(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t parts, VkDeviceAddress scratch,
+                      const ComputePipeline& sum);
+
 private:
     const Context& context_;
     PipelineCache& pipelines_;

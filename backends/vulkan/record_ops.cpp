@@ -55,6 +55,11 @@ void VulkanBackend::submit_matmul(Submission s) {
         gemm_->pipeline(g);
         if (precision != MatmulPrecision::full) round = &pipelines_->get(round_kernel(precision));
     }
+    // A long inner dimension and few output tiles: split k (Gemm::split_parts; the sum's
+    // pipeline and the scratch before anything is recorded).
+    const std::uint32_t parts = tensor || round ? 1 : gemm_->split_parts(g);
+    const ComputePipeline* split_sum = parts > 1 ? &pipelines_->get(Gemm::split_sum_kernel(g.dtype)) : nullptr;
+    auto scratch = parts > 1 ? device_heap_->allocate(Gemm::split_scratch_bytes(g, parts)) : nullptr;
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
 
     std::lock_guard lock(record_mutex_);
@@ -105,8 +110,17 @@ void VulkanBackend::submit_matmul(Submission s) {
             g.b = pb->address();
             b.dispatches += 2;
         }
-        if (tensor) tensor->record(b.cmd, g);
-        else gemm_->record(b.cmd, g);
+        if (tensor) {
+            tensor->record(b.cmd, g);
+        } else if (split_sum) {
+            b.keep.push_back(scratch);
+            gemm_->record_split(b.cmd, g, parts, scratch->address(), *split_sum);
+            b.dispatches += parts;  // and the sum below
+            std::lock_guard slock(stats_mutex_);
+            stats_.dispatches += parts;  // finish_item counts the sum
+        } else {
+            gemm_->record(b.cmd, g);
+        }
         b.end_span(q);
         ++b.dispatches;
     }
