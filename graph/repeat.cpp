@@ -112,7 +112,7 @@ std::optional<Repeat> find_repeat(const Region& region, std::uint32_t min_count,
             while (i + run + period < n && sig[i + run] == sig[i + run + period]) ++run;
             const std::uint32_t copies = (run + period) / period;
             // Every phase of the run is a candidate start (what comes before a step may look like
-            // its tail); the first few phases cover it.
+            // its tail); later phases stop once they cannot save more than the best run found.
             for (std::uint32_t phase = 0; phase < period && copies >= min_count; ++phase) {
                 const std::uint32_t begin = i + phase, avail = (run + period - phase) / period;
                 if (avail < min_count || (best && period * (avail - 2) <= best->saved())) break;
