@@ -87,8 +87,8 @@ void Config::validate() const {
     while (!rest.empty()) {
         auto comma = rest.find(',');
         std::string topic = rest.substr(0, comma);
-        if (topic != "graph" && topic != "exec" && !topic.empty())
-            throw ConfigError("log topic '" + topic + "' (TANDEM_LOG / Config::log): expected graph or exec");
+        if (topic != "graph" && topic != "exec" && topic != "gpu" && !topic.empty())
+            throw ConfigError("log topic '" + topic + "' (TANDEM_LOG / Config::log): expected graph, exec or gpu");
         rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
 }

@@ -99,6 +99,7 @@ std::unique_ptr<Backend> RuntimeImpl::open_device() {
         o.two_pass_threshold = config_.two_pass_threshold;
         o.subgroups = config_.vulkan_subgroups;
         o.loops = config_.vulkan_loops;
+        o.log_gpu = config_.log.find("gpu") != std::string::npos;
         o.pool = pool_.get();
         return vk::VulkanBackend::create(o);
     } catch (const ConfigError&) {

@@ -310,6 +310,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
     std::unique_ptr<bool[]> wanted(new bool[job->wanted_on_host.size()]);
     for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
     Backend* const device = job->placement.backend;
+    const auto t0 = std::chrono::steady_clock::now();
     try {
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
                         [this, job](std::exception_ptr e) { complete(job, e, {}, true); }});
@@ -327,6 +328,13 @@ void Scheduler::record_on_device(const JobPtr& job) {
         return;
     }
     device_regions_.fetch_add(1, std::memory_order_relaxed);
+    if (options_.log_exec) {
+        // The host's share: compiling (a cold pipeline), allocating and recording; the GPU's time
+        // is TANDEM_LOG=gpu's.
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "[tandem exec] %s %s (%zu ops) recorded for %s: %.3f ms\n", r.shape.to_string().c_str(),
+                     r.summary().c_str(), r.program.size(), std::string(device->name()).c_str(), ms);
+    }
     Deferred after;
     {
         std::lock_guard lock(mutex_);

@@ -81,6 +81,7 @@ struct VulkanBackend::Batch {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     QueryPool queries;
     std::vector<Span> spans;                   // what each pair of queries timed
+    std::vector<const Region*> span_regions;   // and for which region (null: none), for TANDEM_LOG=gpu
     std::uint32_t dispatches = 0;
     std::uint64_t signal = 0;                  // on timeline_, fixed when the batch opens
     std::uint64_t upload_wait = 0;             // upload_timeline_ value the batch waits for
@@ -99,10 +100,11 @@ struct VulkanBackend::Batch {
     std::vector<std::shared_ptr<void>> keep;  // staging and arrays the recorded work reads
 
     /// Opens a timed span: the query index of its start, or -1 when untimed.
-    int begin_span(Span kind) {
+    int begin_span(Span kind, const Region* region = nullptr) {
         if (!queries || spans.size() >= kMaxSpansPerBatch) return -1;
         const auto q = static_cast<std::uint32_t>(2 * spans.size());
         spans.push_back(kind);
+        span_regions.push_back(region);
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries.get(), q);
         return static_cast<int>(q);
     }

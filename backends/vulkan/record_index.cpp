@@ -70,7 +70,7 @@ void VulkanBackend::submit_gather(Submission s) {
     const IndexPush push{a->address(), sub->address(), out->address(), fault->address(), 0, e.inner, e.count, e.outer, e.extent,
                          0, total == 0 ? 1u : 0u};
     const auto [gx, gy] = grid_for(total == 0 ? static_cast<std::uint64_t>(e.count) : total, kIndexWorkgroup);
-    const int q = b.begin_span(Span::kernel);
+    const int q = b.begin_span(Span::kernel, &r);
     dispatch(b.cmd, pipeline, &push, sizeof push, gx, gy);
     b.end_span(q);
     ++b.dispatches;
@@ -100,7 +100,7 @@ void VulkanBackend::submit_scatter(Submission s) {
     for (auto* keep : {&a, &sub, &rhs, &fault}) b.keep.push_back(*keep);
     if (claims) b.keep.push_back(claims);
     s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
-    const int q = b.begin_span(Span::kernel);
+    const int q = b.begin_span(Span::kernel, &r);
     // out = a and no claims, then the two passes.
     barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -150,7 +150,7 @@ void VulkanBackend::submit_find(Submission s) {
                         static_cast<std::uint32_t>(e.count), 0};
     if (blocks > 0 && e.count > 0) {
         const auto [gx, gy] = grid_for(blocks, 1);
-        const int q = b.begin_span(Span::kernel);
+        const int q = b.begin_span(Span::kernel, &r);
         dispatch(b.cmd, count, &push, sizeof push, gx, gy);
         compute_to_compute(b.cmd);
         dispatch(b.cmd, prefix, &push, sizeof push, 1, 1);

@@ -82,7 +82,7 @@ void VulkanBackend::submit_matmul(Submission s) {
     g.d = out->address();
     s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
     if (g.m > 0 && g.n > 0) {
-        const int q = b.begin_span(Span::kernel);
+        const int q = b.begin_span(Span::kernel, &r);
         if (round != nullptr && g.k > 0) {
             auto ra = device_heap_->allocate(a->bytes()), rb = device_heap_->allocate(bm->bytes());
             b.keep.push_back(ra);
@@ -138,7 +138,7 @@ void VulkanBackend::record_one_kernel(Submission s, const ComputePipeline& pipel
     s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
     if (gx > 0 && gy > 0 && gz > 0) {
         const std::vector<std::byte> p = push(src->address(), out->address());
-        const int q = b.begin_span(Span::kernel);
+        const int q = b.begin_span(Span::kernel, s.region);
         vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
         vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(p.size()),
                            p.data());
@@ -208,7 +208,7 @@ void VulkanBackend::submit_cat(Submission s) {
             barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                     VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
                     VK_ACCESS_TRANSFER_READ_BIT);
-            const int qs = b.begin_span(Span::kernel);
+            const int qs = b.begin_span(Span::kernel, &r);
             vkCmdCopyBuffer(b.cmd, src->buffer(), out->buffer(), static_cast<std::uint32_t>(regions.size()), regions.data());
             b.end_span(qs);
         }
@@ -255,7 +255,7 @@ void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<De
             if (!b.readback) b.readback = open_copy(Span::download);
             vkCmdCopyBuffer(b.readback->cmd, out->buffer(), rb->buffer(), 1, &region);
         } else {
-            const int q = b.begin_span(Span::download);
+            const int q = b.begin_span(Span::download, &r);
             vkCmdCopyBuffer(b.cmd, out->buffer(), rb->buffer(), 1, &region);
             b.end_span(q);
         }

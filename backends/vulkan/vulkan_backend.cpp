@@ -249,6 +249,30 @@ void VulkanBackend::submit_copy(CopyJob& job, VkSemaphore wait, std::uint64_t wa
     ++stats_.copy_queue_submits;
 }
 
+const char* VulkanBackend::span_name(Span kind) noexcept {
+    return kind == Span::kernel ? "kernel" : kind == Span::upload ? "upload" : "download";
+}
+
+void VulkanBackend::log_spans(const Batch& b, const std::vector<std::uint64_t>& ts) const {
+    // One write per batch: lines of concurrent batches do not interleave.
+    const DeviceDescription& d = context_->description();
+    std::string text;
+    char line[96];
+    for (std::size_t i = 0; i < b.spans.size(); ++i) {
+        const double ms =
+            static_cast<double>(ticks(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits)) * d.timestamp_period_ns / 1e6;
+        // The start on the queue's clock, from the first span logged: gaps between batches show.
+        if (log_base_ == 0) log_base_ = ts[0];
+        const double at = static_cast<double>(ticks(log_base_, ts[2 * i], d.timestamp_valid_bits)) * d.timestamp_period_ns / 1e6;
+        std::snprintf(line, sizeof line, "[tandem gpu] batch %llu at %.3f %s %.3f ms",
+                      static_cast<unsigned long long>(b.signal), at, span_name(b.spans[i]), ms);
+        text += line;
+        if (const Region* r = b.span_regions[i]) text += " " + r->shape.to_string() + " " + r->summary();
+        text += '\n';
+    }
+    std::fputs(text.c_str(), stderr);
+}
+
 void VulkanBackend::add_time(Span kind, double ms) {
     std::lock_guard slock(stats_mutex_);
     (kind == Span::kernel ? stats_.kernel_ms : kind == Span::upload ? stats_.upload_ms : stats_.download_ms) += ms;
@@ -262,7 +286,11 @@ void VulkanBackend::retire_copy(std::unique_ptr<CopyJob> job) {
     std::uint64_t ts[2] = {0, 0};
     if (job->queries && vkGetQueryPoolResults(context_->device(), job->queries.get(), 0, 2, sizeof ts, ts,
                                               sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
-        add_time(job->kind, static_cast<double>(ticks(ts[0], ts[1], d.transfer_timestamp_bits)) * d.timestamp_period_ns / 1e6);
+    {
+        const double ms = static_cast<double>(ticks(ts[0], ts[1], d.transfer_timestamp_bits)) * d.timestamp_period_ns / 1e6;
+        add_time(job->kind, ms);
+        if (options_.log_gpu) std::fprintf(stderr, "[tandem gpu] copy queue %s %.3f ms\n", span_name(job->kind), ms);
+    }
     std::lock_guard lock(record_mutex_);
     recycle_copy_locked(*job);
 }
@@ -409,7 +437,7 @@ void VulkanBackend::submit(Submission s) {
     std::memcpy(args->mapped(), launch.args.data(), launch.args.size());
 
     if (launch.groups_x > 0) {
-        const int q = b.begin_span(Span::kernel);
+        const int q = b.begin_span(Span::kernel, &r);
         vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
         vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            static_cast<std::uint32_t>(launch.push.size()), launch.push.data());
@@ -441,7 +469,7 @@ void VulkanBackend::submit(Submission s) {
             if (!b.readback) b.readback = open_copy(Span::download);
             vkCmdCopyBuffer(b.readback->cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
         } else {
-            const int q = b.begin_span(Span::download);
+            const int q = b.begin_span(Span::download, &r);
             vkCmdCopyBuffer(b.cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
             b.end_span(q);
         }
@@ -550,6 +578,7 @@ void VulkanBackend::complete_loop() {
                     ms[static_cast<int>(b->spans[i])] +=
                         static_cast<double>(ticks(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits)) * d.timestamp_period_ns / 1e6;
                 for (Span k : {Span::kernel, Span::upload, Span::download}) add_time(k, ms[static_cast<int>(k)]);
+                if (options_.log_gpu) log_spans(*b, ts);
             }
         }
         for (auto& item : b->items) {

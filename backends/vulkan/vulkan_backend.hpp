@@ -38,6 +38,7 @@ struct VulkanOptions {
     std::int64_t two_pass_threshold = 0;    ///< 0: the default (Config::two_pass_threshold)
     bool subgroups = true;                  ///< Config::vulkan_subgroups
     bool loops = true;                      ///< Config::vulkan_loops
+    bool log_gpu = false;                   ///< TANDEM_LOG=gpu: each timed span's GPU time to stderr
 };
 
 struct DeviceStats {
@@ -99,6 +100,9 @@ private:
     void submit_locked();
     void complete_loop();
     void add_time(Span kind, double ms);
+    static const char* span_name(Span kind) noexcept;
+    void log_spans(const Batch& b, const std::vector<std::uint64_t>& ts) const;  // the completion thread's
+    mutable std::uint64_t log_base_ = 0;  // the first span's start, for TANDEM_LOG=gpu (completion thread only)
 
     std::shared_ptr<Context> context_;  // shared with every device copy, which may outlive us
     std::shared_ptr<DeviceHeap> device_heap_, upload_heap_, readback_heap_;

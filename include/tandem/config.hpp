@@ -59,7 +59,8 @@ struct TANDEM_API Config {
     /// batch completes), "submit_failed" (vkQueueSubmit fails).
     std::string test_fault;
     /// Comma-separated log topics written to stderr: "graph" (regions of each plan),
-    /// "exec" (each region run). TANDEM_LOG.
+    /// "exec" (each region run, with its host time), "gpu" (each dispatch and copy's GPU time,
+    /// from timestamp queries, with its region and its start on the queue's clock). TANDEM_LOG.
     std::string log;
 
     /// Defaults overridden by the TANDEM_* environment variables.
