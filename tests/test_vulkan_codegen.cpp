@@ -201,7 +201,7 @@ TEST(VulkanCodegen, PackArgumentsFollowsTheLayout) {
     EXPECT_EQ(u64(l.push, 8), 72u);
     EXPECT_EQ(f64(l.push, 16), 0.5);
     EXPECT_EQ(f64(l.push, 120), 13.5);
-    ASSERT_EQ(l.args.size(), 16 + 3 * 8 + 3 * 16 + 6 * 8);
+    ASSERT_EQ(l.args.size(), 16 + 3 * 8 + 3 * 24 + 6 * 8);
     std::uint32_t flag = 1, instr = 0;
     std::memcpy(&flag, l.args.data(), 4);
     std::memcpy(&instr, l.args.data() + 4, 4);
@@ -210,17 +210,50 @@ TEST(VulkanCodegen, PackArgumentsFollowsTheLayout) {
     EXPECT_EQ(u64(l.args, 16), 0x1000u);
     EXPECT_EQ(u64(l.args, 24), 0x2000u);
     EXPECT_EQ(u64(l.args, 32), 0x3000u);
+    // (extent, stride, divisor) triples
     EXPECT_EQ(u64(l.args, 40), 6u);
     EXPECT_EQ(u64(l.args, 48), 1u);
-    EXPECT_EQ(u64(l.args, 64), 0u);
-    EXPECT_EQ(u64(l.args, 72), 3u);
-    EXPECT_EQ(u64(l.args, 80), 6u);
-    EXPECT_EQ(f64(l.args, 88), 14.5);
-    EXPECT_EQ(f64(l.args, 128), 19.5);
+    EXPECT_EQ(u64(l.args, 56), extent_divisor(6));
+    EXPECT_EQ(u64(l.args, 64), 4u);
+    EXPECT_EQ(u64(l.args, 72), 0u);
+    EXPECT_EQ(u64(l.args, 88), 3u);
+    EXPECT_EQ(u64(l.args, 96), 6u);
+    EXPECT_EQ(f64(l.args, 112), 14.5);
+    EXPECT_EQ(f64(l.args, 152), 19.5);
     // 72 elements / 16 per group = 5 groups, folded into 3 x 2 with max_groups_x = 4 (x as small
     // as two rows allow: one workgroup idle rather than three).
     EXPECT_EQ(l.groups_x, 3u);
     EXPECT_EQ(l.groups_y, 2u);
+}
+
+// The kernels' tdmk_udiv, as GLSL computes it, against the division it replaces.
+TEST(VulkanCodegen, InvariantDivisorDividesEveryIndexExactly) {
+    auto udiv = [](std::uint32_t n, std::uint64_t dv) {
+        const std::uint32_t hi = static_cast<std::uint32_t>((std::uint64_t{n} * static_cast<std::uint32_t>(dv)) >> 32);
+        return (hi + ((n - hi) >> ((dv >> 32) & 0xFF))) >> (dv >> 40);
+    };
+    std::vector<std::int64_t> divisors;
+    for (std::int64_t d = 1; d <= 300; ++d) divisors.push_back(d);
+    for (int l = 2; l <= 32; ++l)
+        for (std::int64_t delta : {-1, 0, 1})
+            if (const std::int64_t d = (std::int64_t{1} << l) + delta; d <= 0xFFFFFFFFLL) divisors.push_back(d);
+    for (std::int64_t d : {3840LL, 2160LL, 8294400LL, 1000000LL, 65537LL, 0x7FFFFFFFLL, 0x80000001LL, 0xFFFFFFFELL})
+        divisors.push_back(d);
+    std::mt19937_64 rng(7);
+    for (std::int64_t d : divisors) {
+        const std::uint64_t dv = extent_divisor(d);
+        const auto du = static_cast<std::uint64_t>(d);
+        std::vector<std::uint64_t> ns = {0, 1, du - 1, du, du + 1, 2 * du - 1, 2 * du, 0xFFFFFFFFu, 0xFFFFFFFEu,
+                                         0xFFFFFFFFu / du * du, 0xFFFFFFFFu / du * du - 1};
+        for (int k = 0; k < 2000; ++k) ns.push_back(rng() & 0xFFFFFFFFu);
+        for (std::uint64_t n : ns) {
+            if (n > 0xFFFFFFFFu) continue;
+            ASSERT_EQ(udiv(static_cast<std::uint32_t>(n), dv), n / du) << n << " / " << d;
+        }
+    }
+    // Extents of 2^32 and more are above every 32-bit index: the quotient is 0.
+    for (std::int64_t d : {std::int64_t{1} << 32, (std::int64_t{1} << 32) + 1, std::int64_t{1} << 40})
+        for (std::uint32_t n : {0u, 1u, 0xFFFFFFFFu}) EXPECT_EQ(udiv(n, extent_divisor(d)), 0u) << n << " / " << d;
 }
 
 TEST(VulkanCodegen, NanScalarOfLogicalOpIsCaughtOnTheHost) {

@@ -117,6 +117,19 @@ std::vector<std::pair<std::int64_t, std::int64_t>> collapsed_dims(const Region& 
     return dims;
 }
 
+std::uint64_t extent_divisor(std::int64_t d) {
+    // An extent of 2^32 or more exceeds every 32-bit index: m = 0 and shifts of 32 in all give 0.
+    if (d > 0xFFFFFFFFLL) return std::uint64_t{16} << 32 | std::uint64_t{16} << 40;
+    if (d < 1) return 0;
+    int l = 0;
+    while ((std::uint64_t{1} << l) < static_cast<std::uint64_t>(d)) ++l;
+    // 2^l - d < 2^(l-1) <= 2^31, so the numerator fits 63 bits; m < 2^32.
+    const std::uint64_t num = ((std::uint64_t{1} << l) - static_cast<std::uint64_t>(d)) << 32;
+    const std::uint64_t m = num / static_cast<std::uint64_t>(d) + 1;
+    const std::uint64_t sh1 = l < 1 ? l : 1, sh2 = l > 1 ? l - 1 : 0;
+    return (m & 0xFFFFFFFFu) | sh1 << 32 | sh2 << 40;
+}
+
 void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<int>& strided_dims) {
     access.assign(region.inputs.size(), InputAccess::full);
     strided_dims.assign(region.inputs.size(), 0);
@@ -220,6 +233,7 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
         for (auto [e, s] : dims) {
             put(l.args, e);
             put(l.args, s);
+            put(l.args, extent_divisor(e));
         }
     }
     for (std::size_t s = npush; s < plan.values.size(); ++s) put(l.args, plan.values[s]);

@@ -23,7 +23,8 @@ struct Kernel;  // codegen.hpp
 //   offset 4   uint32  error instruction: the lowest program index that met it (0xFFFFFFFF: none)
 //   offset 8   8 bytes reserved (0)
 //   offset 16  uint64  device address of each region input, then of each output
-//   then       int64   (extent, stride) pairs of each strided input, in input order
+//   then       (extent int64, stride int64, divisor uint64) triples of each strided input, in input
+//                      order; divisor: extent_divisor(extent), for the 32-bit index path
 //   then       double  the scalar slots that did not fit in the push constants
 //   then       uint64  (reduce regions) inner, len, outer, parts, seg, the address of the
 //                      partials (parts > 1), wide_combine, lanes: see ReducePlan
@@ -46,6 +47,16 @@ enum class InputAccess : std::uint8_t {
 /// The collapsed (extent, stride) pairs of input `k` under the region's shape (extents of the
 /// region, strides of the input, 0 where it is expanded), as the CPU executor collapses them.
 std::vector<std::pair<std::int64_t, std::int64_t>> collapsed_dims(const Region& region, std::size_t k);
+
+/// Bytes per collapsed dimension of a strided input in the argument block.
+inline constexpr std::uint64_t kStridedDimBytes = 24;
+
+/// Division of a 32-bit index by an invariant extent d >= 1 as a multiply (Granlund & Montgomery,
+/// "Division by invariant integers using multiplication", 1994, fig. 4.1: N = 32, l = ceil(log2 d),
+/// m = floor(2^32 (2^l - d) / d) + 1): n / d = (t + ((n - t) >> sh1)) >> sh2 with t = mulhi(m, n),
+/// sh1 = min(l, 1), sh2 = max(l - 1, 0), exact for every n < 2^32. Packed m | sh1 << 32 | sh2 << 40;
+/// an extent of 2^32 or more (above every 32-bit index) as m = 0, sh1 = sh2 = 16: the quotient 0.
+std::uint64_t extent_divisor(std::int64_t d);
 
 /// The access each input needs for this region.
 void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<int>& strided_dims);

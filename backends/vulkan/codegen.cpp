@@ -23,7 +23,7 @@ namespace tandem::detail::vk {
 namespace {
 
 // Bump when the generated code changes meaning for the same key text.
-constexpr const char* kCodegenVersion = "tandem-vk-codegen 5";
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 6";
 /// Vector steps per invocation of an elementwise kernel that generates random numbers (times the
 /// device rule's elements per thread).
 constexpr std::uint32_t kRandomStepsPerInvocation = 4;
@@ -39,6 +39,13 @@ const char* dtoken(DType t) { return t == DType::f64 ? "f64" : t == DType::f32 ?
 // in the driver). Overloaded on double and float. NaN/Inf tests look at the bits, so that no driver
 // can fold them away under no-NaN assumptions.
 constexpr const char* kPrelude = R"glsl(
+// n / d for n < 2^32 by the invariant divisor's packed multiplier (arguments.hpp extent_divisor):
+// 64-bit integer division is a long software routine on GPUs, this is a multiply and three shifts.
+uint tdmk_udiv(uint n, uint64_t dv) {
+    uint hi, lo;
+    umulExtended(n, uint(dv), hi, lo);
+    return (hi + ((n - hi) >> uint((dv >> 32) & 0xFFul))) >> uint(dv >> 40);
+}
 bool tdmk_isnan(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) > 0x7FF0000000000000L; }
 bool tdmk_isinf(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) == 0x7FF0000000000000L; }
 bool tdmk_isfinite(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) < 0x7FF0000000000000L; }
@@ -224,7 +231,7 @@ public:
         for (std::size_t i = 0; i < nin; ++i)
             if (access_[i] == InputAccess::strided) {
                 dims_offset_[i] = off;
-                off += 16 * static_cast<std::uint64_t>(k.strided_dims[i]);
+                off += kStridedDimBytes * static_cast<std::uint64_t>(k.strided_dims[i]);
             }
         key_ << kCodegenVersion << ";wg=" << k.workgroup_size << ";ept=" << k.elements_per_thread
              << ";push=" << npush << ";div=" << (o_.exact_f64_div_sqrt ? "exact" : "device")
@@ -581,23 +588,46 @@ private:
         return n;
     }
     /// The element offset of strided input k: the linear index split over the collapsed extents.
+    /// Below 2^32 (every region of fewer elements, and the start of the others) in 32-bit integers,
+    /// dividing by multiplication (tdmk_udiv); 64-bit division above. The offset never exceeds the
+    /// index (an input's strides are at most the region's), so 32 bits hold it too.
     void emit_offset(std::uint32_t k) {
         const int nd = dims_[k];
         const std::string K = std::to_string(k);
         for (int d = 0; d < nd; ++d) {
-            const std::uint64_t at = dims_offset_[k] + 16 * static_cast<std::uint64_t>(d);
-            if (d + 1 < nd) pre_ << "    uint64_t e" << K << '_' << d << " = RefU64(pc.args + " << at << "ul).v;\n";
-            pre_ << "    uint64_t t" << K << '_' << d << " = RefU64(pc.args + " << at + 8 << "ul).v;\n";
+            const std::string D = K + "_" + std::to_string(d);
+            const std::uint64_t at = dims_offset_[k] + kStridedDimBytes * static_cast<std::uint64_t>(d);
+            if (d + 1 < nd) {
+                pre_ << "    uint64_t e" << D << " = RefU64(pc.args + " << at << "ul).v;\n"
+                     << "    uint64_t dv" << D << " = RefU64(pc.args + " << at + 16 << "ul).v;\n"
+                     << "    uint e" << D << "w = uint(e" << D << ");\n";
+            }
+            pre_ << "    uint64_t t" << D << " = RefU64(pc.args + " << at + 8 << "ul).v;\n"
+                 << "    uint t" << D << "w = uint(t" << D << ");\n";
         }
-        body_ << "        uint64_t r" << K << " = i, o" << K << " = 0ul;\n";
+        // The last extent needs no modulo: the rest is below it (the region's elements).
+        body_ << "        uint64_t o" << K << ";\n"
+              << "        if (i <= 0xFFFFFFFFul) {\n"
+              << "            uint r" << K << " = uint(i), w" << K << " = 0u;\n";
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
-            // The last extent needs no modulo: the rest is below it (the region's elements).
             if (d + 1 < nd)
-                body_ << "        o" << K << " += (r" << K << " % e" << D << ") * t" << D << "; r" << K << " /= e"
-                      << D << ";\n";
-            else body_ << "        o" << K << " += r" << K << " * t" << D << ";\n";
+                body_ << "            { uint q = tdmk_udiv(r" << K << ", dv" << D << "); w" << K << " += (r" << K
+                      << " - q * e" << D << "w) * t" << D << "w; r" << K << " = q; }\n";
+            else body_ << "            w" << K << " += r" << K << " * t" << D << "w;\n";
         }
+        body_ << "            o" << K << " = uint64_t(w" << K << ");\n"
+              << "        } else {\n"
+              << "            uint64_t r" << K << " = i;\n"
+              << "            o" << K << " = 0ul;\n";
+        for (int d = 0; d < nd; ++d) {
+            const std::string D = K + "_" + std::to_string(d);
+            if (d + 1 < nd)
+                body_ << "            o" << K << " += (r" << K << " % e" << D << ") * t" << D << "; r" << K << " /= e"
+                      << D << ";\n";
+            else body_ << "            o" << K << " += r" << K << " * t" << D << ";\n";
+        }
+        body_ << "        }\n";
     }
     DType own_type(const Arg& a) const { return a.kind == Arg::Kind::Value ? type_[a.index] : reg(a.dtype); }
     std::string arg(std::size_t i, int k, DType t) {

@@ -414,7 +414,7 @@ void VulkanBackend::submit(Submission s) {
     for (std::size_t j = 0; j < r.outputs.size(); ++j)
         outs.push_back(device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[j]->bytes(), 1)));
     std::size_t arg_bound = kArgHeaderBytes + 8 * (r.inputs.size() + r.outputs.size()) + 8 * r.program.size() * 3;
-    for (int d : dims) arg_bound += 16 * static_cast<std::size_t>(std::max(d, 0));
+    for (int d : dims) arg_bound += kStridedDimBytes * static_cast<std::size_t>(std::max(d, 0));
     if (r.is_reduce()) arg_bound += 8 * kReduceParamsCount;
     auto args = upload_heap_->allocate(arg_bound);
 
