@@ -14,6 +14,8 @@
 //   WARP_M         0: invocation lid is row-thread lid % (BM/TM); else (2, 4, 8 or 16) each 32
 //                  invocations form a WARP_M x (32/WARP_M) block of row-threads x column-threads in
 //                  which lanes 2i and 2i+1 share a row-thread and lanes i and i^2 a column-thread
+//   SYMMETRIC      1: D = A'A or AA' (B is A): workgroup w computes the w-th tile on or above the
+//                  diagonal and stores its off-diagonal tiles' elements twice, at (i, j) and (j, i)
 //   GEMM_EPILOGUE  the epilogue as straight-line code: store_element(i0 + r, j0 + c, COMP(acc[..][..], ..))
 //                  for each element of the register tile, every index a literal (see below)
 // Arrays are reached by GL_EXT_buffer_reference (no descriptor sets); sizes, strides, scalars and
@@ -65,7 +67,7 @@ void store_shared_b(uint buf, uint kk, uint j, T v) { SET_COMP(Bs[buf][kk][j / V
 
 // The epilogue of one element: D(i, j) = act(alpha * x (+ beta * C(i, j)) (+ bias)); nothing outside D.
 // 64-bit column addresses: an index into v[] is 32-bit.
-void store_element(uint i, uint j, T x) {
+void store_one(uint i, uint j, T x) {
     if (i >= pc.m || j >= pc.n) return;
     // Each step rounded on its own (precise: no fma), as the graph's chain it replaces computes it.
     precise T v = T(pc.alpha) * x;
@@ -80,6 +82,16 @@ void store_element(uint i, uint j, T x) {
     v = v != v ? T(0) : (T(0) > v ? T(0) : v);  // MATLAB max(0, v): NaN gives 0, -0 stays -0
 #endif
     GemmOut(pc.d + uint64_t(j) * pc.ldd * ES).v[i] = v;
+}
+
+#if SYMMETRIC
+bool mirror_tile = false;  // an off-diagonal tile of a symmetric D: stored at (i, j) and at (j, i)
+#endif
+void store_element(uint i, uint j, T x) {
+    store_one(i, j, x);
+#if SYMMETRIC
+    if (mirror_tile) store_one(j, i, x);
+#endif
 }
 
 void main() {
@@ -97,8 +109,20 @@ void main() {
     const uint tx = (warp % WARPS_M) * uint(WARP_M) + (lane >> 1) % uint(WARP_M);
     const uint ty = (warp / WARPS_M) * WARP_N + ((lane & 1u) | (((lane >> 1) / uint(WARP_M)) << 1));
 #endif
+#if SYMMETRIC
+    // Workgroup w of the upper triangle's list is tile (ti, tj), ti <= tj, w = tj (tj + 1) / 2 + ti
+    // (the float square root's guess corrected in integers).
+    const uint w = pc.tile_m0 + gl_WorkGroupID.x;
+    uint tj = uint((sqrt(8.0 * float(w) + 1.0) - 1.0) * 0.5);
+    while (tj * (tj + 1u) / 2u > w) --tj;
+    while ((tj + 1u) * (tj + 2u) / 2u <= w) ++tj;
+    const uint ti = w - tj * (tj + 1u) / 2u;
+    const uint m0 = ti * BM, n0 = tj * BN;
+    mirror_tile = ti != tj;
+#else
     const uint m0 = (pc.tile_m0 + gl_WorkGroupID.x) * BM;
     const uint n0 = (pc.tile_n0 + gl_WorkGroupID.y) * BN;
+#endif
     const uint M = pc.m, N = pc.n, K = pc.k;
 
     // Where each invocation's loads land in the tiles (the same at every step), and the 32-bit

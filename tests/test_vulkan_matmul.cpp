@@ -188,4 +188,37 @@ TEST(VulkanMatmul, LongInnerDimensionIsSplitAndSummedInOrder) {
     tvk::expect_device_clean(*gpu);
 }
 
+/// X'X and XX' compute only the tiles on and above the diagonal (Gemm's symmetric variant) and
+/// store the rest mirrored: the same bits as the full product of X with a copy of itself (each
+/// element the same products in the same order), special values included; sizes around the
+/// tile (64 on lavapipe), a long k (split as well), an empty k.
+TEST(VulkanMatmul, ProductWithOwnTransposeComputesHalfWithTheFullProductsBits) {
+    auto gpu = tvk::open_gpu();
+    std::mt19937_64 rng(17);
+    {
+        // The symmetric variant is a kernel of its own: X'X compiles it after X'Y's.
+        const Host x = tmm::random_matrix(100, 30, DType::f64, rng, false);
+        const Array X = tref::make_array(*gpu, x), Y = tref::make_array(*gpu, x);
+        tref::gather(tandem::matmul(X, Y, {true, false}));
+        const auto misses = gpu->metrics().pipeline_misses;
+        tref::gather(tandem::matmul(X, X, {true, false}));
+        EXPECT_EQ(gpu->metrics().pipeline_misses - misses, 1u) << "X'X did not take the symmetric kernel";
+    }
+    for (DType t : {DType::f64, DType::f32})
+        for (auto [rows, cols] : {std::pair{7, 5}, std::pair{65, 130}, std::pair{200, 64}, std::pair{13000, 70},
+                                  std::pair{0, 9}})
+            for (bool left : {true, false}) {  // X'X, or XX'
+                SCOPED_TRACE(std::string(tref::dtype_str(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                             (left ? " X'X" : " XX'"));
+                const Host x = tmm::random_matrix(left ? rows : cols, left ? cols : rows, t, rng, true);
+                const Array X = tref::make_array(*gpu, x), Y = tref::make_array(*gpu, x);  // Y: a copy
+                const tandem::MatmulOptions o{left, !left};
+                const Host half = tref::gather(tandem::matmul(X, X, o));
+                const Host full = tref::gather(tandem::matmul(X, Y, o));
+                EXPECT_TRUE(tref::same_values(half, full, tref::Acc::exact_signed));
+                if (rows > 0) EXPECT_TRUE(tmm::product_ok(half, x, x, left, !left));
+            }
+    tvk::expect_device_clean(*gpu);
+}
+
 }  // namespace

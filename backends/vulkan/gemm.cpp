@@ -125,7 +125,8 @@ GemmTiles choose_gemm_tiles(const DeviceDescription& device, DType dtype) {
 }
 
 Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activation, const GemmTiles& tiles,
-                   const std::string& defines) {
+                   const std::string& defines, bool symmetric) {
+    if (symmetric && tiles.bm != tiles.bn) throw ValueError("vulkan gemm: a symmetric product needs square tiles, not " + tiles.name());
     if (std::string why = tiles.invalid_reason(dtype); !why.empty())
         throw ValueError("vulkan gemm: tiling " + tiles.name() + ": " + why);
     const bool f64 = dtype == DType::f64;
@@ -148,12 +149,14 @@ Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activ
       << "#define ACT " << static_cast<int>(activation) << "\n"
       << "#define WARP_M " << tiles.wm << "\n"
       << "#define PAD " << tiles.pad << "u\n"
+      << "#define SYMMETRIC " << (symmetric ? 1 : 0) << "\n"
       << epilogue_macro(tiles, w)
       << defines << (defines.empty() || defines.back() == '\n' ? "" : "\n") << tandem_shader_gemm;
     Kernel k;
     k.glsl = s.str();
     k.key = std::string("gemm:") + (f64 ? "f64" : "f32") + ':' + (trans_a ? 't' : 'n') + (trans_b ? 't' : 'n') + ':' +
-            tiles.name() + ":act" + std::to_string(static_cast<int>(activation)) + (defines.empty() ? "" : ":" + defines);
+            tiles.name() + ":act" + std::to_string(static_cast<int>(activation)) + (symmetric ? ":sym" : "") +
+            (defines.empty() ? "" : ":" + defines);
     k.workgroup_size = tiles.workgroup_size();
     k.elements_per_thread = tiles.tm * tiles.tn;
     k.vector_width = 1;
@@ -226,7 +229,16 @@ const ComputePipeline& Gemm::pipeline(const GemmArgs& args) {
         std::lock_guard lock(mutex_);
         defines = args.dtype == DType::f64 ? f64_defines_ : f32_defines_;
     }
-    return pipelines_.get(gemm_kernel(args.dtype, args.trans_a, args.trans_b, args.activation, tiles(args.dtype), defines));
+    const GemmTiles t = tiles(args.dtype);
+    return pipelines_.get(gemm_kernel(args.dtype, args.trans_a, args.trans_b, args.activation, t, defines,
+                                      args.symmetric && t.bm == t.bn));
+}
+
+std::uint64_t Gemm::tile_count(const GemmArgs& args) const {
+    const auto [gm, gn] = grid(args);
+    const GemmTiles t = tiles(args.dtype);
+    if (args.symmetric && t.bm == t.bn) return std::uint64_t{gm} * (gm + 1) / 2;
+    return std::uint64_t{gm} * gn;
 }
 
 std::pair<std::uint32_t, std::uint32_t> Gemm::grid(const GemmArgs& args) const {
@@ -242,8 +254,7 @@ std::uint32_t Gemm::split_parts(const GemmArgs& args) const {
     const bool plain = args.alpha == 1 && args.beta == 0 && args.bias_mode == GemmBias::none &&
                        args.activation == GemmActivation::none && args.ldd == args.m;
     if (!plain || args.m == 0 || args.n == 0) return 1;
-    const auto [gm, gn] = grid(args);
-    const std::uint64_t tiles = std::uint64_t{gm} * gn;
+    const std::uint64_t tiles = tile_count(args);
     if (tiles >= kTargetGroups / 4) return 1;
     return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min(kTargetGroups / tiles, args.k / kMinPartK)));
 }
@@ -339,6 +350,17 @@ void Gemm::record(VkCommandBuffer cmd, const GemmArgs& args) {
     push.bias_sj = args.bias_mode == GemmBias::per_column ? 1 : 0;
     const auto [gm, gn] = grid(args);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    if (args.symmetric && t.bm == t.bn) {
+        // The upper triangle of tiles as one list (gemm.glsl maps a workgroup to its tile).
+        const std::uint64_t count = tile_count(args);
+        for (std::uint64_t w0 = 0; w0 < count; w0 += kMaxGroups) {
+            push.tile_m0 = static_cast<std::uint32_t>(w0);
+            push.tile_n0 = 0;
+            vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kGemmPushBytes, &push);
+            vkCmdDispatch(cmd, static_cast<std::uint32_t>(std::min<std::uint64_t>(kMaxGroups, count - w0)), 1, 1);
+        }
+        return;
+    }
     for (std::uint32_t m0 = 0; m0 < gm; m0 += kMaxGroups)
         for (std::uint32_t n0 = 0; n0 < gn; n0 += kMaxGroups) {
             push.tile_m0 = m0;

@@ -83,6 +83,11 @@ struct GemmArgs {
     double alpha = 1, beta = 0;         ///< rounded to float for f32
     GemmBias bias_mode = GemmBias::none;
     GemmActivation activation = GemmActivation::none;
+    /// D = A' A or A A' (b == a, one operand transposed, so m == n): D is symmetric and only the
+    /// tiles on and above the diagonal are computed, each stored twice (record() falls back to
+    /// the whole grid where the tiling is not square). The same bits as the full product: both
+    /// halves' elements are the same products summed in the same order.
+    bool symmetric = false;
 };
 
 /// The tiling Tandem uses for `dtype` on `device`: the first of its candidates (largest first)
@@ -93,8 +98,9 @@ GemmTiles choose_gemm_tiles(const DeviceDescription& device, DType dtype);
 /// Throws ValueError for an invalid tiling (GemmTiles::invalid_reason).
 /// `defines`: extra preprocessor lines pasted before shaders/gemm.glsl (experiments, e.g.
 /// "#define MAD(a, b, c) ((a) * (b) + (c))"); part of the cache key.
+/// `symmetric`: the variant that computes the upper triangle of tiles of a symmetric D (GemmArgs).
 Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activation, const GemmTiles& tiles,
-                   const std::string& defines = "");
+                   const std::string& defines = "", bool symmetric = false);
 
 /// Bytes of the push-constant block of every GEMM kernel.
 inline constexpr std::uint32_t kGemmPushBytes = 104;
@@ -125,6 +131,8 @@ public:
 
     /// Dispatch geometry of `args` with the current tiles (workgroups along m and n).
     std::pair<std::uint32_t, std::uint32_t> grid(const GemmArgs& args) const;
+    /// Output tiles `args` computes: the grid, or its upper triangle for a symmetric product.
+    std::uint64_t tile_count(const GemmArgs& args) const;
 
     // ---- split-K: a product with few output tiles and a long inner dimension (X'X of a tall X:
     // 512 x 512 from k = 1M) keeps a few workgroups busy and the rest of the device idle. Its k is

@@ -44,6 +44,8 @@ void VulkanBackend::submit_matmul(Submission s) {
     // Other reduced precisions: the operands rounded into temporaries (round_kernel, the CPU's
     // bits), then the f32 kernel.
     const MatmulPrecision precision = matmul_precision_of(r);
+    // X'X and XX' (one value, one side transposed): only the tiles on and above the diagonal.
+    g.symmetric = precision == MatmulPrecision::full && s.inputs[0] == s.inputs[1] && g.trans_a != g.trans_b;
     std::optional<GemmCoopmat> tensor;
     const ComputePipeline *round = nullptr, *pack = nullptr;
     // Compiled (or loaded) before anything is recorded: a failure leaves nothing half-recorded.
