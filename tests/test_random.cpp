@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/kernels.hpp"
 #include "backends/cpu/philox.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
@@ -76,6 +77,40 @@ double ks(std::vector<double> x, Cdf cdf) {
         d = std::max({d, f - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - f});
     }
     return std::sqrt(n) * d;
+}
+
+// Each instruction set's kernels make the streams (randn f32 lane-parallel, vectorised): the
+// element functions' bits at every alignment of the first element and length, on this CPU's ISAs.
+TEST(Random, EveryIsaKernelGivesTheElementFunctionsBits) {
+    namespace cpu = tandem::detail::cpu;
+    namespace td = tandem::detail;
+    const std::uint64_t seed = 0x1234567890ABCDEFull, stream = 77;
+    int tables = 0;
+    for (const cpu::KernelTable* k : {cpu::kernels_baseline(), cpu::kernels_avx2(), cpu::kernels_avx512()}) {
+        if (!k) continue;
+        ++tables;
+        SCOPED_TRACE(k->isa);
+        for (std::uint64_t first : {0ull, 1ull, 2ull, 3ull, 4ull, 4093ull, (1ull << 32) - 5})
+            for (std::size_t n : {std::size_t{0}, std::size_t{3}, std::size_t{4}, std::size_t{7}, std::size_t{31},
+                                  std::size_t{32}, std::size_t{33}, std::size_t{2048}, std::size_t{2051}}) {
+                std::vector<double> d(n), dn(n);
+                std::vector<float> f(n), fn(n);
+                k->rand[0](seed, stream, first, n, d.data());
+                k->rand[1](seed, stream, first, n, f.data());
+                k->randn[0](seed, stream, first, n, dn.data());
+                k->randn[1](seed, stream, first, n, fn.data());
+                std::size_t bad = 0;
+                for (std::size_t j = 0; j < n; ++j) {
+                    const std::uint64_t i = first + j;
+                    bad += std::bit_cast<std::uint64_t>(d[j]) != std::bit_cast<std::uint64_t>(td::rand_f64(seed, stream, i));
+                    bad += std::bit_cast<std::uint32_t>(f[j]) != std::bit_cast<std::uint32_t>(td::rand_f32(seed, stream, i));
+                    bad += std::bit_cast<std::uint64_t>(dn[j]) != std::bit_cast<std::uint64_t>(td::randn_f64(seed, stream, i));
+                    bad += std::bit_cast<std::uint32_t>(fn[j]) != std::bit_cast<std::uint32_t>(td::randn_f32(seed, stream, i));
+                }
+                EXPECT_EQ(bad, 0u) << "first " << first << ", n " << n;
+            }
+    }
+    EXPECT_GE(tables, 1);
 }
 
 TEST(Random, DistributionsOnAMillionDraws) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "graph/op_table.hpp"
@@ -18,6 +19,8 @@ using AnyNanFn = bool (*)(std::size_t n, const void* a);
 /// Element conversion; index [from][to] with 0 = f64, 1 = f32, 2 = logical (uint8). To logical
 /// means "nonzero".
 using ConvertFn = void (*)(std::size_t n, const void* in, void* out);
+/// Elements first .. first + n - 1 of a random stream (backends/cpu/philox.hpp's fill_*).
+using RandomFn = void (*)(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t n, void* out);
 
 struct KernelTable {
     const char* isa;
@@ -29,6 +32,8 @@ struct KernelTable {
     /// Copies with non-temporal stores ([0 = f64, 1 = f32]): for outputs far larger than the
     /// caches, writing around them saves the read of each line that an ordinary store costs.
     ConvertFn stream_copy[2];
+    /// rand and randn ([0 = f64, 1 = f32]), compiled for this ISA (randn f32 vectorises).
+    RandomFn rand[2], randn[2];
 };
 
 const KernelTable* kernels_baseline();

@@ -87,6 +87,16 @@
 #endif
 
 namespace tandem::detail {
+// Internal linkage: the CPU kernels compile this header once per instruction set
+// (kernels_impl.inc), and an inline function of external linkage could be merged by the linker
+// with another ISA's copy and run on a CPU without its instructions.
+namespace {
+
+/// std::bit_cast without the standard header's external template (see above).
+template <class To, class From>
+constexpr To rng_bit_cast(const From& from) noexcept {
+    return __builtin_bit_cast(To, from);
+}
 
 struct PhiloxBlock {
     std::uint32_t x[4];
@@ -132,8 +142,8 @@ namespace rng {
 
 // Constants by their bits, so that the GLSL (uint64BitsToDouble / uintBitsToFloat of the same hex)
 // cannot differ by a decimal parse.
-constexpr double d(std::uint64_t b) noexcept { return std::bit_cast<double>(b); }
-constexpr float f(std::uint32_t b) noexcept { return std::bit_cast<float>(b); }
+constexpr double d(std::uint64_t b) noexcept { return rng_bit_cast<double>(b); }
+constexpr float f(std::uint32_t b) noexcept { return rng_bit_cast<float>(b); }
 
 // f64
 inline constexpr double kLg1 = d(0x3FE5555555555593), kLg2 = d(0x3FD999999997FA04), kLg3 = d(0x3FD2492494229359),
@@ -187,7 +197,7 @@ inline double log_parts(double M, int E) noexcept {
 /// sqrt(x) for normal x > 0 (within 1 ulp): 1/sqrt(x) from the bits and Newton steps, then one step on sqrt.
 inline double sqrt_pos(double x) noexcept {
     TANDEM_RNG_NO_CONTRACT
-    double y = std::bit_cast<double>(0x5FE6EB50C7B537A9ull - (std::bit_cast<std::uint64_t>(x) >> 1));
+    double y = rng_bit_cast<double>(0x5FE6EB50C7B537A9ull - (rng_bit_cast<std::uint64_t>(x) >> 1));
     const double h = 0.5 * x;
     y = y * (1.5 - h * (y * y));
     y = y * (1.5 - h * (y * y));
@@ -200,7 +210,7 @@ inline double sqrt_pos(double x) noexcept {
 /// than 0 * inf from the guess's square).
 inline float sqrt_pos(float x) noexcept {
     TANDEM_RNG_NO_CONTRACT
-    float y = std::bit_cast<float>(0x5F375A86u - (std::bit_cast<std::uint32_t>(x) >> 1));
+    float y = rng_bit_cast<float>(0x5F375A86u - (rng_bit_cast<std::uint32_t>(x) >> 1));
     const float h = 0.5f * x;
     y = y * (1.5f - (h * y) * y);
     y = y * (1.5f - (h * y) * y);
@@ -229,9 +239,9 @@ inline double sincos_kernel(double x, bool use_sin) noexcept {
 /// above, plus kneg 2 ln 2 (kneg Hi is exact). Within 1.3 ulp; 0 for v = 2^32.
 inline float neg2ln_f32(float v) noexcept {
     TANDEM_RNG_NO_CONTRACT
-    const std::uint32_t ix = std::bit_cast<std::uint32_t>(v) + 0x004AFB0Du;  // 0x3F800000 - bits of sqrt(1/2)
+    const std::uint32_t ix = rng_bit_cast<std::uint32_t>(v) + 0x004AFB0Du;  // 0x3F800000 - bits of sqrt(1/2)
     const int kneg = 159 - static_cast<int>(ix >> 23);
-    const float M = std::bit_cast<float>((ix & 0x007FFFFFu) + 0x3F3504F3u);
+    const float M = rng_bit_cast<float>((ix & 0x007FFFFFu) + 0x3F3504F3u);
     const float fm = M - 1.0f;  // exact
     float q = kLnQ7f;
     q = q * fm + kLnQ6f;
@@ -297,8 +307,8 @@ inline void box_muller_d4_f64(double radius, double s, double c, std::uint64_t r
     const bool swap = (rb >> 63) != 0;
     const double a = radius * (swap ? s : c);
     const double b = radius * (swap ? c : s);
-    z0 = std::bit_cast<double>(std::bit_cast<std::uint64_t>(a) ^ ((rb << 1) & 0x8000000000000000ull));
-    z1 = std::bit_cast<double>(std::bit_cast<std::uint64_t>(b) ^ ((rb << 2) & 0x8000000000000000ull));
+    z0 = rng_bit_cast<double>(rng_bit_cast<std::uint64_t>(a) ^ ((rb << 1) & 0x8000000000000000ull));
+    z1 = rng_bit_cast<double>(rng_bit_cast<std::uint64_t>(b) ^ ((rb << 2) & 0x8000000000000000ull));
 }
 
 /// Both standard normals (f64) of a whole block: elements 2 block and 2 block + 1.
@@ -310,9 +320,9 @@ inline void normal_f64_pair(const PhiloxBlock& b, double& z0, double& z1) noexce
     const std::uint64_t n = two53 - (ra >> 11);  // u1 = n 2^-53 in [2^-53, 1]
     double radius = 0.0;
     if (n != two53) {
-        const std::uint64_t nb = std::bit_cast<std::uint64_t>(static_cast<double>(n));  // exact
+        const std::uint64_t nb = rng_bit_cast<std::uint64_t>(static_cast<double>(n));  // exact
         const int E = static_cast<int>(nb >> 52) - 1023 - 53;
-        const double M = std::bit_cast<double>((nb & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
+        const double M = rng_bit_cast<double>((nb & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
         const double x = -2.0 * rng::log_parts(M, E);  // > 0, >= 2^-52
         radius = rng::sqrt_pos(x);
     }
@@ -342,8 +352,8 @@ inline void normal_f32_pair(std::uint32_t wr, std::uint32_t wa, float& z0, float
     const bool swap = (wa >> 31) != 0;
     const float a = radius * (swap ? s : c);
     const float b = radius * (swap ? c : s);
-    z0 = std::bit_cast<float>(std::bit_cast<std::uint32_t>(a) ^ ((wa << 1) & 0x80000000u));
-    z1 = std::bit_cast<float>(std::bit_cast<std::uint32_t>(b) ^ ((wa << 2) & 0x80000000u));
+    z0 = rng_bit_cast<float>(rng_bit_cast<std::uint32_t>(a) ^ ((wa << 1) & 0x80000000u));
+    z1 = rng_bit_cast<float>(rng_bit_cast<std::uint32_t>(b) ^ ((wa << 2) & 0x80000000u));
 }
 
 /// Standard normal (f32) from two words: the first (sine = false) or second of the pair.
@@ -431,8 +441,9 @@ inline void fill_randn_f64(std::uint64_t seed, std::uint64_t stream, std::uint64
     }
 }
 
-inline void fill_randn_f32(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
-                           float* out) noexcept {
+/// Elements first .. first + count - 1 of randn_f32, block by block (any alignment).
+inline void fill_randn_f32_ends(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
+                                float* out) noexcept {
     for (std::size_t o = 0; o < count;) {
         const std::uint64_t i = first + o;
         const PhiloxBlock b = philox_block(seed, stream, i >> 2);
@@ -444,6 +455,74 @@ inline void fill_randn_f32(std::uint64_t seed, std::uint64_t stream, std::uint64
     }
 }
 
+/// Blocks block0 .. block0 + nblocks - 1 of randn_f32, 4 elements each, into out[0 .. 4 nblocks):
+/// the bits of normal_f32_pair on philox_block, computed 8 blocks at a time as a structure of
+/// arrays (the Philox rounds written out on the lanes) so that the compiler vectorises it.
+inline void randn_f32_blocks(std::uint64_t seed, std::uint64_t stream, std::uint64_t block0, std::size_t nblocks,
+                             float* out) noexcept {
+    TANDEM_RNG_NO_CONTRACT
+    constexpr std::size_t L = 8;
+    std::size_t done = 0;
+    for (; done + L <= nblocks; done += L) {
+        std::uint32_t x0[L], x1[L], x2[L], x3[L];
+        for (std::size_t j = 0; j < L; ++j) {
+            const std::uint64_t b = block0 + done + j;
+            x0[j] = static_cast<std::uint32_t>(b);
+            x1[j] = static_cast<std::uint32_t>(b >> 32);
+            x2[j] = static_cast<std::uint32_t>(stream);
+            x3[j] = static_cast<std::uint32_t>(stream >> 32);
+        }
+        std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+        for (int round = 0; round < 10; round++) {
+            if (round > 0) {
+                k0 += kPhiloxW0;
+                k1 += kPhiloxW1;
+            }
+            for (std::size_t j = 0; j < L; ++j) {
+                const std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxM0) * x0[j];
+                const std::uint64_t p1 = static_cast<std::uint64_t>(kPhiloxM1) * x2[j];
+                const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ x1[j] ^ k0;
+                const std::uint32_t n2 = static_cast<std::uint32_t>(p0 >> 32) ^ x3[j] ^ k1;
+                x0[j] = n0;
+                x1[j] = static_cast<std::uint32_t>(p1);
+                x2[j] = n2;
+                x3[j] = static_cast<std::uint32_t>(p0);
+            }
+        }
+        float z0[L], z1[L], z2[L], z3[L];
+        for (std::size_t j = 0; j < L; ++j) {
+            normal_f32_pair(x0[j], x1[j], z0[j], z1[j]);
+            normal_f32_pair(x2[j], x3[j], z2[j], z3[j]);
+        }
+        for (std::size_t j = 0; j < L; ++j) {
+            float* o = out + 4 * (done + j);
+            o[0] = z0[j];
+            o[1] = z1[j];
+            o[2] = z2[j];
+            o[3] = z3[j];
+        }
+    }
+    for (; done < nblocks; ++done) {
+        const PhiloxBlock b = philox_block(seed, stream, block0 + done);
+        float* o = out + 4 * done;
+        normal_f32_pair(b.x[0], b.x[1], o[0], o[1]);
+        normal_f32_pair(b.x[2], b.x[3], o[2], o[3]);
+    }
+}
+
+/// Elements first .. first + count - 1 of randn_f32: whole blocks in the middle lane-parallel,
+/// the partial blocks at the ends one by one.
+inline void fill_randn_f32(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
+                           float* out) noexcept {
+    const std::size_t head = static_cast<std::size_t>((4 - (first & 3)) & 3);
+    if (count < head + 4) return fill_randn_f32_ends(seed, stream, first, count, out);
+    fill_randn_f32_ends(seed, stream, first, head, out);
+    const std::size_t blocks = (count - head) / 4, body = head + 4 * blocks;
+    randn_f32_blocks(seed, stream, (first + head) / 4, blocks, out + head);
+    fill_randn_f32_ends(seed, stream, first + body, count - body, out + body);
+}
+
+}  // namespace
 }  // namespace tandem::detail
 
 #undef TANDEM_RNG_NO_CONTRACT

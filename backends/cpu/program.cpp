@@ -5,7 +5,6 @@
 #include <map>
 #include <string>
 
-#include "backends/cpu/philox.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::cpu {
@@ -269,6 +268,10 @@ private:
                 // Random numbers are made in their own type (single ones are not rounded doubles).
                 const bool rng = ins.op == OpKind::RandU || ins.op == OpKind::RandN;
                 st.out = result_slot(output, rng && ins.dtype == DType::f32 ? ElemType::f32 : ElemType::f64);
+                if (rng) {
+                    const int c = ins.dtype == DType::f32 ? 1 : 0;
+                    st.fn = reinterpret_cast<const void*>(ins.op == OpKind::RandU ? k_.rand[c] : k_.randn[c]);
+                }
                 p_.steps_.push_back(st);
                 return st.out;
             }
@@ -519,14 +522,7 @@ void Program::run_block(std::int64_t start, std::size_t n, std::byte* scratch) c
                 const std::uint64_t seed = static_cast<std::uint64_t>(st.attr[0]) | static_cast<std::uint64_t>(st.attr[1]) << 32;
                 const auto stream = static_cast<std::uint64_t>(st.attr[2]);
                 const auto first = static_cast<std::uint64_t>(start);
-                const bool f32 = slots_[st.out].type == ElemType::f32;
-                if (st.kind == StepKind::RandU) {
-                    if (f32) fill_rand_f32(seed, stream, first, n, static_cast<float*>(ptr[st.out]));
-                    else fill_rand_f64(seed, stream, first, n, static_cast<double*>(ptr[st.out]));
-                } else {
-                    if (f32) fill_randn_f32(seed, stream, first, n, static_cast<float*>(ptr[st.out]));
-                    else fill_randn_f64(seed, stream, first, n, static_cast<double*>(ptr[st.out]));
-                }
+                reinterpret_cast<RandomFn>(st.fn)(seed, stream, first, n, ptr[st.out]);
                 break;
             }
             case StepKind::Colon: {
