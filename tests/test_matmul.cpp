@@ -4,6 +4,8 @@
 // operands, NaN/Inf, the product feeding fused expressions, MATLAB's scalar case, shape errors.
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <random>
 
 #include "matmul_reference.hpp"
@@ -44,6 +46,30 @@ TEST(Matmul, EveryTransposeEverySizeMatchesReference) {
                     EXPECT_TRUE(tmm::product_ok(got, a, b, ta, tb));
                 }
     }
+}
+
+// X'X and XX' of a tall (wide) X run as syrk over fixed slices of k, summed in order and
+// mirrored: against the reference, exactly symmetric, special values through; one slice and
+// several (16384 each).
+TEST(Matmul, ProductWithOwnTransposeIsSymmetricAndMatchesReference) {
+    Runtime rt(cpu_config());
+    std::mt19937_64 rng(5);
+    for (DType t : {DType::f64, DType::f32})
+        for (auto [k, n] : {std::pair{40, 9}, std::pair{40000, 7}, std::pair{36000, 20}})
+            for (bool left : {true, false}) {
+                SCOPED_TRACE(std::string(tref::dtype_str(t)) + " k " + std::to_string(k) + " n " + std::to_string(n) +
+                             (left ? " X'X" : " XX'"));
+                const Host x = tmm::random_matrix(left ? k : n, left ? n : k, t, rng, k < 100);
+                const Array X = tref::make_array(rt, x);
+                const Host got = tref::gather(tandem::matmul(X, X, {left, !left}));
+                EXPECT_TRUE(tmm::product_ok(got, x, x, left, !left));
+                std::size_t asymmetric = 0;
+                for (std::int64_t j = 0; j < n; ++j)
+                    for (std::int64_t i = 0; i < n; ++i)
+                        asymmetric += std::bit_cast<std::uint64_t>(got.v[static_cast<std::size_t>(i + j * n)]) !=
+                                      std::bit_cast<std::uint64_t>(got.v[static_cast<std::size_t>(j + i * n)]);
+                EXPECT_EQ(asymmetric, 0u);
+            }
 }
 
 TEST(Matmul, MixedTypesScalarsAndFusedConsumers) {

@@ -71,6 +71,15 @@ void blas_gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t 
                 static_cast<blasint>(ldc));
 }
 // y = alpha * op(A) * x + beta * y, A stored rows x cols.
+void blas_syrk(Trans t, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, float* c, std::int64_t ldc) {
+    cblas_ssyrk(CblasColMajor, CblasUpper, blas(t), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
+                static_cast<blasint>(lda), 0.0f, c, static_cast<blasint>(ldc));
+}
+void blas_syrk(Trans t, std::int64_t n, std::int64_t k, const double* a, std::int64_t lda, double* c, std::int64_t ldc) {
+    cblas_dsyrk(CblasColMajor, CblasUpper, blas(t), static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
+                static_cast<blasint>(lda), 0.0, c, static_cast<blasint>(ldc));
+}
+
 void blas_gemv(Trans t, std::int64_t rows, std::int64_t cols, float alpha, const float* a, std::int64_t lda,
                const float* x, std::int64_t incx, float beta, float* y, std::int64_t incy) {
     cblas_sgemv(CblasColMajor, blas(t), static_cast<blasint>(rows), static_cast<blasint>(cols), alpha, a,
@@ -113,6 +122,38 @@ void scale(std::int64_t m, std::int64_t n, T beta, T* c, std::int64_t ldc) {
     }
 }
 
+// Slices of k of a symmetric product (a fixed length, so that the bits do not depend on the
+// number of workers): each a syrk of its own, summed in order.
+constexpr std::int64_t kSymmetricPartK = 16384;
+
+// C = op(A) op(A)' (A'A when ta is transpose, else AA'): n x n, symmetric. Each slice of k is a
+// syrk (the upper triangle: half the multiply-adds of a gemm) on a worker; the slices' upper
+// triangles are summed in order and mirrored, so C is exactly symmetric.
+template <class T>
+void gemm_symmetric(Trans ta, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, T* c, std::int64_t ldc) {
+    const std::int64_t parts = (k + kSymmetricPartK - 1) / kSymmetricPartK;
+    auto buffers = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(parts * n * n));
+    for_blocks(parts, [&](std::int64_t p) {
+        const std::int64_t k0 = p * kSymmetricPartK, kp = std::min(kSymmetricPartK, k - k0);
+        // A'A: rows k0.. of A (k x n); AA': columns k0.. of A (n x k).
+        const T* ap = ta == Trans::transpose ? a + k0 : a + k0 * lda;
+        blas_syrk(ta == Trans::transpose ? Trans::transpose : Trans::none, n, kp, ap, lda, buffers.get() + p * n * n, n);
+    });
+    const std::int64_t col_blocks = std::min<std::int64_t>(n, workers());
+    for_blocks(col_blocks, [&](std::int64_t r) {
+        for (std::int64_t j = n * r / col_blocks; j < n * (r + 1) / col_blocks; ++j)
+            for (std::int64_t i = 0; i <= j; ++i) {
+                T sum = buffers[static_cast<std::size_t>(i + j * n)];
+                for (std::int64_t p = 1; p < parts; ++p) sum += buffers[static_cast<std::size_t>(p * n * n + i + j * n)];
+                c[i + j * ldc] = sum;
+            }
+    });
+    for_blocks(col_blocks, [&](std::int64_t r) {
+        for (std::int64_t j = n * r / col_blocks; j < n * (r + 1) / col_blocks; ++j)
+            for (std::int64_t i = j + 1; i < n; ++i) c[i + j * ldc] = c[j + i * ldc];
+    });
+}
+
 template <class T>
 void gemm_impl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc,
@@ -127,6 +168,10 @@ void gemm_impl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t 
         return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
     blas_single_threaded();
+
+    // X'X or XX' of a tall (or wide) X: the symmetric product, half the work.
+    if (a == b && lda == ldb && ta != tb && alpha == T(1) && beta == T(0) && k >= 4 * n && n > 1)
+        return gemm_symmetric(ta, n, k, a, lda, c, ldc);
 
     // Matrix-vector products: gemv, split along the result.
     if (n == 1 || m == 1) {
