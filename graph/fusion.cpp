@@ -125,6 +125,35 @@ std::vector<std::size_t> recompute_slice(const std::vector<Node*>& pending, std:
     return slice;
 }
 
+/// Drops the instructions no output or reduction needs (a value that a reduction now recomputes
+/// for itself is computed by its own group for nothing), renumbering the rest.
+void prune_dead_values(Region& r) {
+    if (r.program.empty()) return;
+    std::vector<bool> live(r.program.size(), false);
+    for (const auto& o : r.outputs)
+        if (o.value < live.size()) live[o.value] = true;
+    for (const Reduction& red : r.reductions) live[red.value] = true;
+    for (std::size_t i = r.program.size(); i-- > 0;) {
+        if (!live[i]) continue;
+        for (int k = 0; k < op_info(r.program[i].op).arity; ++k)
+            if (const Arg& a = r.program[i].args[static_cast<std::size_t>(k)]; a.kind == Arg::Kind::Value) live[a.index] = true;
+    }
+    if (std::all_of(live.begin(), live.end(), [](bool b) { return b; })) return;
+    std::vector<std::uint32_t> index(r.program.size(), UINT32_MAX);
+    std::vector<Instr> kept;
+    for (std::size_t i = 0; i < r.program.size(); ++i) {
+        if (!live[i]) continue;
+        Instr ins = r.program[i];
+        for (auto& a : ins.args)
+            if (a.kind == Arg::Kind::Value) a.index = index[a.index];
+        index[i] = static_cast<std::uint32_t>(kept.size());
+        kept.push_back(ins);
+    }
+    r.program = std::move(kept);
+    for (auto& o : r.outputs) o.value = index[o.value];
+    for (Reduction& red : r.reductions) red.value = index[red.value];
+}
+
 bool reaches(const std::vector<Group>& groups, std::size_t from, std::size_t to) {
     std::vector<std::size_t> stack{from};
     std::vector<bool> seen(groups.size());
@@ -274,17 +303,31 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     // arithmetic ops cost less than two passes over memory. `imgs - mu` read both by a
     // reduction (its variance) and by the elementwise chain after it is the case in point:
     // recomputed by the chain, it is no longer written, and its square folds into the reduction.
+    // A reduction recomputes its input the same way when the input's group is a region anyway
+    // (one of its values is wanted or read by something other than a reduction): Xc = X - mu read
+    // by a product and by var's sum of Xc.^2 writes Xc only, and the sum squares it as it reads.
     std::vector<std::unordered_set<std::size_t>> recomputed(groups.size());  // slice nodes per group
     if (options.fuse) {
+        std::vector<bool> written_anyway(groups.size(), false);
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            if (group_of[i] == kFolded) continue;
+            if (wanted[i]) written_anyway[group_of[i]] = true;
+            if (is_reduction(pending[i]->op)) continue;
+            for (auto& in : pending[i]->inputs)
+                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != group_of[i])
+                    written_anyway[group_of[k]] = true;
+        }
         for (std::size_t i = 0; i < pending.size(); ++i) {
             const std::size_t g = group_of[i];
-            if (g == kFolded || groups[g].own || is_reduction(pending[i]->op) || chain_of[i] != kOutside) continue;
+            if (g == kFolded || groups[g].own || chain_of[i] != kOutside) continue;
+            const bool reduction = is_reduction(pending[i]->op);
             for (auto& in : pending[i]->inputs) {
                 const std::size_t k = pos(in.get());
                 if (k == kOutside || group_of[k] == kFolded || group_of[k] == g || recomputed[g].count(k)) continue;
                 const std::size_t h = group_of[k];
                 if (groups[h].own || groups[h].shape != groups[g].shape || is_reduction(pending[k]->op) || chain_of[k] != kOutside)
                     continue;
+                if (reduction && !written_anyway[h]) continue;  // it folds into its producer's region instead
                 std::vector<std::size_t> slice = recompute_slice(pending, k, h, group_of, pos);
                 if (!slice.empty()) recomputed[g].insert(slice.begin(), slice.end());
             }
@@ -503,15 +546,17 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 continue;
             }
             if (is_reduction(n->op)) {
-                // A reduction with nothing folded in: its program loads the input as is.
+                // A reduction with nothing folded in: its program loads the input as is (or
+                // recomputes it: its ops come first).
                 Instr ins{OpKind::Cast, n->inputs[0]->dtype, DType::f64, {}, {static_cast<double>(n->inputs[0]->dtype), 0, 0}};
                 operand(n->inputs[0], ins.args[0]);
                 DType t = n->inputs[0]->dtype;
                 ins.compute = compute_dtype(OpKind::Cast, &t);
+                const auto v = static_cast<std::uint32_t>(r.program.size());  // after a recomputed input's ops
                 r.program.push_back(ins);
-                r.reductions.push_back({n->op, 0});
+                r.reductions.push_back({n->op, v});
                 r.reduce_dim = static_cast<int>(n->attr[0]);
-                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                r.outputs.push_back({v, pending[m]->shared_from_this()});
                 continue;
             }
             const Instr ins = instruction(n);
@@ -532,6 +577,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             r.reduce_dim = static_cast<int>(n->attr[0]);
             r.outputs.push_back({v, pending[m]->shared_from_this()});
         }
+        prune_dead_values(r);
         regions.push_back(std::move(r));
     }
     return regions;

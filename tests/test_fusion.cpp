@@ -435,3 +435,33 @@ TEST(Fusion, CheapProducerReadTwiceIsRecomputedNotWritten) {
     EXPECT_LT(after.elements_written - before.elements_written, static_cast<std::uint64_t>(2 * w * b + 32))
         << "an array of x's size was written: " << after.elements_written - before.elements_written << " elements";
 }
+
+// Xc = X - mean(X) read by a product (so it is written) and by the sum of its square (var): the
+// square is not written; the reduction recomputes it from X as it reads. The same bits as every op
+// materialised.
+TEST(Fusion, ReductionRecomputesTheSquareOfAValueWrittenAnyway) {
+    const std::int64_t n = 301, d = 7;
+    std::mt19937_64 rng(11);
+    std::vector<double> v = tref::random_values(n * d, tandem::DType::f64, rng, false);
+    v[5] = NAN;
+    v[40] = -0.0;
+    auto run = [&](Runtime& rt) {
+        const Array X = leaf(rt, v, Shape{n, d});
+        const Array Xc = X - tandem::mean(X);
+        const Array G = tandem::matmul(Xc, Xc, {.transpose_a = true});
+        const Array s = tandem::sum(Xc * Xc, 1);
+        rt.evaluate({X}).get();
+        const Metrics before = rt.metrics();
+        rt.evaluate({G, s}).get();  // one plan for both
+        auto out = std::pair{tref::gather(G), tref::gather(s)};
+        return std::pair{out, rt.metrics().elements_written - before.elements_written};
+    };
+    Runtime fused{Config{}}, plain{unfused_config()};
+    const auto [f, written] = run(fused);
+    const auto [p, plain_written] = run(plain);
+    EXPECT_TRUE(tref::same_values(f.first, p.first, tref::Acc::exact_signed));
+    EXPECT_TRUE(tref::same_values(f.second, p.second, tref::Acc::exact_signed));
+    // Xc (n d), the product (d d), the means and the sums; not Xc's square (another n d).
+    EXPECT_LT(written, static_cast<std::uint64_t>(n * d + d * d + 4 * d + 16)) << written << " elements written";
+    EXPECT_GT(plain_written, static_cast<std::uint64_t>(2 * n * d));
+}

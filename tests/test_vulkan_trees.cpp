@@ -312,3 +312,28 @@ TEST(VulkanBackendTrees, RecomputedProducerMatchesTheMaterialisedOne) {
     expect_device_clean(*gpu);
     expect_device_clean(*plain);
 }
+
+// A reduction recomputing the square of a value that a product reads (Xc = X - mean(X): var's
+// sum of Xc.^2 squares X - mu as it reads): the bits of every op materialised, on the device.
+TEST(VulkanBackendTrees, ReductionRecomputingItsInputMatchesTheMaterialisedOne) {
+    const std::int64_t n = 517, d = 9;
+    std::mt19937_64 rng(19);
+    std::vector<double> v = tref::random_values(n * d, DType::f64, rng, false);
+    v[7] = NAN;
+    v[30] = -0.0;
+    auto run = [&](Runtime& rt) {
+        const Array X = rt.array(std::span<const double>(v), tandem::Shape{n, d});
+        const Array Xc = X - tandem::mean(X);
+        const Array s = tandem::sum(Xc * Xc, 1);
+        const Array G = tandem::matmul(Xc, Xc, {.transpose_a = true});
+        rt.evaluate({G, s}).get();
+        return tref::gather(s);
+    };
+    auto gpu = open_gpu();
+    tandem::Config plain_cfg = tvk::gpu_config();
+    plain_cfg.fusion = false;
+    auto plain = open_gpu(plain_cfg);
+    EXPECT_TRUE(tref::same_values(run(*gpu), run(*plain), Acc::exact_signed));
+    expect_device_clean(*gpu);
+    expect_device_clean(*plain);
+}
