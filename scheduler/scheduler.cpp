@@ -121,6 +121,15 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 auto job = std::make_shared<Job>();
                 job->region = std::move(r);
                 job->placement = placement_.place(job->region);
+                if (job->region.alias && placement_.device() != nullptr) {
+                    // A view of a device value stays with it: as a CPU job it would wait for the
+                    // device to finish and make its producer download (a sync per power step).
+                    const Node* in = job->region.inputs[0].get();
+                    const bool from_device =
+                        in->eval.pending ? !in->eval.pending->backend->on_host()
+                                         : in->eval.value && in->eval.value->device() && !in->eval.value->host();
+                    if (from_device) job->placement = {placement_.device(), "a view of a device value"};
+                }
                 job->completion = std::make_shared<Completion>();
                 job->completion->backend = job->placement.backend;
                 job->wanted_on_host.assign(job->region.outputs.size(), false);
@@ -140,10 +149,15 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
             // submission, instead of in a blocking download later.
             for (auto& job : jobs) {
                 if (!job->placement.backend->on_host()) continue;
-                for (auto& in : job->region.inputs)
-                    if (auto it = producer.find(in.get()); it != producer.end())
-                        if (!it->second.first->placement.backend->on_host())
-                            it->second.first->wanted_on_host[it->second.second] = true;
+                for (auto& in : job->region.inputs) {
+                    auto it = producer.find(in.get());
+                    // Through views (they copy nothing) to the region that computes the value.
+                    while (it != producer.end() && it->second.first->region.alias &&
+                           !it->second.first->placement.backend->on_host())
+                        it = producer.find(it->second.first->region.inputs[0].get());
+                    if (it != producer.end() && !it->second.first->placement.backend->on_host())
+                        it->second.first->wanted_on_host[it->second.second] = true;
+                }
             }
             for (auto& job : jobs)
                 if (wire(job)) after.push_back([this, job] { launch(job); });
@@ -224,9 +238,45 @@ void Scheduler::ensure_host(const std::vector<std::shared_ptr<Value>>& values) {
 void Scheduler::launch(const JobPtr& job) {
     if (job->placement.backend->on_host()) {
         workers_.enqueue([this, job] { run_on_host(job); });
+    } else if (job->region.alias) {
+        record_view(job);
     } else {
         record_on_device(job);
     }
+}
+
+void Scheduler::record_view(const JobPtr& job) {
+    // Recorded at once (its input's value is published: the producer recorded, or is done), so
+    // that consumers on the device record behind it; done when the producer is.
+    Deferred after;
+    {
+        std::lock_guard lock(mutex_);
+        Node& in = *job->region.inputs[0];
+        Completion& c = *job->completion;
+        if (!in.eval.error && in.eval.value) {
+            job->region.outputs[0].node->eval.value = in.eval.value;
+            c.recorded = true;
+            for (auto& w : c.on_recorded) w(after);
+            c.on_recorded.clear();
+        }
+        if (in.eval.pending) in.eval.pending->on_done.push_back([this, job](Deferred& d) { d.push_back([this, job] { finish_view(job); }); });
+        else after.push_back([this, job] { finish_view(job); });
+    }
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        auto f = std::move(after[i]);
+        f();
+    }
+}
+
+void Scheduler::finish_view(const JobPtr& job) {
+    std::exception_ptr error;
+    {
+        std::lock_guard lock(mutex_);
+        const Node& in = *job->region.inputs[0];
+        error = in.eval.error;
+        job->outputs = {in.eval.value};  // the producer's final value (it may have run again on the CPU)
+    }
+    complete(job, error, {}, false);
 }
 
 void Scheduler::run_on_host(const JobPtr& job) {

@@ -80,6 +80,8 @@ private:
     void launch(const JobPtr& job);
     void run_on_host(const JobPtr& job);
     void record_on_device(const JobPtr& job);
+    void record_view(const JobPtr& job);  // a view of a device value, with it
+    void finish_view(const JobPtr& job);
     /// A region finished (or failed): record the outcome in its nodes, wake what waits.
     /// `per_output`: errors of single outputs (a multi-output region whose slices were run).
     /// `from_device`: reported by a device backend's completion (which may call for a rerun).

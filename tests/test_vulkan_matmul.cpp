@@ -222,3 +222,43 @@ TEST(VulkanMatmul, ProductWithOwnTransposeComputesHalfWithTheFullProductsBits) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Power iteration on a symmetric matrix, the harness's W5 loop: matrix-vector products (a
+/// reduction over a view of v), norms and divisions.
+Array power_steps(tandem::Runtime& rt, const Array& G, int steps) {
+    Array v = rt.ones({G.shape()[0], 1}) / std::sqrt(static_cast<double>(G.shape()[0]));
+    for (int i = 0; i < steps; ++i) {
+        const Array Gv = tandem::matmul(G, v);
+        v = Gv / tandem::norm(Gv);
+    }
+    return v;
+}
+
+}  // namespace
+
+/// The views that vector products take of v (reshape) follow v onto the device: the loop runs
+/// without a download or a host round trip per step, and gives the CPU's values.
+TEST(VulkanMatmul, PowerIterationStaysOnTheDevice) {
+    auto gpu = tvk::open_gpu();
+    tandem::Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(23);
+    const std::int64_t d = 48;
+    const Host x = tmm::random_matrix(200, d, DType::f64, rng, false);
+    auto run = [&](tandem::Runtime& rt, std::uint64_t* downloaded) {
+        const Array X = tref::make_array(rt, x);
+        const Array G = tandem::matmul(X, X, {true, false});
+        rt.evaluate({G}).get();
+        const auto before = rt.metrics().download_bytes;
+        const Host v = tref::gather(power_steps(rt, G, 12));
+        if (downloaded) *downloaded = rt.metrics().download_bytes - before;
+        return v;
+    };
+    std::uint64_t downloaded = 0;
+    const Host on_gpu = run(*gpu, &downloaded);
+    const Host on_cpu = run(cpu, nullptr);
+    EXPECT_EQ(downloaded, static_cast<std::uint64_t>(d * 8)) << "only the result comes back";
+    EXPECT_TRUE(tref::same_values(on_gpu, on_cpu, tref::Acc::ulp, 1e6));  // sums in other orders
+    tvk::expect_device_clean(*gpu);
+}
