@@ -106,9 +106,15 @@ def black_scholes():
 
 # ---- running one process ---------------------------------------------------------------------------
 
+# Systems that run on the GPU: each warms up for at least --min-warmup-ms (a GPU that idled while
+# another system ran on the CPU raises its clocks only under load; every GPU system gets the same).
+GPU_SYSTEMS = ("tandem-gpu", "tandem-auto", "torch_eager", "torch_compile")
+
 def command(args, system, w, size):
     common = ["--workload", str(w), "--size", size, "--warmup", str(args.warmup), "--reps", str(args.reps)]
     extra = {3: ["--steps", str(args.steps)], 5: ["--iters", str(args.iters)]}.get(w, [])
+    if system in GPU_SYSTEMS and args.min_warmup_ms > 0:
+        extra += ["--min-warmup-ms", f"{args.min_warmup_ms:g}"]
     if system.startswith("tandem-") or system == "eigen":
         sysargs = ["--system", "tandem", "--mode", system.split("-")[1]] if system != "eigen" else ["--system", "eigen"]
         return shlex.split(args.tandem_cmd) + sysargs + common + extra
@@ -297,7 +303,8 @@ def cmd_run(args):
                        "commit": git_commit(), "command": os.environ.get("TANDEM_BENCH_COMMAND") or " ".join(map(shlex.quote, sys.argv)),
                        "machine": machine_context(), "systems": {}},
            "settings": {"workloads": sorted({w for w, _ in blocks}), "blocks": [[w, s] for w, s in blocks], "systems": systems,
-                        "reps": args.reps, "warmup": args.warmup, "steps": args.steps, "iters": args.iters,
+                        "reps": args.reps, "warmup": args.warmup, "min_warmup_ms": args.min_warmup_ms,
+                        "steps": args.steps, "iters": args.iters,
                         "timeout_s": args.timeout, "budget_s": args.budget_s, "tolerance": TOLERANCE, "w3_sigmas": W3_SIGMAS},
            "runs": []}
     total = len(blocks) * len(systems)
@@ -431,7 +438,9 @@ def write_report(docs, out, name):
             lines.append(f"- **{LABEL.get(s, s)} ran on Mesa lavapipe, a Vulkan driver on the CPU: its results are checked, "
                          "its times say nothing about a GPU.**")
     st = docs[0]["settings"]
-    lines += ["", f"Median wall time in ms of {st['reps']} runs after {st['warmup']} warm-up (steady state; device work "
+    gpu_warm = (f", GPU systems at least {st['min_warmup_ms'] / 1e3:g} s of warm-up runs"
+                if st.get("min_warmup_ms") and any(s in GPU_SYSTEMS for s in systems) else "")
+    lines += ["", f"Median wall time in ms of {st['reps']} runs after {st['warmup']} warm-up{gpu_warm} (steady state; device work "
               "synchronised: Tandem gathers the scalar result, PyTorch synchronises). `~`: the runs spread by more than 25%; "
               "`?`: no other kind of system to check against; `!`: a Tandem GPU run fell back to the CPU or (forced GPU) ran "
               "nothing on the device. FAILED check: the value disagreed with the others (see Checks), its time is not shown.", ""]
@@ -579,6 +588,8 @@ def main():
     r.add_argument("--modes", default="cpu", help="Tandem's placements: cpu, gpu (forced), auto")
     r.add_argument("--reps", type=int, default=5)
     r.add_argument("--warmup", type=int, default=1)
+    r.add_argument("--min-warmup-ms", type=float, default=1000.0,
+                   help="GPU systems: warm-up runs continue until they took this long (default 1000)")
     r.add_argument("--steps", type=int, default=256, help="W3's time steps")
     r.add_argument("--iters", type=int, default=50, help="W5's power-iteration steps")
     r.add_argument("--w3-compile", choices=["whole", "step"], default="step", help="torch.compile's scope for W3")
