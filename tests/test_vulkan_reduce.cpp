@@ -112,12 +112,17 @@ TEST(VulkanReduceSettings, WorkgroupTreeAndThreshold) {
 // do): a workgroup per output (256 x 65537, runs along dimension 1) and strided rows (2^21 + 32
 // outputs along dimension 2): every output right, nothing written out of place.
 TEST(VulkanReduceSettings, GridsBeyondTheDispatchLimit) {
-    auto gpu = tvk::open_gpu();
-    {
+    // With 32-invocation workgroups the short runs take a workgroup each (65537 of them); with the
+    // default ones they share workgroups (kReduceLanes invocations a run).
+    tandem::Config wg32 = tvk::gpu_config();
+    wg32.reduction_workgroup = 32;
+    auto narrow = tvk::open_gpu(wg32);
+    for (tandem::Runtime* rt : {narrow.get(), tvk::open_gpu().release()}) {
+        std::unique_ptr<tandem::Runtime> owned(rt == narrow.get() ? nullptr : rt);
         const std::int64_t rows = 256, cols = 65537;
         std::vector<float> v(static_cast<std::size_t>(rows * cols));
         for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i % 7) + (i / static_cast<std::size_t>(rows)) % 3);
-        Array a = gpu->array(std::span<const float>(v), tandem::Shape{rows, cols});
+        Array a = rt->array(std::span<const float>(v), tandem::Shape{rows, cols});
         const Host got = tref::gather(tandem::sum(a, 1));
         ASSERT_EQ(got.v.size(), static_cast<std::size_t>(cols));
         std::size_t bad = 0;
@@ -127,7 +132,9 @@ TEST(VulkanReduceSettings, GridsBeyondTheDispatchLimit) {
             bad += got.v[static_cast<std::size_t>(j)] != want;
         }
         EXPECT_EQ(bad, 0u);
+        tvk::expect_device_clean(*rt);
     }
+    auto gpu = tvk::open_gpu();
     {
         const std::int64_t rows = (std::int64_t{1} << 21) + 32, cols = 2;
         std::vector<double> v(static_cast<std::size_t>(rows * cols));
@@ -141,6 +148,32 @@ TEST(VulkanReduceSettings, GridsBeyondTheDispatchLimit) {
         EXPECT_EQ(bad, 0u);
     }
     tvk::expect_device_clean(*gpu);
+}
+
+// Many short runs along dimension 1 (at least kReduceGroups outputs, runs shorter than
+// kNarrowRunLength): kReduceLanes invocations an output, several outputs a workgroup, the last
+// workgroup partly idle; every op against the reference, specials included, the same bits twice.
+TEST(VulkanReduceSettings, ManyShortRunsShareAWorkgroup) {
+    for (std::uint32_t wg : {64u, 256u}) {
+        tandem::Config cfg = tvk::gpu_config();
+        cfg.reduction_workgroup = wg;
+        auto gpu = tvk::open_gpu(cfg);
+        std::mt19937_64 rng(wg);
+        for (const Dims& shape : {Dims{300, 4100}, Dims{257, 4099, 1}})
+            for (DType t : {DType::f64, DType::f32})
+                for (Op op : {Op::sum, Op::prod, Op::max, Op::argmin, Op::all}) {
+                    SCOPED_TRACE(std::string(tred::name(op)) + " of " + tref::dims_str(shape) + " " + tref::dtype_str(t) +
+                                 " wg " + std::to_string(wg));
+                    // (A product with specials depends on its order: 0 * Inf after an underflow.)
+                    const Host x = tred::random_data(shape, t, rng, op != Op::prod, op == Op::prod);
+                    const Array a = tref::make_array(*gpu, x);
+                    const Host got = tref::gather(tred::call(op, a, 1));
+                    EXPECT_TRUE(tred::matches(got, tred::reduce(x, op, 0)));
+                    const Host again = tref::gather(tred::call(op, a * 1.0, 1));
+                    if (op != Op::all) EXPECT_TRUE(tref::same_values(again, got, tref::Acc::exact_signed));
+                }
+        tvk::expect_device_clean(*gpu);
+    }
 }
 
 TEST(VulkanReduceSettings, WorkgroupBeyondTheDeviceIsAConfigError) {

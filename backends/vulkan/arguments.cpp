@@ -158,6 +158,9 @@ ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::
         // A part is at least 4 elements per invocation.
         const std::uint64_t most = std::max<std::uint64_t>(1, (p.len + 4ull * workgroup_size - 1) / (4ull * workgroup_size));
         p.parts = outs >= kReduceGroups ? 1 : std::min(most, (kReduceGroups + outs - 1) / std::max<std::uint64_t>(outs, 1));
+        // Many short runs: kReduceLanes invocations an output, several outputs a workgroup.
+        p.lanes = outs >= kReduceGroups && p.len < kNarrowRunLength && workgroup_size > kReduceLanes ? kReduceLanes
+                                                                                                     : workgroup_size;
     } else {
         p.lanes = std::min<std::uint64_t>({32, std::bit_ceil(std::max<std::uint64_t>(outs, 1)),
                                            std::max<std::uint32_t>(workgroup_size, 1)});
@@ -246,7 +249,8 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
         if (outs == 0) return l;  // no outputs (max/min of an empty dimension): nothing to write
         if (rp.parts > 1 && partials == 0) throw DeviceError("vulkan: a two-pass reduction without its partials (bug)");
         const std::uint64_t wg = kernel.workgroup_size;
-        const std::uint64_t groups = rp.contiguous ? outs * rp.parts : (outs + rp.lanes - 1) / rp.lanes * rp.parts;
+        const std::uint64_t per_group = rp.contiguous ? wg / rp.lanes : rp.lanes;  // outputs a workgroup
+        const std::uint64_t groups = (outs + per_group - 1) / per_group * rp.parts;
         split_groups(groups, max_groups_x, l.groups_x, l.groups_y);
         if (rp.parts > 1)
             split_groups(rp.wide_combine ? outs : (outs + wg - 1) / wg, max_groups_x, l.groups2_x, l.groups2_y);

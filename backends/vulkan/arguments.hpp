@@ -86,7 +86,11 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 /// contiguous (inner == 1, len >= the workgroup size): a workgroup per (output, part), striding over a run
 ///   of `seg` consecutive elements; parts > 1 only when there are fewer than kReduceGroups
 ///   outputs and len reaches the two-pass threshold (a full reduction of a long array never
-///   runs on one workgroup).
+///   runs on one workgroup). With at least kReduceGroups outputs of runs shorter than
+///   kNarrowRunLength, `lanes` = kReduceLanes invocations an output instead of the whole
+///   workgroup (workgroup size / lanes outputs a workgroup, combined by a shared-memory tree of
+///   their own): a workgroup's tree per short run cost more than its loads (mean over the
+///   columns of 2160 x 3840 images: 1.15 ms on the H100 for 0.16 ms of bytes).
 /// strided (otherwise): a workgroup per (chunk of `lanes` consecutive outputs, part): its invocations
 ///   are `rows` = workgroup size / lanes rows of `lanes` (consecutive invocations, consecutive outputs:
 ///   coalesced loads), row r walking `seg` positions of the reduced dimension -- sub-part r of the part
@@ -99,13 +103,16 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 /// kReduceThreads: 2^17 keeps sum(A, 2) of 16384 x 16384 in one pass (16384 outputs x 8 rows) with 8
 /// loads in flight per invocation, 2% faster on the H100 than 2^20 invocations and a second pass.
 inline constexpr std::uint64_t kReduceGroups = 4096, kReduceThreads = std::uint64_t{1} << 17;
+inline constexpr std::uint64_t kReduceLanes = 32, kNarrowRunLength = 8192;
 /// The default of Config::two_pass_threshold: parts only from this reduced length on.
 inline constexpr std::uint64_t kDefaultTwoPassThreshold = 4096;
 inline constexpr std::uint64_t kReduceParamsCount = 8;
 struct ReducePlan {
     bool contiguous = true;
     std::uint64_t inner = 1, len = 0, outer = 1, parts = 1, seg = 0;
-    std::uint64_t lanes = 1;  ///< strided: outputs per workgroup row (a power of two <= 32)
+    /// strided: outputs per workgroup row (a power of two <= 32); contiguous: invocations per
+    /// output (the workgroup size, or kReduceLanes for many short runs)
+    std::uint64_t lanes = 1;
     /// The second pass: a workgroup per output (fewer than kReduceGroups outputs) or an
     /// invocation per output.
     bool wide_combine = false;

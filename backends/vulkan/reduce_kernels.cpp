@@ -206,14 +206,49 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
                   "    uint err = 0xFFFFFFFFu;\n";
     each("    precise double racc# = 0.0LF;\n    int64_t rpos# = 0L;\n");
     for (std::size_t j = 0; j < nr; ++j) s << "    racc" << j << " = " << init_of(r.reductions[j].op) << ";\n";
+    // One part: the outputs; several: the partials of this part.
+    auto store = [&] {
+        s << "        if (r_parts == 1ul) {\n";
+        each("            tdmr_store#(out#, q, racc#, rpos#);\n");
+        s << "        } else {\n";
+        each("            { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
+             "              RefF64(at).v = racc#; RefI64(at + 8ul).v = rpos#; }\n");
+        s << "        }\n";
+    };
     if (p.contiguous) {
-        // A workgroup per (output, part); its invocations stride over the part's run.
-        s << "    uint64_t q = group / r_parts, part = group % r_parts;\n"
+        // r_lanes == the workgroup size: a workgroup per (output, part); its invocations stride
+        // over the part's run, then combine in fixed pairs.
+        s << "    if (r_lanes == " << WG << "ul) {\n"
+          << "    uint64_t q = group / r_parts, part = group % r_parts;\n"
              "    if (q >= outs) return;  // a workgroup of the grid's rounding (the whole workgroup)\n"
              "    int64_t kbeg = int64_t(part * r_seg), kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n";
         write_fold_loop(s, p, "kbeg + int64_t(t)", WG + "L", "uint64_t(k) + r_len * q", 4);
         write_group_combine(s, p);
-
+        store();
+        s << "    }\n"
+             "    } else {\n";
+        // Fewer (many short runs): r_lanes invocations an output, their values combined by a
+        // shared-memory tree of their own; every invocation reaches every barrier.
+        s << "    uint lanes = uint(r_lanes), lane = t % lanes, slot = t / lanes;\n"
+             "    uint64_t q = (group / r_parts) * uint64_t(" << WG << "u / lanes) + uint64_t(slot), part = group % r_parts;\n"
+             "    bool live = q < outs;\n"
+             "    int64_t kbeg = int64_t(part * r_seg), kend = live ? min(kbeg + int64_t(r_seg), int64_t(r_len)) : kbeg;\n";
+        write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", 4);
+        each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
+        s << "    barrier();\n"
+             "    for (uint w = lanes / 2u; w > 0u; w >>= 1u) {\n"
+             "        if (lane < w) {\n";
+        each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG + " + t];\n"
+             "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG + " + t + w]);\n"
+             "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
+        s << "        }\n"
+             "        barrier();\n"
+             "    }\n"
+             "    if (lane == 0u && live) {\n";
+        each("        racc# = sh_v[# * " + WG + " + t]; rpos# = sh_k[# * " + WG + " + t];\n");
+        store();
+        s << "    }\n"
+             "    }\n";
     } else {
         // A workgroup per (chunk of r_lanes outputs, part): row `row` of lane `lane` walks sub-part
         // `row` of the part for output q (consecutive invocations, consecutive elements), then row 0
@@ -236,15 +271,9 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
         each("            tdmr_combine#(racc#, rpos#, sh_v[# * " + WG + " + w * lanes + lane], sh_k[# * " + WG +
              " + w * lanes + lane]);\n");
         s << "        }\n";
+        store();
+        s << "    }\n";
     }
-    // One part: the outputs; several: the partials of this part.
-    s << "        if (r_parts == 1ul) {\n";
-    each("            tdmr_store#(out#, q, racc#, rpos#);\n");
-    s << "        } else {\n";
-    each("            { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
-         "              RefF64(at).v = racc#; RefI64(at + 8ul).v = rpos#; }\n");
-    s << "        }\n"
-         "    }\n";
     s << "    if (err != 0xFFFFFFFFu) {\n"
          "        atomicOr(RefErr(pc.args).flag, 1u);\n"
          "        atomicMin(RefErr(pc.args).instr, err);\n"
