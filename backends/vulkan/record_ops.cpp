@@ -268,7 +268,7 @@ void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<De
         std::lock_guard slock(stats_mutex_);
         ++stats_.dispatches;
     }
-    if (b.dispatches >= kMaxDispatchesPerBatch) submit_locked();
+    submit_if_due_locked();
 }
 
 }  // namespace tandem::detail::vk

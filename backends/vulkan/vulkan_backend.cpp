@@ -480,11 +480,12 @@ void VulkanBackend::submit(Submission s) {
         std::lock_guard slock(stats_mutex_);
         ++stats_.dispatches;
     }
-    if (b.dispatches >= kMaxDispatchesPerBatch) submit_locked();
+    submit_if_due_locked();
 }
 
 void VulkanBackend::flush() {
     std::lock_guard lock(record_mutex_);
+    early_dispatches_ = kEarlySubmitDispatches;
     submit_locked();
 }
 
@@ -528,11 +529,25 @@ void VulkanBackend::submit_locked() {
     // A batch that was not submitted goes to the completion thread too, which fails its work:
     // done() must not run here, under record_mutex_ (it may flush, which takes that lock).
     b->submitted = submitted;
+    unfinished_batches_.fetch_add(1, std::memory_order_relaxed);
     {
         std::lock_guard dlock(done_mutex_);
         in_flight_.push_back(std::move(b));
     }
     done_cv_.notify_one();
+}
+
+void VulkanBackend::submit_if_due_locked() {
+    if (!open_) return;
+    // Full; or the device is idle and has a few dispatches waiting: while the host records the rest
+    // of a long program (W5's 200 small regions), the device runs its start.
+    // The early size doubles with each early submission until a flush (a long program's batches
+    // grow 4, 8, 16, ... rather than being all small, each a submission and a completion).
+    if (open_->dispatches >= kMaxDispatchesPerBatch) return submit_locked();
+    if (open_->dispatches >= early_dispatches_ && unfinished_batches_.load(std::memory_order_relaxed) == 0) {
+        early_dispatches_ = std::min(2 * early_dispatches_, kMaxDispatchesPerBatch);
+        submit_locked();
+    }
 }
 
 void VulkanBackend::complete_loop() {
@@ -552,6 +567,7 @@ void VulkanBackend::complete_loop() {
                                 {{timeline_.get(), b->signal},
                                  {readback ? download_timeline_.get() : VK_NULL_HANDLE, readback ? b->readback->signal : 0}},
                                 completion_spin_);
+        unfinished_batches_.fetch_sub(1, std::memory_order_relaxed);
         std::exception_ptr error = b->error;
         if (!error && res != VK_SUCCESS) {
             try {

@@ -100,6 +100,7 @@ private:
     void submit_locked();
     void complete_loop();
     void add_time(Span kind, double ms);
+    void submit_if_due_locked();  // record_mutex_ held: submits the open batch when full or the device idles
     static const char* span_name(Span kind) noexcept;
     void log_spans(const Batch& b, const std::vector<std::uint64_t>& ts) const;  // the completion thread's
     mutable std::uint64_t log_base_ = 0;  // the first span's start, for TANDEM_LOG=gpu (completion thread only)
@@ -135,6 +136,8 @@ private:
     std::mutex done_mutex_;
     std::condition_variable done_cv_;
     std::deque<std::unique_ptr<Batch>> in_flight_;
+    std::atomic<int> unfinished_batches_{0};  // submitted, not yet finished on the device
+    std::uint32_t early_dispatches_ = 4;       // record_mutex_: submit_if_due_locked's early size
     std::vector<std::unique_ptr<Batch>> orphans_;  // never submitted (record_mutex_): kept to the end
     bool stopping_ = false;
     std::atomic<bool> lost_{false};
