@@ -282,18 +282,55 @@ float tdm_tanhf(float x) {
     return tdm_f64_to_f32(tdm_tanh(tdm_f32_to_f64(x)));
 #endif
 }
-// pow for x > 0 finite (subnormals too) and y finite: exp(y log x) in plain double, rounded once. log
-// and exp are the f64 fast paths (< 1 ulp of double); y log x is then off by about |y log x| 2^-52, and a
-// float result (|y log x| < 104) by under 2^-45 relative before its rounding: well inside the float ulp
-// (2^-24), ~10x cheaper on the H100 than the double-double f64 pow. The rest (x <= 0, +-Inf, NaN,
-// infinite y) goes through the f64 pow, exact on its special values.
+// pow for x > 0 finite (subnormals too) and y finite: exp(y log x) in plain double, rounded once to
+// float. log x as tdm_logf computes it (truncation < 2e-12 relative); t = y log x is then off by at most
+// |t| 2e-12 + |t| 2^-53, and a float result needs |t| < 104 (beyond: Inf or 0), so exp(t) is off by under
+// 2.1e-10 (2^-32) relative; exp(t) = 2^k exp(r), |r| <= ln2/2, by Taylor to r^10 (truncation 2.2e-13).
+// Well inside the float ulp (2^-24), and cheaper on the H100 than the f64 log/exp (W2's .^0.8 region:
+// 1.41 ms). The rest (x <= 0, +-Inf, NaN, infinite y) goes through the f64 pow, exact on its special values.
 float tdm_powf(float x, float y) {
 #ifdef TDM_F32_BUILTIN_POW
     return pow(x, y);
 #else
     int bx = floatBitsToInt(x);
-    if (bx > 0 && bx < 0x7F800000 && (floatBitsToInt(y) & 0x7FFFFFFF) < 0x7F800000)
-        return tdm_f64_to_f32(tdm_exp(tdm_f32_to_f64(y) * tdm_log(tdm_f32_to_f64(x))));
+    if (bx > 0 && bx < 0x7F800000 && (floatBitsToInt(y) & 0x7FFFFFFF) < 0x7F800000) {
+        // exact: a subnormal x decoded from its bits (devices that flush fp32 denormals)
+        double xd = bx < 0x00800000 ? double(bx) * 1.4012984643248171e-45LF : double(x);
+        int64_t b = doubleBitsToInt64(xd);
+        int k = int(b >> 52) - 1023;
+        double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+        if (m > 1.4142135623730951LF) { m *= 0.5LF; k += 1; }
+        double f = m - 1.0LF;                        // exact
+        double s = f / (2.0LF + f);
+        double z = s * s;
+        double p = 1.33333333333333333e-01LF;        // 2/15
+        p = p * z + 1.53846153846153846e-01LF;       // 2/13
+        p = p * z + 1.81818181818181818e-01LF;       // 2/11
+        p = p * z + 2.22222222222222222e-01LF;       // 2/9
+        p = p * z + 2.85714285714285714e-01LF;       // 2/7
+        p = p * z + 4.00000000000000000e-01LF;       // 2/5
+        p = p * z + 6.66666666666666667e-01LF;       // 2/3
+        double t = double(y) * (double(k) * 6.93147180559945286e-01LF + (2.0LF * s + (s * z) * p));
+        if (t > 100.0LF) return uintBitsToFloat(0x7F800000u);   // above FLT_MAX
+        if (t < -110.0LF) return 0.0f;                          // below half the least subnormal
+        // k from a float: the f64 roundEven of some drivers is wrong (convert_f32.glsl); near a half
+        // the float's rounding may pick the other integer, |r| then a hair above ln2/2
+        double kd = double(roundEven(float(t * TDM_INV_LN2)));
+        precise double hi = t - kd * TDM_LN2_HI;     // exact
+        precise double r = hi - kd * TDM_LN2_LO;
+        double e = 2.75573192239858925e-07LF;        // 1/10!
+        e = e * r + 2.75573192239858925e-06LF;       // 1/9!
+        e = e * r + 2.48015873015873016e-05LF;
+        e = e * r + 1.98412698412698413e-04LF;
+        e = e * r + 1.38888888888888894e-03LF;
+        e = e * r + 8.33333333333333322e-03LF;
+        e = e * r + 4.16666666666666644e-02LF;
+        e = e * r + 1.66666666666666657e-01LF;
+        e = e * r + 0.5LF;
+        e = e * r + 1.0LF;
+        e = e * r + 1.0LF;
+        return tdm_f64_to_f32(e * tdm_f64_pow2i(int(kd)));
+    }
     return tdm_f64_to_f32(tdm_pow(tdm_f32_to_f64(x), tdm_f32_to_f64(y)));
 #endif
 }
