@@ -30,6 +30,7 @@ mkdir -p "$out"
 if [[ -x "$root/.gpu/run.sh" && -x "$root/.gpu/bin/tandem-workloads" ]]; then
   bash "$root/.gpu/run.sh" true || { echo "run-workloads-gpu.sh: .gpu/run.sh failed" >&2; exit 1; }
   tandem_cmd="bash $root/.gpu/run.sh tandem-workloads"
+  [[ -f "$root/.gpu/COMMIT" && -z "${TANDEM_BENCH_COMMIT:-}" ]] && export TANDEM_BENCH_COMMIT="$(cat "$root/.gpu/COMMIT") (the bundle's)"
 elif command -v tandem-workloads >/dev/null; then
   tandem_cmd="$(command -v tandem-workloads)"
 else

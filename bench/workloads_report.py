@@ -229,6 +229,10 @@ def read_first(path, key):
 
 
 def git_commit():
+    # The commit of the binaries measured, when the caller knows it (run-workloads-gpu.sh: the
+    # bundle's; the device machine's copy of the checkout has no history of its own).
+    if os.environ.get("TANDEM_BENCH_COMMIT"):
+        return os.environ["TANDEM_BENCH_COMMIT"]
     try:
         head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
@@ -239,7 +243,7 @@ def git_commit():
     for path in (os.path.join(ROOT, ".gpu", "COMMIT"),):
         if os.path.exists(path):
             return open(path, encoding="utf-8").read().strip() + " (from .gpu/COMMIT)"
-    return os.environ.get("TANDEM_BENCH_COMMIT", "unknown (no git checkout)")
+    return "unknown (no git checkout)"
 
 
 def machine_slug():
