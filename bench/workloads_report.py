@@ -442,7 +442,7 @@ def write_report(docs, out, name):
             lines.append(f"- **{LABEL.get(s, s)} ran on Mesa lavapipe, a Vulkan driver on the CPU: its results are checked, "
                          "its times say nothing about a GPU.**")
     st = docs[0]["settings"]
-    gpu_warm = (f", GPU systems at least {st['min_warmup_ms'] / 1e3:g} s of warm-up runs"
+    gpu_warm = (f", GPU systems warming up for {st['min_warmup_ms'] / 1e3:g} s after their first run (at most 100 runs)"
                 if st.get("min_warmup_ms") and any(s in GPU_SYSTEMS for s in systems) else "")
     lines += ["", f"Median wall time in ms of {st['reps']} runs after {st['warmup']} warm-up{gpu_warm} (steady state; device work "
               "synchronised: Tandem gathers the scalar result, PyTorch synchronises). `~`: the runs spread by more than 25%; "
@@ -593,7 +593,8 @@ def main():
     r.add_argument("--reps", type=int, default=5)
     r.add_argument("--warmup", type=int, default=1)
     r.add_argument("--min-warmup-ms", type=float, default=1000.0,
-                   help="GPU systems: warm-up runs continue until they took this long (default 1000)")
+                   help="GPU systems: warm-up runs after the first continue until they took this long "
+                        "(at most 100 runs; default 1000)")
     r.add_argument("--steps", type=int, default=256, help="W3's time steps")
     r.add_argument("--iters", type=int, default=50, help="W5's power-iteration steps")
     r.add_argument("--w3-compile", choices=["whole", "step"], default="step", help="torch.compile's scope for W3")
