@@ -434,7 +434,8 @@ def write_report(docs, out, name):
              f"- date {ctx['date']}, commit {ctx['commit']}",
              f"- machine: {m['cpu_model']}, {m['cores_allowed']} of {m['cores']} cores, {m.get('memory')}, GPU: {m.get('gpu') or 'none'}"
              f" (load average {', '.join(f'{v:.2f}' for v in m['load_avg_at_start'])} at the start)",
-             f"- command: `{ctx['command']}`"]
+             "- command: " + (" then ".join(f"`{c}`" for c in ctx["commands"]) + ", merged by `bench/workloads_report.py report`"
+                              if ctx.get("commands") else f"`{ctx['command']}`")]
     for s, c in sorted(ctx["systems"].items(), key=lambda kv: ORDER.index(kv[0]) if kv[0] in ORDER else 99):
         info = {k: v for k, v in c.items() if k not in ("kind", "system")}
         lines.append(f"- {LABEL.get(s, s)}: " + ", ".join(f"{k} {v}" for k, v in info.items()))
@@ -564,6 +565,11 @@ def cmd_report(args):
     os.makedirs(out, exist_ok=True)
     if len(docs) > 1:  # merged: the later files' runs replace the earlier ones' of the same key
         merged, seen = dict(docs[0]), {}
+        merged["context"] = dict(docs[0]["context"])
+        merged["context"]["commands"] = [d["context"]["command"] for d in docs]
+        merged["settings"] = dict(docs[0]["settings"])
+        merged["settings"]["workloads"] = sorted({w for d in docs for w in d["settings"]["workloads"]})
+        merged["settings"]["blocks"] = [b for d in docs for b in d["settings"]["blocks"]]
         for d in docs:
             for r in d["runs"]:
                 seen[(r["workload"], r["size"], r["system"])] = r
