@@ -303,8 +303,6 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     // arithmetic ops cost less than two passes over memory. `imgs - mu` read both by a
     // reduction (its variance) and by the elementwise chain after it is the case in point:
     // recomputed by the chain, it is no longer written, and its square folds into the reduction.
-    // A group of a single value may be recomputed by a group of any shape (it broadcasts): the
-    // square root of a norm that a division reads costs less per element than a region launch.
     // A reduction recomputes its input the same way when the input's group is a region anyway
     // (one of its values is wanted or read by something other than a reduction): Xc = X - mu read
     // by a product and by var's sum of Xc.^2 writes Xc only, and the sum squares it as it reads.
@@ -327,11 +325,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 const std::size_t k = pos(in.get());
                 if (k == kOutside || group_of[k] == kFolded || group_of[k] == g || recomputed[g].count(k)) continue;
                 const std::size_t h = group_of[k];
-                // Of a single value (a norm's square root, a mean's division), any group may
-                // recompute the slice: it broadcasts, and a region launch costs more.
-                const bool scalar = groups[h].shape.numel() == 1 && groups[g].shape.numel() > 1;
-                if (groups[h].own || (groups[h].shape != groups[g].shape && !scalar) || is_reduction(pending[k]->op) ||
-                    chain_of[k] != kOutside)
+                if (groups[h].own || groups[h].shape != groups[g].shape || is_reduction(pending[k]->op) || chain_of[k] != kOutside)
                     continue;
                 if (reduction && !written_anyway[h]) continue;  // it folds into its producer's region instead
                 std::vector<std::size_t> slice = recompute_slice(pending, k, h, group_of, pos);
@@ -584,7 +578,6 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             r.outputs.push_back({v, pending[m]->shared_from_this()});
         }
         prune_dead_values(r);
-        if (r.outputs.empty()) continue;  // every value recomputed where it is read
         regions.push_back(std::move(r));
     }
     return regions;

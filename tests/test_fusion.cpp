@@ -465,22 +465,3 @@ TEST(Fusion, ReductionRecomputesTheSquareOfAValueWrittenAnyway) {
     EXPECT_LT(written, static_cast<std::uint64_t>(n * d + d * d + 4 * d + 16)) << written << " elements written";
     EXPECT_GT(plain_written, static_cast<std::uint64_t>(2 * n * d));
 }
-
-// A cheap op on a single value (a norm's square root) read by a larger region is recomputed there:
-// v / norm(v) is a reduction and one elementwise region, not a third region for the 1 x 1 root.
-TEST(Fusion, ScalarSliceIsRecomputedByItsBroadcastReader) {
-    std::mt19937_64 rng(13);
-    std::vector<double> xv = tref::random_values(333, tandem::DType::f64, rng, false);
-    auto run = [&](Runtime& rt) {
-        const Array x = leaf(rt, xv, Shape{333, 1});
-        const Metrics before = rt.metrics();
-        const tref::Host got = tref::gather(x / tandem::sqrt(tandem::sum(x * x)));
-        return std::pair{got, rt.metrics().regions_executed - before.regions_executed};
-    };
-    Runtime fused{Config{}}, plain{unfused_config()};
-    const auto [f, regions] = run(fused);
-    const auto [p, plain_regions] = run(plain);
-    EXPECT_TRUE(tref::same_values(f, p, tref::Acc::exact_signed));
-    EXPECT_EQ(regions, 2u) << "the square root runs inside the division's region";
-    EXPECT_GT(plain_regions, regions);
-}
