@@ -81,35 +81,36 @@ float tdm_expf(float x) {
 float tdm_expm1f(float x) {
     return tdm_f64_to_f32(tdm_expm1(tdm_f32_to_f64(x)));        // no GLSL builtin
 }
-// log of a float in plain double, rounded once to float: every positive finite float (subnormals included)
-// is a normal double, x = 2^k (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)), s = f/(2+f) (|s| <= 0.1716),
-// log(1+f) = 2s + s z (2/3 + 2/5 z + ... + 2/15 z^6), z = s^2: truncation < 2e-12 relative. 0, negatives,
-// +Inf and NaN go through the f64 log.
-// (Subnormal inputs are decoded from their bits, so they work even where the device flushes fp32 denormals.)
+// log of a positive finite float (its bits bi in (0, 0x7F800000)) in plain double: every such float
+// (subnormals included) is a normal double, x = 2^k (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)),
+// s = f/(2+f) (|s| <= 0.1716), log(1+f) = 2s + s z (2/3 + 2/5 z + ... + 2/15 z^6), z = s^2: truncation
+// < 2e-12 relative. Subnormal inputs are decoded from their bits, so they work even where the device
+// flushes fp32 denormals (it would see a subnormal x as 0 in a comparison or a conversion).
+double tdm_f32_log_d(float x, int bi) {
+    double xd = bi < 0x00800000 ? double(bi) * 1.4012984643248171e-45LF : double(x);   // 2^-149
+    int64_t b = doubleBitsToInt64(xd);
+    int k = int(b >> 52) - 1023;
+    double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+    if (m > 1.4142135623730951LF) { m *= 0.5LF; k += 1; }
+    double f = m - 1.0LF;                        // exact
+    double s = f / (2.0LF + f);
+    double z = s * s;
+    double p = 1.33333333333333333e-01LF;        // 2/15
+    p = p * z + 1.53846153846153846e-01LF;       // 2/13
+    p = p * z + 1.81818181818181818e-01LF;       // 2/11
+    p = p * z + 2.22222222222222222e-01LF;       // 2/9
+    p = p * z + 2.85714285714285714e-01LF;       // 2/7
+    p = p * z + 4.00000000000000000e-01LF;       // 2/5
+    p = p * z + 6.66666666666666667e-01LF;       // 2/3
+    return double(k) * 6.93147180559945286e-01LF + (2.0LF * s + (s * z) * p);
+}
+// log of a float: tdm_f32_log_d rounded once to float. 0, negatives, +Inf and NaN go through the f64 log.
 float tdm_logf(float x) {
 #ifdef TDM_F32_BUILTIN_LOG
     return log(x);
 #else
     int bi = floatBitsToInt(x);
-    if (bi > 0 && bi < 0x7F800000) {                 // +subnormal .. FLT_MAX, by bits: a device that flushes
-        // fp32 denormals would see a subnormal x as 0 in a comparison or a conversion, so rebuild it exactly
-        double xd = bi < 0x00800000 ? double(bi) * 1.4012984643248171e-45LF : double(x);   // 2^-149
-        int64_t b = doubleBitsToInt64(xd);
-        int k = int(b >> 52) - 1023;
-        double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-        if (m > 1.4142135623730951LF) { m *= 0.5LF; k += 1; }
-        double f = m - 1.0LF;                        // exact
-        double s = f / (2.0LF + f);
-        double z = s * s;
-        double p = 1.33333333333333333e-01LF;        // 2/15
-        p = p * z + 1.53846153846153846e-01LF;       // 2/13
-        p = p * z + 1.81818181818181818e-01LF;       // 2/11
-        p = p * z + 2.22222222222222222e-01LF;       // 2/9
-        p = p * z + 2.85714285714285714e-01LF;       // 2/7
-        p = p * z + 4.00000000000000000e-01LF;       // 2/5
-        p = p * z + 6.66666666666666667e-01LF;       // 2/3
-        return float(double(k) * 6.93147180559945286e-01LF + (2.0LF * s + (s * z) * p));
-    }
+    if (bi > 0 && bi < 0x7F800000) return float(tdm_f32_log_d(x, bi));   // +subnormal .. FLT_MAX, by bits
     if (bi < 0 && (bi & 0x7FFFFFFF) != 0) return uintBitsToFloat(0x7FC00000u);   // x < 0 (subnormal too), NaN
     return tdm_f64_to_f32(tdm_log(tdm_f32_to_f64(x)));
 #endif
@@ -283,7 +284,7 @@ float tdm_tanhf(float x) {
 #endif
 }
 // pow for x > 0 finite (subnormals too) and y finite: exp(y log x) in plain double, rounded once to
-// float. log x as tdm_logf computes it (truncation < 2e-12 relative); t = y log x is then off by at most
+// float. log x by tdm_f32_log_d (truncation < 2e-12 relative); t = y log x is then off by at most
 // |t| 2e-12 + |t| 2^-53, and a float result needs |t| < 104 (beyond: Inf or 0), so exp(t) is off by under
 // 2.1e-10 (2^-32) relative; exp(t) = 2^k exp(r), |r| <= ln2/2, by Taylor to r^10 (truncation 2.2e-13).
 // Well inside the float ulp (2^-24), and cheaper on the H100 than the f64 log/exp (W2's .^0.8 region:
@@ -294,23 +295,7 @@ float tdm_powf(float x, float y) {
 #else
     int bx = floatBitsToInt(x);
     if (bx > 0 && bx < 0x7F800000 && (floatBitsToInt(y) & 0x7FFFFFFF) < 0x7F800000) {
-        // exact: a subnormal x decoded from its bits (devices that flush fp32 denormals)
-        double xd = bx < 0x00800000 ? double(bx) * 1.4012984643248171e-45LF : double(x);
-        int64_t b = doubleBitsToInt64(xd);
-        int k = int(b >> 52) - 1023;
-        double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-        if (m > 1.4142135623730951LF) { m *= 0.5LF; k += 1; }
-        double f = m - 1.0LF;                        // exact
-        double s = f / (2.0LF + f);
-        double z = s * s;
-        double p = 1.33333333333333333e-01LF;        // 2/15
-        p = p * z + 1.53846153846153846e-01LF;       // 2/13
-        p = p * z + 1.81818181818181818e-01LF;       // 2/11
-        p = p * z + 2.22222222222222222e-01LF;       // 2/9
-        p = p * z + 2.85714285714285714e-01LF;       // 2/7
-        p = p * z + 4.00000000000000000e-01LF;       // 2/5
-        p = p * z + 6.66666666666666667e-01LF;       // 2/3
-        double t = double(y) * (double(k) * 6.93147180559945286e-01LF + (2.0LF * s + (s * z) * p));
+        double t = double(y) * tdm_f32_log_d(x, bx);
         if (t > 100.0LF) return uintBitsToFloat(0x7F800000u);   // above FLT_MAX
         if (t < -110.0LF) return 0.0f;                          // below half the least subnormal
         // k from a float: the f64 roundEven of some drivers is wrong (convert_f32.glsl); near a half

@@ -31,6 +31,29 @@ void each_reduction(std::ostream& s, std::size_t nr, const std::string& text) {
     }
 }
 
+/// A tree in shared memory over groups of `width` consecutive invocations (a power of two; a
+/// GLSL expression), `lane` an invocation's place in its group: each group's values combine in
+/// fixed pairs; leaves each group's result with its lane 0 in racc#/rpos# and opens
+/// `if (<leader>) {` (the caller closes it). Every invocation reaches every barrier.
+void write_tree_combine(std::ostream& s, const ReduceKernelParts& p, const std::string& width, const std::string& lane,
+                        const std::string& leader) {
+    const std::size_t nr = p.region->reductions.size();
+    const std::string WG = std::to_string(p.workgroup_size);
+    auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
+    each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
+    s << "    barrier();\n"
+         "    for (uint w = " << width << " / 2u; w > 0u; w >>= 1u) {\n"
+         "        if (" << lane << " < w) {\n";
+    each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG + " + t];\n"
+         "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG + " + t + w]);\n"
+         "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
+    s << "        }\n"
+         "        barrier();\n"
+         "    }\n"
+         "    if (" << leader << ") {\n";
+    each("        racc# = sh_v[# * " + WG + " + t]; rpos# = sh_k[# * " + WG + " + t];\n");
+}
+
 /// The workgroup's invocations combine racc#/rpos# in fixed pairs; leaves the result with the
 /// leader and opens `if (leader) {` (the caller closes it).
 void write_group_combine(std::ostream& s, const ReduceKernelParts& p) {
@@ -67,23 +90,7 @@ void write_group_combine(std::ostream& s, const ReduceKernelParts& p) {
         s << "    }\n"
              "    if (gl_SubgroupID == 0u && gl_SubgroupInvocationID == 0u) {\n";
     } else {
-        // A tree in shared memory.
-        each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
-        s << "    barrier();\n"
-             "    for (uint w = "
-          << p.workgroup_size / 2
-          << "u; w > 0u; w >>= 1u) {\n"
-             "        if (t < w) {\n";
-        each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG +
-             " + t];\n"
-             "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG +
-             " + t + w]);\n"
-             "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
-        s << "        }\n"
-             "        barrier();\n"
-             "    }\n"
-             "    if (t == 0u) {\n";
-        each("        racc# = sh_v[# * " + WG + "]; rpos# = sh_k[# * " + WG + "];\n");
+        write_tree_combine(s, p, std::to_string(p.workgroup_size) + "u", "t", "t == 0u");
     }
 }
 
@@ -234,18 +241,7 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
              "    bool live = q < outs;\n"
              "    int64_t kbeg = int64_t(part * r_seg), kend = live ? min(kbeg + int64_t(r_seg), int64_t(r_len)) : kbeg;\n";
         write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", 4);
-        each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
-        s << "    barrier();\n"
-             "    for (uint w = lanes / 2u; w > 0u; w >>= 1u) {\n"
-             "        if (lane < w) {\n";
-        each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG + " + t];\n"
-             "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG + " + t + w]);\n"
-             "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
-        s << "        }\n"
-             "        barrier();\n"
-             "    }\n"
-             "    if (lane == 0u && live) {\n";
-        each("        racc# = sh_v[# * " + WG + " + t]; rpos# = sh_k[# * " + WG + " + t];\n");
+        write_tree_combine(s, p, "lanes", "lane", "lane == 0u && live");
         store();
         s << "    }\n"
              "    }\n";
