@@ -223,24 +223,22 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
         s << "        }\n";
     };
     if (p.contiguous) {
-        // r_lanes == the workgroup size: a workgroup per (output, part); its invocations stride
-        // over the part's run, then combine in fixed pairs.
-        s << "    if (r_lanes == " << WG << "ul) {\n"
-          << "    uint64_t q = group / r_parts, part = group % r_parts;\n"
-             "    if (q >= outs) return;  // a workgroup of the grid's rounding (the whole workgroup)\n"
-             "    int64_t kbeg = int64_t(part * r_seg), kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n";
-        write_fold_loop(s, p, "kbeg + int64_t(t)", WG + "L", "uint64_t(k) + r_len * q", 4);
-        write_group_combine(s, p);
-        store();
-        s << "    }\n"
-             "    } else {\n";
-        // Fewer (many short runs): r_lanes invocations an output, their values combined by a
-        // shared-memory tree of their own; every invocation reaches every barrier.
+        // r_lanes invocations an output, workgroup size / r_lanes outputs a workgroup: the whole
+        // workgroup (then it combines with subgroup butterflies where it can) or, for many short
+        // runs, a shared-memory tree of their own. The fold is the same code either way (one copy
+        // of the region's element code); every invocation reaches every barrier.
         s << "    uint lanes = uint(r_lanes), lane = t % lanes, slot = t / lanes;\n"
              "    uint64_t q = (group / r_parts) * uint64_t(" << WG << "u / lanes) + uint64_t(slot), part = group % r_parts;\n"
-             "    bool live = q < outs;\n"
+             "    bool live = q < outs;  // not: a slot of the grid's rounding\n"
              "    int64_t kbeg = int64_t(part * r_seg), kend = live ? min(kbeg + int64_t(r_seg), int64_t(r_len)) : kbeg;\n";
         write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", 4);
+        s << "    if (r_lanes == " << WG << "ul) {\n";
+        write_group_combine(s, p);
+        s << "    if (live) {\n";
+        store();
+        s << "    }\n"
+             "    }\n"
+             "    } else {\n";
         write_tree_combine(s, p, "lanes", "lane", "lane == 0u && live");
         store();
         s << "    }\n"
