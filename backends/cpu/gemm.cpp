@@ -125,6 +125,7 @@ void scale(std::int64_t m, std::int64_t n, T beta, T* c, std::int64_t ldc) {
 // Slices of k of a symmetric product (a fixed length, so that the bits do not depend on the
 // number of workers): each a syrk of its own, summed in order.
 constexpr std::int64_t kSymmetricPartK = 16384;
+constexpr double kSymmetricScratchBytes = 512.0 * (1 << 20);
 
 // C = op(A) op(A)' (A'A when ta is transpose, else AA'): n x n, symmetric. Each slice of k is a
 // syrk (the upper triangle: half the multiply-adds of a gemm) on a worker; the slices' upper
@@ -169,8 +170,11 @@ void gemm_impl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t 
     }
     blas_single_threaded();
 
-    // X'X or XX' of a tall (or wide) X: the symmetric product, half the work.
-    if (a == b && lda == ldb && ta != tb && alpha == T(1) && beta == T(0) && k >= 4 * n && n > 1)
+    // X'X or XX' of a tall (or wide) X: the symmetric product, half the work (its slices' n x n
+    // partial results kept within kSymmetricScratchBytes; beyond, the gemm below).
+    if (a == b && lda == ldb && ta != tb && alpha == T(1) && beta == T(0) && k >= 4 * n && n > 1 &&
+        static_cast<double>((k + kSymmetricPartK - 1) / kSymmetricPartK) * static_cast<double>(n * n) * sizeof(T) <=
+            kSymmetricScratchBytes)
         return gemm_symmetric(ta, n, k, a, lda, c, ldc);
 
     // Matrix-vector products: gemv, split along the result.
