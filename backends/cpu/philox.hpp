@@ -110,16 +110,24 @@ inline constexpr std::uint32_t kPhiloxW1 = 0xBB67AE85u;
 /// Philox4x32 with 10 rounds, as Random123's philox4x32_R(10, ctr, key): each round multiplies
 /// counter words 0 and 2 by M0 and M1 (32x32 -> 64 bits) and mixes; the key is bumped by
 /// (W0, W1) before every round but the first.
+/// One round on the counter words (x0, x1, x2, x3) with the round's key (k0, k1).
+constexpr void philox_round(std::uint32_t& x0, std::uint32_t& x1, std::uint32_t& x2, std::uint32_t& x3,
+                            std::uint32_t k0, std::uint32_t k1) noexcept {
+    const std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxM0) * x0;
+    const std::uint64_t p1 = static_cast<std::uint64_t>(kPhiloxM1) * x2;
+    x0 = static_cast<std::uint32_t>(p1 >> 32) ^ x1 ^ k0;
+    x1 = static_cast<std::uint32_t>(p1);
+    x2 = static_cast<std::uint32_t>(p0 >> 32) ^ x3 ^ k1;
+    x3 = static_cast<std::uint32_t>(p0);
+}
+
 constexpr PhiloxBlock philox4x32_10(PhiloxBlock c, std::uint32_t k0, std::uint32_t k1) noexcept {
     for (int round = 0; round < 10; round++) {
         if (round > 0) {
             k0 += kPhiloxW0;
             k1 += kPhiloxW1;
         }
-        const std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxM0) * c.x[0];
-        const std::uint64_t p1 = static_cast<std::uint64_t>(kPhiloxM1) * c.x[2];
-        c = PhiloxBlock{{static_cast<std::uint32_t>(p1 >> 32) ^ c.x[1] ^ k0, static_cast<std::uint32_t>(p1),
-                         static_cast<std::uint32_t>(p0 >> 32) ^ c.x[3] ^ k1, static_cast<std::uint32_t>(p0)}};
+        philox_round(c.x[0], c.x[1], c.x[2], c.x[3], k0, k1);
     }
     return c;
 }
@@ -457,7 +465,7 @@ inline void fill_randn_f32_ends(std::uint64_t seed, std::uint64_t stream, std::u
 
 /// Blocks block0 .. block0 + nblocks - 1 of randn_f32, 4 elements each, into out[0 .. 4 nblocks):
 /// the bits of normal_f32_pair on philox_block, computed 8 blocks at a time as a structure of
-/// arrays (the Philox rounds written out on the lanes) so that the compiler vectorises it.
+/// arrays (each round on every lane in turn) so that the compiler vectorises it.
 inline void randn_f32_blocks(std::uint64_t seed, std::uint64_t stream, std::uint64_t block0, std::size_t nblocks,
                              float* out) noexcept {
     TANDEM_RNG_NO_CONTRACT
@@ -478,16 +486,7 @@ inline void randn_f32_blocks(std::uint64_t seed, std::uint64_t stream, std::uint
                 k0 += kPhiloxW0;
                 k1 += kPhiloxW1;
             }
-            for (std::size_t j = 0; j < L; ++j) {
-                const std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxM0) * x0[j];
-                const std::uint64_t p1 = static_cast<std::uint64_t>(kPhiloxM1) * x2[j];
-                const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ x1[j] ^ k0;
-                const std::uint32_t n2 = static_cast<std::uint32_t>(p0 >> 32) ^ x3[j] ^ k1;
-                x0[j] = n0;
-                x1[j] = static_cast<std::uint32_t>(p1);
-                x2[j] = n2;
-                x3[j] = static_cast<std::uint32_t>(p0);
-            }
+            for (std::size_t j = 0; j < L; ++j) philox_round(x0[j], x1[j], x2[j], x3[j], k0, k1);
         }
         float z0[L], z1[L], z2[L], z3[L];
         for (std::size_t j = 0; j < L; ++j) {
