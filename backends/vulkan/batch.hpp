@@ -19,8 +19,6 @@
 namespace tandem::detail::vk {
 
 inline constexpr std::uint32_t kMaxDispatchesPerBatch = 64;
-/// A batch goes to an idle device once it holds this many dispatches (the host keeps recording).
-inline constexpr std::uint32_t kEarlySubmitDispatches = 4;
 /// Timed spans (dispatches and in-batch copies) one batch's query pool holds, two queries each.
 inline constexpr std::uint32_t kMaxSpansPerBatch = 2 * kMaxDispatchesPerBatch;
 inline constexpr VkDeviceSize kBlockBytes = VkDeviceSize{256} << 20;

@@ -12,9 +12,10 @@
 namespace tandem::detail::vk {
 
 namespace {
-std::uint64_t ticks(std::uint64_t from, std::uint64_t to, std::uint32_t valid_bits) {
+/// Milliseconds between two timestamps of a queue with `valid_bits` (they wrap) on device `d`.
+double ms_between(std::uint64_t from, std::uint64_t to, std::uint32_t valid_bits, const DeviceDescription& d) {
     const std::uint64_t mask = valid_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << valid_bits) - 1;
-    return (to - from) & mask;
+    return static_cast<double>((to - from) & mask) * d.timestamp_period_ns / 1e6;
 }
 
 Semaphore make_timeline(VkDevice device) {
@@ -259,11 +260,10 @@ void VulkanBackend::log_spans(const Batch& b, const std::vector<std::uint64_t>& 
     std::string text;
     char line[96];
     for (std::size_t i = 0; i < b.spans.size(); ++i) {
-        const double ms =
-            static_cast<double>(ticks(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits)) * d.timestamp_period_ns / 1e6;
+        const double ms = ms_between(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits, d);
         // The start on the queue's clock, from the first span logged: gaps between batches show.
         if (log_base_ == 0) log_base_ = ts[0];
-        const double at = static_cast<double>(ticks(log_base_, ts[2 * i], d.timestamp_valid_bits)) * d.timestamp_period_ns / 1e6;
+        const double at = ms_between(log_base_, ts[2 * i], d.timestamp_valid_bits, d);
         std::snprintf(line, sizeof line, "[tandem gpu] batch %llu at %.3f %s %.3f ms",
                       static_cast<unsigned long long>(b.signal), at, span_name(b.spans[i]), ms);
         text += line;
@@ -287,7 +287,7 @@ void VulkanBackend::retire_copy(std::unique_ptr<CopyJob> job) {
     if (job->queries && vkGetQueryPoolResults(context_->device(), job->queries.get(), 0, 2, sizeof ts, ts,
                                               sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
     {
-        const double ms = static_cast<double>(ticks(ts[0], ts[1], d.transfer_timestamp_bits)) * d.timestamp_period_ns / 1e6;
+        const double ms = ms_between(ts[0], ts[1], d.transfer_timestamp_bits, d);
         add_time(job->kind, ms);
         if (options_.log_gpu) std::fprintf(stderr, "[tandem gpu] copy queue %s %.3f ms\n", span_name(job->kind), ms);
     }
@@ -591,8 +591,7 @@ void VulkanBackend::complete_loop() {
                                       VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
                 double ms[3] = {0, 0, 0};
                 for (std::size_t i = 0; i < b->spans.size(); ++i)
-                    ms[static_cast<int>(b->spans[i])] +=
-                        static_cast<double>(ticks(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits)) * d.timestamp_period_ns / 1e6;
+                    ms[static_cast<int>(b->spans[i])] += ms_between(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits, d);
                 for (Span k : {Span::kernel, Span::upload, Span::download}) add_time(k, ms[static_cast<int>(k)]);
                 if (options_.log_gpu) log_spans(*b, ts);
             }

@@ -29,6 +29,9 @@ namespace tandem::detail::vk {
 
 class Gemm;
 
+/// A batch goes to an idle device once it holds this many dispatches (the host keeps recording).
+inline constexpr std::uint32_t kEarlySubmitDispatches = 4;
+
 struct VulkanOptions {
     ContextOptions context;
     std::string pipeline_cache_dir;  ///< "" = memory only
@@ -137,7 +140,7 @@ private:
     std::condition_variable done_cv_;
     std::deque<std::unique_ptr<Batch>> in_flight_;
     std::atomic<int> unfinished_batches_{0};  // submitted, not yet finished on the device
-    std::uint32_t early_dispatches_ = 4;       // record_mutex_: submit_if_due_locked's early size
+    std::uint32_t early_dispatches_ = kEarlySubmitDispatches;  // record_mutex_: submit_if_due_locked's early size
     std::vector<std::unique_ptr<Batch>> orphans_;  // never submitted (record_mutex_): kept to the end
     bool stopping_ = false;
     std::atomic<bool> lost_{false};
