@@ -102,6 +102,54 @@ EpilogueChain match_epilogue(const std::vector<Node*>& pending, std::size_t i, c
     return chain;
 }
 
+/// What a region over `shape` reads when it reads `r`: a remap (circshift, flip, a range,
+/// repmat) not yet computed is followed to its input, its index map folded into the read, and so
+/// on down a chain of remaps while each one composes with the maps so far (a remap's positions
+/// mod its input's extent n compose with a map into it when that map never wraps, or when the
+/// remap keeps the extent). `views` empty: read `r` itself.
+struct FoldedRead {
+    std::shared_ptr<Node> source;
+    std::vector<AxisMap> views;
+};
+template <class Pos>
+FoldedRead fold_remaps(const std::shared_ptr<Node>& r, const Shape& shape, const Pos& pos) {
+    constexpr std::size_t kOutside = SIZE_MAX;
+    FoldedRead f{r, {}};
+    const int nd = std::max(shape.ndims(), r->shape.ndims());
+    std::vector<AxisMap> maps(static_cast<std::size_t>(nd));
+    for (int d = 0; d < nd; ++d)
+        if (r->shape[d] != shape[d]) maps[static_cast<std::size_t>(d)] = {0, 0};  // expanded: position 0
+    bool folded = false;
+    while (f.source->op == OpKind::Remap && pos(f.source.get()) != kOutside) {
+        const Node& remap = *f.source;
+        const int d = static_cast<int>(remap.attr[0]);
+        const auto a = static_cast<std::int64_t>(remap.attr[1]), b = static_cast<std::int64_t>(remap.attr[2]);
+        const std::shared_ptr<Node>& in = remap.inputs[0];
+        const std::int64_t n = in->shape[d], E = remap.shape[d], K = shape[d];
+        if (d >= nd || n == 0) break;
+        AxisMap& m = maps[static_cast<std::size_t>(d)];
+        const std::int64_t last = m.step * (K - 1);
+        const std::int64_t lo = m.offset + std::min<std::int64_t>(0, last), hi = m.offset + std::max<std::int64_t>(0, last);
+        if (!(lo >= 0 && hi < E) && E != n) break;  // the map wraps at E: mod E then mod n do not compose
+        m = {a * m.step, a * m.offset + b};
+        // Keep step * k + offset >= 0 over the region: shift the offset by whole periods n.
+        const std::int64_t low = m.offset + std::min<std::int64_t>(0, m.step * (K - 1));
+        m.offset -= n * (low >= 0 ? low / n : -((-low + n - 1) / n));
+        f.source = in;
+        folded = true;
+    }
+    if (!folded) return f;
+    const Shape& src = f.source->shape;
+    bool identity = true;
+    for (int d = 0; d < nd; ++d) {
+        const AxisMap& m = maps[static_cast<std::size_t>(d)];
+        const std::int64_t n = src[d];
+        identity &= n == 1 || (shape[d] == n && m.step == 1 && m.offset == 0);
+    }
+    if (!identity) f.views = std::move(maps);
+    return f;
+}
+
 /// The nodes of group h that computing pending[k] again needs (k's backward slice within h),
 /// if it is cheap: at most kMaxRecomputed elementwise ops, none transcendental or random (those
 /// cost more than the memory traffic saved). Empty: not worth it.
@@ -420,6 +468,29 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 is_output[i] = false;
     }
 
+    // Remaps read only by elementwise ops and reductions are folded into those reads (their
+    // regions read the remap's input through an index map) and computed for nothing else: a
+    // stencil of circshifts is one pass over its grid, not one per shifted copy. A remap is still
+    // computed when it is wanted, read by a region of its own kind (a product, another remap it
+    // does not compose with, ...) or ends a chain that a read cannot fold further.
+    std::vector<bool> remap_needed(pending.size(), false);
+    auto pending_remap = [&](const Node* n) { return n->op == OpKind::Remap && pos(n) != kOutside; };
+    for (std::size_t i = pending.size(); i-- > 0;) {
+        const Node* x = pending[i];
+        if (group_of[i] == kFolded) continue;
+        if (x->op == OpKind::Remap) {
+            remap_needed[i] = remap_needed[i] || wanted[i] || !options.fuse;
+            if (!remap_needed[i]) continue;  // not computed: its readers read through it
+        }
+        const bool folds = options.fuse && !own_region(x->op) && chain_of[i] == kOutside;
+        const Shape& domain = is_reduction(x->op) ? x->inputs[0]->shape : x->shape;
+        for (auto& in : x->inputs) {
+            if (!pending_remap(in.get())) continue;
+            const Node* end = folds ? fold_remaps(in, domain, pos).source.get() : in.get();
+            if (pending_remap(end)) remap_needed[pos(end)] = true;
+        }
+    }
+
     std::vector<Region> regions;
     regions.reserve(groups.size());
     // Value index of a pending node within its own region.
@@ -427,9 +498,11 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     for (std::size_t gi = 0; gi < groups.size(); ++gi) {
         const Group& g = groups[gi];
         if (merged_into[gi] != kFolded) continue;  // emitted with its producer
+        if (g.own && pending[g.members.front()]->op == OpKind::Remap && !remap_needed[g.members.front()]) continue;
         Region r;
         r.shape = g.shape;
-        std::unordered_map<const Node*, std::uint32_t> input_of;
+        // Inputs by (node, folded view): several remaps of one array are several reads of it.
+        std::vector<std::pair<const Node*, std::vector<AxisMap>>> input_keys;
         std::unordered_map<std::size_t, std::uint32_t> clone_of;  // recomputed nodes: their value here
         // An elementwise node's instruction, its operands through `operand`.
         std::function<void(const std::shared_ptr<Node>&, Arg&)> operand;
@@ -447,16 +520,18 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         };
         // An operand of an instruction of this region: a constant's immediate, a value of this
         // region (recomputed ones included), or a region input.
-        operand = [&](const std::shared_ptr<Node>& in_ptr, Arg& a) {
+        operand = [&](const std::shared_ptr<Node>& read, Arg& a) {
+            FoldedRead folded = options.fuse && pending_remap(read.get()) ? fold_remaps(read, r.shape, pos) : FoldedRead{read, {}};
+            const std::shared_ptr<Node>& in_ptr = folded.source;
             const Node* in = in_ptr.get();
             a.dtype = in->dtype;
             if (in->op == OpKind::Constant) {
                 a.kind = Arg::Kind::Scalar;
                 a.scalar = immediate(*in);
-            } else if (std::size_t at = pos(in); at != kOutside && group_of[at] == gi) {
+            } else if (std::size_t at = pos(in); folded.views.empty() && at != kOutside && group_of[at] == gi) {
                 a.kind = Arg::Kind::Value;
                 a.index = value_of[at];
-            } else if (at != kOutside && recomputed[gi].count(at)) {
+            } else if (folded.views.empty() && at != kOutside && recomputed[gi].count(at)) {
                 auto it = clone_of.find(at);
                 if (it == clone_of.end()) {
                     Instr ins = instruction(pending[at]);  // its operands first: SSA order
@@ -466,10 +541,18 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 a.kind = Arg::Kind::Value;
                 a.index = it->second;
             } else {
-                auto [it, fresh] = input_of.try_emplace(in, static_cast<std::uint32_t>(r.inputs.size()));
-                if (fresh) r.inputs.push_back(in_ptr);
+                auto key = std::make_pair(in, std::move(folded.views));
+                auto it = std::find(input_keys.begin(), input_keys.end(), key);
+                if (it == input_keys.end()) {
+                    if (!key.second.empty()) {
+                        r.input_views.resize(r.inputs.size() + 1);
+                        r.input_views.back() = key.second;
+                    }
+                    r.inputs.push_back(in_ptr);
+                    it = input_keys.insert(input_keys.end(), std::move(key));
+                }
                 a.kind = Arg::Kind::Input;
-                a.index = it->second;
+                a.index = static_cast<std::uint32_t>(it - input_keys.begin());
             }
         };
         for (std::size_t m : g.members) {
@@ -581,90 +664,6 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         regions.push_back(std::move(r));
     }
     return regions;
-}
-
-std::string Region::to_string() const {
-    std::ostringstream os;
-    os << "region " << shape.to_string() << " (" << inputs.size() << " inputs, " << program.size() << " ops, "
-       << outputs.size() << " outputs)\n";
-    for (std::size_t i = 0; i < program.size(); ++i) {
-        const Instr& ins = program[i];
-        os << "  v" << i << " = " << op_info(ins.op).name << "(";
-        int arity = op_info(ins.op).arity;
-        for (int k = 0; k < arity; ++k) {
-            const Arg& a = ins.args[static_cast<std::size_t>(k)];
-            if (k) os << ", ";
-            if (a.kind == Arg::Kind::Input)
-                os << "in" << a.index << ":" << inputs[a.index]->shape.to_string();
-            else if (a.kind == Arg::Kind::Value)
-                os << "v" << a.index;
-            else
-                os << a.scalar;
-        }
-        os << ") " << dtype_name(ins.dtype) << "\n";
-    }
-    os << "  outputs:";
-    for (std::size_t j = 0; j < outputs.size(); ++j) {
-        os << " v" << outputs[j].value;
-        if (is_reduce()) os << " reduced by " << op_info(reductions[j].op).name;
-    }
-    if (is_reduce()) os << (reduce_dim < 0 ? " over all elements" : " along dim " + std::to_string(reduce_dim + 1));
-    return os.str();
-}
-
-Region Region::slice(std::size_t j) const {
-    std::vector<bool> need(program.size(), false);
-    need[outputs[j].value] = true;
-    for (std::size_t i = program.size(); i-- > 0;) {
-        if (!need[i]) continue;
-        for (int k = 0; k < op_info(program[i].op).arity; ++k) {
-            const Arg& a = program[i].args[static_cast<std::size_t>(k)];
-            if (a.kind == Arg::Kind::Value) need[a.index] = true;
-        }
-    }
-    Region s;
-    s.shape = shape;
-    std::vector<std::uint32_t> value_map(program.size()), input_map(inputs.size(), UINT32_MAX);
-    for (std::size_t i = 0; i < program.size(); ++i) {
-        if (!need[i]) continue;
-        Instr ins = program[i];
-        for (int k = 0; k < op_info(ins.op).arity; ++k) {
-            Arg& a = ins.args[static_cast<std::size_t>(k)];
-            if (a.kind == Arg::Kind::Value) {
-                a.index = value_map[a.index];
-            } else if (a.kind == Arg::Kind::Input) {
-                if (input_map[a.index] == UINT32_MAX) {
-                    input_map[a.index] = static_cast<std::uint32_t>(s.inputs.size());
-                    s.inputs.push_back(inputs[a.index]);
-                }
-                a.index = input_map[a.index];
-            }
-        }
-        value_map[i] = static_cast<std::uint32_t>(s.program.size());
-        s.program.push_back(ins);
-    }
-    s.outputs.push_back({value_map[outputs[j].value], outputs[j].node});
-    if (is_reduce()) {
-        s.reductions.push_back({reductions[j].op, value_map[reductions[j].value]});
-        s.reduce_dim = reduce_dim;
-    }
-    return s;
-}
-
-std::string Region::summary() const {
-    std::string s;
-    for (const Instr& ins : program) {
-        if (!s.empty()) s += ",";
-        s += op_info(ins.op).name;
-    }
-    for (const Reduction& red : reductions) s += std::string(",") + std::string(op_info(red.op).name);
-    const char* own = matmul ? "mtimes" : transpose ? "transpose" : alias ? "reshape" : cat ? "cat" : remap ? "remap" : nullptr;
-    if (!permutation.empty()) own = "permute";
-    if (indexing != Indexing::none)
-        own = indexing == Indexing::gather ? "subsref" : indexing == Indexing::scatter ? "subsasgn" : "find";
-    if (scan) own = op_info(scan_op).name.data();
-    if (own) s += std::string(s.empty() ? "" : ",") + own;
-    return s;
 }
 
 }  // namespace tandem::detail

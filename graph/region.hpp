@@ -35,9 +35,36 @@ struct Reduction {
     std::uint32_t value;   ///< the program value reduced
 };
 
+/// How a region reads an input along one of its dimensions when a remap (circshift, flip, a
+/// range, repmat) was folded into the read (graph/fusion.cpp): position k reads the input's
+/// position (step * k + offset) mod n, n the input's extent there. Fusion keeps step * k + offset
+/// >= 0 over the region. The identity is {1, 0}; an input of extent 1 reads position 0 whatever
+/// the map.
+struct AxisMap {
+    std::int64_t step = 1, offset = 0;
+    friend bool operator==(const AxisMap&, const AxisMap&) = default;
+};
+
+/// One collapsed dimension of an input's walk over the region (input_dims below): positions
+/// k < extent along it; `stride` elements of the input per position of the input's own index.
+/// Plain (n == 0): position k is input position k (stride 0: expanded). Mapped: input position
+/// (step * k + offset) mod n, where `wrap` says how far step * k + offset may run (fusion keeps
+/// it >= 0): below n (none), below 2n (once: one subtraction), anywhere (any: a remainder).
+struct InputDim {
+    enum class Wrap : std::uint8_t { none, once, any };
+    std::int64_t extent = 1, stride = 0;
+    std::int64_t n = 0, step = 1, offset = 0;
+    Wrap wrap = Wrap::none;
+    bool mapped() const noexcept { return n != 0; }
+};
+
 struct Region {
     Shape shape;                                  ///< iteration domain; every value has this shape
     std::vector<std::shared_ptr<Node>> inputs;    ///< materialised before the region runs
+    /// Empty, or one per input: the remaps folded into reading it (empty: read as is, expanded
+    /// where its extent is 1). An input may appear more than once, with different views.
+    std::vector<std::vector<AxisMap>> input_views;
+    bool has_view(std::size_t k) const noexcept { return k < input_views.size() && !input_views[k].empty(); }
     std::vector<Instr> program;                   ///< value i is defined by program[i]
     struct Output {
         std::uint32_t value;
@@ -117,13 +144,20 @@ struct Region {
         return {inner, shape[reduce_dim], outer};
     }
 
+    /// How input k walks the region, element by element in column-major order: its dimensions
+    /// with the region's singletons dropped and neighbours merged where both are plain and
+    /// both expanded or contiguous with each other (the CPU executor's gather and the Vulkan
+    /// kernels' strided reads both follow this list).
+    std::vector<InputDim> input_dims(std::size_t k) const;
+
     /// One line per instruction, for TANDEM_LOG=graph and failure messages.
     std::string to_string() const;
     /// The op names of the region, e.g. "sin,times,plus" (for error messages).
     std::string summary() const;
     /// The part of this region that computes output `j` alone (its backward slice), with
-    /// `j` as the only output.
-    Region slice(std::size_t j) const;
+    /// `j` as the only output; `input_index` (if given) receives, per input of the slice, the
+    /// position of the input of this region it is.
+    Region slice(std::size_t j, std::vector<std::size_t>* input_index = nullptr) const;
 };
 
 }  // namespace tandem::detail

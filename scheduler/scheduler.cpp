@@ -321,11 +321,10 @@ void Scheduler::run_on_host(const JobPtr& job) {
             // A data-dependent failure (a NaN in a logical op) must poison only the outputs that
             // depend on it: run each output's own slice of the region to find out which.
             for (std::size_t j = 0; j < r.outputs.size(); ++j) {
-                Region part = r.slice(j);
+                std::vector<std::size_t> from;
+                Region part = r.slice(j, &from);
                 std::vector<std::shared_ptr<Value>> part_in, part_out;
-                for (auto& in : part.inputs)
-                    for (std::size_t k = 0; k < r.inputs.size(); ++k)
-                        if (r.inputs[k] == in) part_in.push_back(inputs[k]);
+                for (std::size_t k : from) part_in.push_back(inputs[k]);
                 per_output[j] = run(part, part_in, part_out);
                 if (!per_output[j]) job->outputs[j] = part_out.front();
             }

@@ -62,9 +62,9 @@ struct Builder {
 
 inline Kernel kernel_for(const Region& r, CodegenOptions o = {}) {
     std::vector<InputAccess> access;
-    std::vector<int> dims;
-    access_for(r, access, dims);
-    return generate(r, access, dims, o);
+    std::vector<InputWalk> walks;
+    access_for(r, access, walks);
+    return generate(r, access, walks, o);
 }
 
 }  // namespace tandem::detail::vk

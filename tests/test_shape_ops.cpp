@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <utility>
 #include <vector>
 
 #include "reference.hpp"
+#include "remap_cases.hpp"
 #include "tandem/tandem.hpp"
 
 using tandem::Array;
@@ -219,6 +221,81 @@ TEST(Remap, FlipCircshiftRepmatSlice) {
     EXPECT_THROW(tandem::slice(x, 1, 0, 1, 2), tandem::IndexError);
     EXPECT_THROW(tandem::slice(x, 1, 1, 0, 2), tandem::ValueError);
     EXPECT_EQ(tandem::repmat(x, 2, 3).shape(), (Shape{6, 12}));
+}
+
+// Remaps read by elementwise ops and reductions are folded into the reads (graph/fusion.cpp):
+// random chains of circshift / flip / ranges / repmat, summed with broadcasting and reduced, give
+// the bits of the same program with every remap materialised (fusion off).
+TEST(FoldedRemaps, RandomChainsMatchMaterialisedRemapsBitForBit) {
+    tandem::Config off = cpu_config(), small_blocks = cpu_config();
+    off.fusion = false;
+    small_blocks.block_elements = 64;  // blocks that start inside runs, planes and wraps
+    small_blocks.cpu_threads = 2;
+    small_blocks.log = std::getenv("TANDEM_LOG") ? std::getenv("TANDEM_LOG") : "";
+    Runtime fused(small_blocks), plain(off);
+    std::mt19937_64 rng(tref::seed_of("FoldedRemaps.RandomChains"));
+    const std::vector<tref::Dims> shapes = {{7, 5, 3}, {1, 6, 4}, {9, 1}, {2, 3, 2, 2}, {33, 17}, {13, 11, 5}};
+    for (tandem::DType t : {tandem::DType::f64, tandem::DType::f32})
+        for (const auto& dims : shapes)
+            for (int trial = 0; trial < 12; ++trial) {
+                const tref::Host h = tref::random_host(dims, t, rng);
+                const tremap::Recipe recipe = tremap::random_recipe(dims, rng);
+                SCOPED_TRACE(std::string(tref::dtype_str(t)) + " " + tref::dims_str(dims) + " trial " + std::to_string(trial));
+                const tremap::Outputs f = tremap::build(tref::make_array(fused, h), recipe);
+                const tremap::Outputs p = tremap::build(tref::make_array(plain, h), recipe);
+                fused.evaluate({f.out, f.reduced_out, f.reduced_remap}).get();  // one plan, as a program would
+                EXPECT_TRUE(tref::same_values(tref::gather(f.out), tref::gather(p.out), tref::Acc::exact_signed));
+                EXPECT_TRUE(tref::same_values(tref::gather(f.reduced_out), tref::gather(p.reduced_out), tref::Acc::exact_signed));
+                EXPECT_TRUE(tref::same_values(tref::gather(f.reduced_remap), tref::gather(p.reduced_remap), tref::Acc::exact_signed));
+            }
+}
+
+// A heat step's four circshifts are one region that writes only the result (no shifted copy), and
+// so is the same stencil written with ranges; a remap the program also wants is computed once and
+// still folded into the other reads; a remap that does not compose with the one read after it (a
+// repmat then a circshift of its 2n positions) is computed, and the circshift folds into the read.
+TEST(FoldedRemaps, StencilsAreOnePassWithoutShiftedCopies) {
+    tandem::Config off = cpu_config();
+    off.fusion = false;
+    Runtime rt(cpu_config()), plain(off);
+    std::mt19937_64 rng(5);
+    const tref::Host h = tref::random_host({64, 48}, tandem::DType::f64, rng);
+    const Array u = tref::make_array(rt, h), pu = tref::make_array(plain, h);
+    (void)u.gather().get();
+    auto run = [&](const Array& a, std::uint64_t regions, std::uint64_t written) {
+        const auto m0 = rt.metrics();
+        tref::Host got = tref::gather(a);
+        const auto m1 = rt.metrics();
+        EXPECT_EQ(m1.regions_executed - m0.regions_executed, regions);
+        EXPECT_EQ(m1.elements_written - m0.elements_written, written);
+        return got;
+    };
+    EXPECT_TRUE(tref::same_values(run(tremap::heat_step(u), 1, 64 * 48), tref::gather(tremap::heat_step(pu)), tref::Acc::exact_signed));
+    EXPECT_TRUE(tref::same_values(run(tremap::interior_step(u), 1, 62 * 46), tref::gather(tremap::interior_step(pu)),
+                                  tref::Acc::exact_signed));
+    // Ten steps in one plan: ten regions, each reading the one before through four shifts.
+    Array v = u, pv = pu;
+    for (int s = 0; s < 10; ++s) {
+        v = tremap::heat_step(v);
+        pv = tremap::heat_step(pv);
+    }
+    EXPECT_TRUE(tref::same_values(run(v, 10, 10 * 64 * 48), tref::gather(pv), tref::Acc::exact_signed));
+    // Wanted too: the circshift is written once (its own region) and the sum reads u shifted.
+    const Array c = tandem::circshift(u, 3, 2), w = c + 2.0 * u;
+    const auto m0 = rt.metrics();
+    rt.evaluate({c, w}).get();
+    EXPECT_EQ(rt.metrics().regions_executed - m0.regions_executed, 2u);
+    EXPECT_TRUE(tref::same_values(tref::gather(w), tref::gather(tandem::circshift(pu, 3, 2) + 2.0 * pu), tref::Acc::exact_signed));
+    // repmat, then a circshift over its 128 rows: mod 128 then mod 64 do not compose.
+    const Array r = tandem::circshift(tandem::repmat(u, 2, 1), 5, 1) - 1.0;
+    const Array pr = tandem::circshift(tandem::repmat(pu, 2, 1), 5, 1) - 1.0;
+    EXPECT_TRUE(tref::same_values(run(r, 2, 2 * 128 * 48), tref::gather(pr), tref::Acc::exact_signed));
+    // repmat read directly, and flipped: positions wrap any number of times.
+    auto tiles = [](const Array& a) { return tandem::repmat(a, 3, 2) * 2.0 - tandem::flip(tandem::repmat(a, 3, 2), 1); };
+    EXPECT_TRUE(tref::same_values(run(tiles(u), 1, 6 * 64 * 48), tref::gather(tiles(pu)), tref::Acc::exact_signed));
+    // An empty range read with a shifted array of its shape.
+    const Array e = tandem::slice(u, 1, 3, 1, 2) + tandem::circshift(tandem::slice(u, 1, 5, 1, 4), 1, 2);
+    EXPECT_EQ(tref::gather(e).dims, (tref::Dims{0, 48}));
 }
 
 }  // namespace

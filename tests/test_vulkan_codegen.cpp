@@ -179,11 +179,12 @@ TEST(VulkanCodegen, PackArgumentsFollowsTheLayout) {
     const Kernel kn = kernel_for(b.r, o);
     ASSERT_EQ(kn.push_bytes, 128u);
     ASSERT_EQ(kn.access[1], InputAccess::strided);
-    const auto dims = collapsed_dims(b.r, 1);
+    const auto dims = b.r.input_dims(1);
     ASSERT_EQ(dims.size(), 3u);  // (6,1) (4,0) (3,6)
-    EXPECT_EQ(dims[0], std::make_pair(std::int64_t{6}, std::int64_t{1}));
-    EXPECT_EQ(dims[1], std::make_pair(std::int64_t{4}, std::int64_t{0}));
-    EXPECT_EQ(dims[2], std::make_pair(std::int64_t{3}, std::int64_t{6}));
+    EXPECT_EQ(std::make_pair(dims[0].extent, dims[0].stride), std::make_pair(std::int64_t{6}, std::int64_t{1}));
+    EXPECT_EQ(std::make_pair(dims[1].extent, dims[1].stride), std::make_pair(std::int64_t{4}, std::int64_t{0}));
+    EXPECT_EQ(std::make_pair(dims[2].extent, dims[2].stride), std::make_pair(std::int64_t{3}, std::int64_t{6}));
+    EXPECT_FALSE(dims[0].mapped() || dims[1].mapped() || dims[2].mapped());
     const std::uint64_t in[2] = {0x1000, 0x2000}, outs[1] = {0x3000};
     const Launch l = pack_arguments(b.r, kn, in, outs, 0xABC0, 4);
     ASSERT_EQ(l.push.size(), 128u);
@@ -201,7 +202,7 @@ TEST(VulkanCodegen, PackArgumentsFollowsTheLayout) {
     EXPECT_EQ(u64(l.push, 8), 72u);
     EXPECT_EQ(f64(l.push, 16), 0.5);
     EXPECT_EQ(f64(l.push, 120), 13.5);
-    ASSERT_EQ(l.args.size(), 16 + 3 * 8 + 3 * 24 + 6 * 8);
+    ASSERT_EQ(l.args.size(), 16 + 3 * 8 + 3 * 48 + 6 * 8);
     std::uint32_t flag = 1, instr = 0;
     std::memcpy(&flag, l.args.data(), 4);
     std::memcpy(&instr, l.args.data() + 4, 4);
@@ -210,16 +211,17 @@ TEST(VulkanCodegen, PackArgumentsFollowsTheLayout) {
     EXPECT_EQ(u64(l.args, 16), 0x1000u);
     EXPECT_EQ(u64(l.args, 24), 0x2000u);
     EXPECT_EQ(u64(l.args, 32), 0x3000u);
-    // (extent, stride, divisor) triples
+    // (extent, stride, divisor, n, step, offset) per dimension; n = 0: plain
     EXPECT_EQ(u64(l.args, 40), 6u);
     EXPECT_EQ(u64(l.args, 48), 1u);
     EXPECT_EQ(u64(l.args, 56), extent_divisor(6));
-    EXPECT_EQ(u64(l.args, 64), 4u);
-    EXPECT_EQ(u64(l.args, 72), 0u);
-    EXPECT_EQ(u64(l.args, 88), 3u);
-    EXPECT_EQ(u64(l.args, 96), 6u);
-    EXPECT_EQ(f64(l.args, 112), 14.5);
-    EXPECT_EQ(f64(l.args, 152), 19.5);
+    EXPECT_EQ(u64(l.args, 64), 0u);
+    EXPECT_EQ(u64(l.args, 88), 4u);
+    EXPECT_EQ(u64(l.args, 96), 0u);
+    EXPECT_EQ(u64(l.args, 136), 3u);
+    EXPECT_EQ(u64(l.args, 144), 6u);
+    EXPECT_EQ(f64(l.args, 184), 14.5);
+    EXPECT_EQ(f64(l.args, 224), 19.5);
     // 72 elements / 16 per group = 5 groups, folded into 3 x 2 with max_groups_x = 4 (x as small
     // as two rows allow: one workgroup idle rather than three).
     EXPECT_EQ(l.groups_x, 3u);

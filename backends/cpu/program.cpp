@@ -157,28 +157,12 @@ private:
                        : src == ElemType::f32 ? static_cast<double>(*static_cast<const float*>(st.data()))
                                               : *static_cast<const std::uint8_t*>(st.data());
             slot = new_cell(t, v);
-        } else if (node.shape.numel() == p_.numel_ && src == t) {
+        } else if (node.shape.numel() == p_.numel_ && src == t && !r_.has_view(k)) {
             p_.bases_.push_back({static_cast<std::byte*>(const_cast<void*>(st.data())), elem_size(t)});
             slot = add_slot(SlotKind::InputDirect, t, static_cast<std::uint32_t>(p_.bases_.size() - 1));
         } else {
-            Load load{st.data(), src, {}};
-            // Collapse dimensions so the gather walks long runs: drop the region's singleton
-            // dimensions, merge neighbours that are both expanded or both contiguous.
-            std::int64_t stride = 1;
-            for (int d = 0; d < r_.shape.ndims(); ++d) {
-                std::int64_t extent = r_.shape[d];
-                std::int64_t s = node.shape[d] == 1 ? 0 : stride;
-                stride *= node.shape[d];
-                if (extent == 1) continue;
-                if (!load.dims.empty()) {
-                    auto& [pe, ps] = load.dims.back();
-                    if ((ps == 0 && s == 0) || (ps != 0 && s == ps * pe)) {
-                        pe *= extent;
-                        continue;
-                    }
-                }
-                load.dims.emplace_back(extent, s);
-            }
+            // Walked through collapsed dimensions, so the gather copies long runs.
+            Load load{st.data(), src, r_.input_dims(k)};
             p_.loads_.push_back(std::move(load));
             Step step{};
             step.kind = StepKind::Load;
@@ -418,45 +402,90 @@ inline D cast_elem(S v) {
     else return static_cast<D>(v);
 }
 
+/// Position of mapped dimension `d` at index k (InputDim: step * k + offset >= 0, mod n).
+inline std::int64_t mapped_position(const InputDim& d, std::int64_t k) {
+    const std::int64_t v = d.step * k + d.offset;
+    return d.wrap == InputDim::Wrap::none ? v : d.wrap == InputDim::Wrap::once ? (v >= d.n ? v - d.n : v) : v % d.n;
+}
+
+inline std::int64_t position(const InputDim& d, std::int64_t k) { return d.mapped() ? mapped_position(d, k) : k; }
+
+/// Elements [start, start + n) of the region's walk over an input (Region::input_dims), converted.
 template <class S, class D>
-void gather_typed(const S* base, const std::vector<std::pair<std::int64_t, std::int64_t>>& dims,
-                  std::int64_t start, std::size_t n, D* out) {
+void gather_typed(const S* base, const std::vector<InputDim>& dims, std::int64_t start, std::size_t n, D* out) {
     constexpr int kMax = 64;
     std::int64_t idx[kMax];
-    std::int64_t offset = 0, rest = start;
+    std::int64_t part[kMax];  // each outer dimension's share of the offset
+    std::int64_t outer = 0, rest = start;
     const int nd = static_cast<int>(dims.size());
-    for (int d = 0; d < nd; ++d) {
-        idx[d] = rest % dims[static_cast<std::size_t>(d)].first;
-        rest /= dims[static_cast<std::size_t>(d)].first;
-        offset += idx[d] * dims[static_cast<std::size_t>(d)].second;
+    if (nd == 0) {  // every dimension reads one position: one element, repeated
+        const D v = cast_elem<S, D>(base[0]);
+        for (std::size_t i = 0; i < n; ++i) out[i] = v;
+        return;
     }
-    const std::int64_t e0 = dims[0].first, s0 = dims[0].second;
+    for (int d = 0; d < nd; ++d) {
+        const InputDim& dim = dims[static_cast<std::size_t>(d)];
+        idx[d] = rest % dim.extent;
+        rest /= dim.extent;
+        part[d] = position(dim, idx[d]) * dim.stride;
+        if (d > 0) outer += part[d];
+    }
+    const InputDim& d0 = dims[0];
+    const std::int64_t s0 = d0.stride;
+    // Mapped innermost dimension: the position advances by step mod n (a wrap is one subtraction).
+    const std::int64_t step0 = d0.mapped() ? ((d0.step % d0.n) + d0.n) % d0.n : 1;
     std::size_t done = 0;
     while (done < n) {
-        std::size_t run = std::min<std::size_t>(static_cast<std::size_t>(e0 - idx[0]), n - done);
-        const S* src = base + offset;
+        const std::size_t run = std::min<std::size_t>(static_cast<std::size_t>(d0.extent - idx[0]), n - done);
         D* dst = out + done;
-        if (s0 == 1)
-            for (std::size_t i = 0; i < run; ++i) dst[i] = cast_elem<S, D>(src[i]);
-        else if (s0 == 0) {
-            D v = cast_elem<S, D>(src[0]);
-            for (std::size_t i = 0; i < run; ++i) dst[i] = v;
-        } else
-            for (std::size_t i = 0; i < run; ++i) dst[i] = cast_elem<S, D>(src[static_cast<std::int64_t>(i) * s0]);
+        if (!d0.mapped()) {
+            const S* src = base + outer + idx[0] * s0;
+            if (s0 == 1)
+                for (std::size_t i = 0; i < run; ++i) dst[i] = cast_elem<S, D>(src[i]);
+            else if (s0 == 0) {
+                const D v = cast_elem<S, D>(src[0]);
+                for (std::size_t i = 0; i < run; ++i) dst[i] = v;
+            } else
+                for (std::size_t i = 0; i < run; ++i) dst[i] = cast_elem<S, D>(src[static_cast<std::int64_t>(i) * s0]);
+        } else if (step0 == 1 && s0 == 1) {
+            // A shifted run: at most a few contiguous pieces, split where the position wraps.
+            std::int64_t p = mapped_position(d0, idx[0]);
+            for (std::size_t i = 0; i < run;) {
+                const std::size_t piece = std::min<std::size_t>(run - i, static_cast<std::size_t>(d0.n - p));
+                const S* src = base + outer + p;
+                for (std::size_t q = 0; q < piece; ++q) dst[i + q] = cast_elem<S, D>(src[q]);
+                i += piece;
+                p = 0;
+            }
+        } else {
+            std::int64_t p = mapped_position(d0, idx[0]);
+            for (std::size_t i = 0; i < run; ++i) {
+                dst[i] = cast_elem<S, D>(base[outer + p * s0]);
+                p += step0;
+                if (p >= d0.n) p -= d0.n;
+            }
+        }
         done += run;
         idx[0] += static_cast<std::int64_t>(run);
-        offset += static_cast<std::int64_t>(run) * s0;
-        for (int d = 0; d + 1 < nd && idx[d] == dims[static_cast<std::size_t>(d)].first; ++d) {
-            offset -= idx[d] * dims[static_cast<std::size_t>(d)].second;
+        // Carry into the outer dimensions; their shares of the offset are recomputed as they move.
+        for (int d = 0; d + 1 < nd && idx[d] == dims[static_cast<std::size_t>(d)].extent; ++d) {
             idx[d] = 0;
             ++idx[d + 1];
-            offset += dims[static_cast<std::size_t>(d) + 1].second;
+            const InputDim& next = dims[static_cast<std::size_t>(d) + 1];
+            if (d > 0) {
+                outer -= part[d];
+                part[d] = position(dims[static_cast<std::size_t>(d)], 0) * dims[static_cast<std::size_t>(d)].stride;
+                outer += part[d];
+            }
+            outer -= part[d + 1];
+            part[d + 1] = idx[d + 1] < next.extent ? position(next, idx[d + 1]) * next.stride : 0;
+            outer += part[d + 1];
         }
     }
 }
 
 template <class S>
-void gather_from(const S* base, const std::vector<std::pair<std::int64_t, std::int64_t>>& dims, std::int64_t start,
+void gather_from(const S* base, const std::vector<InputDim>& dims, std::int64_t start,
                  std::size_t n, ElemType to, void* out) {
     switch (to) {
         case ElemType::f64: return gather_typed(base, dims, start, n, static_cast<double*>(out));

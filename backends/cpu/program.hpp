@@ -69,7 +69,7 @@ private:
     struct Load {
         const void* base;
         ElemType src;
-        std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (extent, stride), collapsed
+        std::vector<InputDim> dims;  // Region::input_dims
     };
     union Cell {
         double f64;

@@ -94,27 +94,11 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes) {
 }
 
 // ---- input access and dispatch --------------------------------------------------------------
-std::vector<std::pair<std::int64_t, std::int64_t>> collapsed_dims(const Region& region, std::size_t k) {
-    // As the CPU executor's Lowering::input: drop the region's singleton dimensions, merge
-    // neighbours that are both expanded (stride 0) or contiguous with each other.
-    std::vector<std::pair<std::int64_t, std::int64_t>> dims;
-    const Shape& in = region.inputs[k]->shape;
-    std::int64_t stride = 1;
-    for (int d = 0; d < region.shape.ndims(); ++d) {
-        const std::int64_t extent = region.shape[d];
-        const std::int64_t s = in[d] == 1 ? 0 : stride;
-        stride *= in[d];
-        if (extent == 1) continue;
-        if (!dims.empty()) {
-            auto& [pe, ps] = dims.back();
-            if ((ps == 0 && s == 0) || (ps != 0 && s == ps * pe)) {
-                pe *= extent;
-                continue;
-            }
-        }
-        dims.emplace_back(extent, s);
-    }
-    return dims;
+InputWalk walk_of(const std::vector<InputDim>& dims) {
+    InputWalk w;
+    for (const InputDim& d : dims)
+        w += !d.mapped() ? 'p' : d.wrap == InputDim::Wrap::none ? 'n' : d.wrap == InputDim::Wrap::once ? 'o' : 'a';
+    return w;
 }
 
 std::uint64_t extent_divisor(std::int64_t d) {
@@ -130,16 +114,16 @@ std::uint64_t extent_divisor(std::int64_t d) {
     return (m & 0xFFFFFFFFu) | sh1 << 32 | sh2 << 40;
 }
 
-void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<int>& strided_dims) {
+void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<InputWalk>& walks) {
     access.assign(region.inputs.size(), InputAccess::full);
-    strided_dims.assign(region.inputs.size(), 0);
+    walks.assign(region.inputs.size(), {});
     const std::int64_t n = region.shape.numel();
     for (std::size_t k = 0; k < region.inputs.size(); ++k) {
         const std::int64_t m = region.inputs[k]->shape.numel();
         if (m == 1) access[k] = InputAccess::scalar;
-        else if (m != n) {
+        else if (m != n || region.has_view(k)) {
             access[k] = InputAccess::strided;
-            strided_dims[k] = static_cast<int>(collapsed_dims(region, k).size());
+            walks[k] = walk_of(region.input_dims(k));
         }
     }
 }
@@ -230,13 +214,15 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
     for (std::uint64_t a : outputs) put(l.args, a);
     for (std::size_t k = 0; k < region.inputs.size(); ++k) {
         if (kernel.access[k] != InputAccess::strided) continue;
-        auto dims = collapsed_dims(region, k);
-        if (static_cast<int>(dims.size()) != kernel.strided_dims[k])
-            throw DeviceError("vulkan codegen: a kernel launched for another input pattern");
-        for (auto [e, s] : dims) {
-            put(l.args, e);
-            put(l.args, s);
-            put(l.args, extent_divisor(e));
+        const std::vector<InputDim> dims = region.input_dims(k);
+        if (walk_of(dims) != kernel.walks[k]) throw DeviceError("vulkan codegen: a kernel launched for another input pattern");
+        for (const InputDim& d : dims) {
+            put(l.args, d.extent);
+            put(l.args, d.stride);
+            put(l.args, extent_divisor(d.extent));
+            put(l.args, d.n);
+            put(l.args, d.mapped() ? d.step : 0);
+            put(l.args, d.mapped() ? d.offset : 0);
         }
     }
     for (std::size_t s = npush; s < plan.values.size(); ++s) put(l.args, plan.values[s]);

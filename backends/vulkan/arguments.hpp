@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,8 +24,9 @@ struct Kernel;  // codegen.hpp
 //   offset 4   uint32  error instruction: the lowest program index that met it (0xFFFFFFFF: none)
 //   offset 8   8 bytes reserved (0)
 //   offset 16  uint64  device address of each region input, then of each output
-//   then       (extent int64, stride int64, divisor uint64) triples of each strided input, in input
-//                      order; divisor: extent_divisor(extent), for the 32-bit index path
+//   then       (extent, stride, divisor, n, step, offset: int64) of each collapsed dimension of
+//                      each strided input, in input order (Region::input_dims; divisor:
+//                      extent_divisor(extent), for the 32-bit index path)
 //   then       double  the scalar slots that did not fit in the push constants
 //   then       uint64  (reduce regions) inner, len, outer, parts, seg, the address of the
 //                      partials (parts > 1), wide_combine, lanes: see ReducePlan
@@ -41,15 +43,17 @@ inline constexpr std::uint32_t kErrorNanToLogical = 1;
 enum class InputAccess : std::uint8_t {
     full,     ///< same number of elements as the region: element i
     scalar,   ///< one element, read once
-    strided,  ///< implicit expansion: index through collapsed (extent, stride) pairs
+    strided,  ///< implicit expansion or a folded remap: index through Region::input_dims
 };
 
-/// The collapsed (extent, stride) pairs of input `k` under the region's shape (extents of the
-/// region, strides of the input, 0 where it is expanded), as the CPU executor collapses them.
-std::vector<std::pair<std::int64_t, std::int64_t>> collapsed_dims(const Region& region, std::size_t k);
+/// How a kernel walks a strided input: one letter per collapsed dimension (Region::input_dims):
+/// 'p' plain, or a mapped one by its wrap: 'n' none, 'o' once, 'a' any. Part of the kernel's key.
+using InputWalk = std::string;
+InputWalk walk_of(const std::vector<InputDim>& dims);
 
-/// Bytes per collapsed dimension of a strided input in the argument block.
-inline constexpr std::uint64_t kStridedDimBytes = 24;
+/// Bytes per collapsed dimension of a strided input in the argument block: extent, stride,
+/// extent_divisor(extent), then n, step and offset (mapped dimensions; 0 for plain ones).
+inline constexpr std::uint64_t kStridedDimBytes = 48;
 
 /// Division of a 32-bit index by an invariant extent d >= 1 as a multiply (Granlund & Montgomery,
 /// "Division by invariant integers using multiplication", 1994, fig. 4.1: N = 32, l = ceil(log2 d),
@@ -59,7 +63,7 @@ inline constexpr std::uint64_t kStridedDimBytes = 24;
 std::uint64_t extent_divisor(std::int64_t d);
 
 /// The access each input needs for this region.
-void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<int>& strided_dims);
+void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<InputWalk>& walks);
 
 // ---- scalar slots: shared by generate() (which slot an operand reads) and pack_arguments()
 // (the values), so the two cannot disagree on the order ------------------------------------------

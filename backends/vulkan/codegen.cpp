@@ -23,7 +23,7 @@ namespace tandem::detail::vk {
 namespace {
 
 // Bump when the generated code changes meaning for the same key text.
-constexpr const char* kCodegenVersion = "tandem-vk-codegen 7";
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 8";
 /// Vector steps per invocation of an elementwise kernel that generates random numbers (times the
 /// device rule's elements per thread).
 constexpr std::uint32_t kRandomStepsPerInvocation = 4;
@@ -46,6 +46,8 @@ uint tdmk_udiv(uint n, uint64_t dv) {
     umulExtended(n, uint(dv), hi, lo);
     return (hi + ((n - hi) >> uint((dv >> 32) & 0xFFul))) >> uint(dv >> 40);
 }
+// A folded circshift's position: below 2n, so one subtraction wraps it.
+uint64_t tdmk_wrap(uint64_t v, uint64_t n) { return v >= n ? v - n : v; }
 bool tdmk_isnan(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) > 0x7FF0000000000000L; }
 bool tdmk_isinf(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) == 0x7FF0000000000000L; }
 bool tdmk_isfinite(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) < 0x7FF0000000000000L; }
@@ -190,9 +192,9 @@ std::string math_name(OpKind op, DType t) {
 class Writer {
 public:
     /// `loops`: turn a run of repeated steps (graph/repeat.hpp) into a loop.
-    Writer(const Region& r, std::span<const InputAccess> access, std::span<const int> dims,
+    Writer(const Region& r, std::span<const InputAccess> access, std::span<const InputWalk> walks,
            const CodegenOptions& o, bool loops)
-        : r_(r), access_(access), dims_(dims), o_(o), plan_(plan_scalars(r)) {
+        : r_(r), access_(access), walks_(walks), o_(o), plan_(plan_scalars(r)) {
         if (loops) plan_loop();
     }
 
@@ -221,8 +223,8 @@ public:
         const std::uint32_t npush = push_slots(plan_.values.size(), o_.max_push_bytes);
         k.push_bytes = 16 + 8 * npush;
         k.access.assign(access_.begin(), access_.end());
-        k.strided_dims.assign(dims_.begin(), dims_.end());
-        k.strided_dims.resize(r_.inputs.size(), 0);
+        k.walks.assign(walks_.begin(), walks_.end());
+        k.walks.resize(r_.inputs.size());
 
         // Argument block offsets (see arguments.hpp).
         const std::size_t nin = r_.inputs.size(), nout = r_.outputs.size();
@@ -231,7 +233,7 @@ public:
         for (std::size_t i = 0; i < nin; ++i)
             if (access_[i] == InputAccess::strided) {
                 dims_offset_[i] = off;
-                off += kStridedDimBytes * static_cast<std::uint64_t>(k.strided_dims[i]);
+                off += kStridedDimBytes * static_cast<std::uint64_t>(k.walks[i].size());
             }
         key_ << kCodegenVersion << ";wg=" << k.workgroup_size << ";ept=" << k.elements_per_thread
              << ";push=" << npush << ";div=" << (o_.exact_f64_div_sqrt ? "exact" : "device")
@@ -243,7 +245,7 @@ public:
             uses_u8_ |= t == DType::logical;
             key_ << (i ? "," : "") << dtoken(t) << ':'
                  << (access_[i] == InputAccess::full ? "full" : access_[i] == InputAccess::scalar ? "scalar" : "strided")
-                 << (access_[i] == InputAccess::strided ? std::to_string(k.strided_dims[i]) : "");
+                 << (access_[i] == InputAccess::strided ? k.walks[i] : "");
         }
         key_ << ";prog=";
 
@@ -587,12 +589,16 @@ private:
         else inputs_.emplace(std::make_tuple(k, t, lane_), n);
         return n;
     }
-    /// The element offset of strided input k: the linear index split over the collapsed extents.
-    /// Below 2^32 (every region of fewer elements, and the start of the others) in 32-bit integers,
-    /// dividing by multiplication (tdmk_udiv); 64-bit division above. The offset never exceeds the
-    /// index (an input's strides are at most the region's), so 32 bits hold it too.
+    /// The element offset of strided input k: the linear index split over the collapsed extents
+    /// (Region::input_dims), each position mapped where a remap was folded in. Below 2^32 (every
+    /// region of fewer elements, and the start of the others) the split is in 32-bit integers,
+    /// dividing by multiplication (tdmk_udiv); 64-bit division above. Without a mapped dimension
+    /// the offset never exceeds the index (an input's strides are at most the region's), so 32
+    /// bits hold it too; a mapped input (a slice of a larger array) sums it in 64 bits.
     void emit_offset(std::uint32_t k) {
-        const int nd = dims_[k];
+        const InputWalk& walk = walks_[k];
+        const int nd = static_cast<int>(walk.size());
+        const bool mapped = walk.find_first_not_of('p') != std::string::npos;
         const std::string K = std::to_string(k);
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
@@ -604,17 +610,33 @@ private:
             }
             pre_ << "    uint64_t t" << D << " = RefU64(pc.args + " << at + 8 << "ul).v;\n"
                  << "    uint t" << D << "w = uint(t" << D << ");\n";
+            if (walk[static_cast<std::size_t>(d)] != 'p')
+                pre_ << "    uint64_t n" << D << " = RefU64(pc.args + " << at + 24 << "ul).v;\n"
+                     << "    int64_t st" << D << " = int64_t(RefU64(pc.args + " << at + 32 << "ul).v);\n"
+                     << "    int64_t of" << D << " = int64_t(RefU64(pc.args + " << at + 40 << "ul).v);\n";
         }
-        // The last extent needs no modulo: the rest is below it (the region's elements).
+        // Position `kd` of dimension d of input k, mapped (step * k + offset >= 0, mod n).
+        auto position = [&](int d, const std::string& kd) -> std::string {
+            const char w = walk[static_cast<std::size_t>(d)];
+            const std::string D = K + "_" + std::to_string(d);
+            if (w == 'p') return "";
+            std::string v = "uint64_t(int64_t(" + kd + ") * st" + D + " + of" + D + ")";
+            if (w == 'n') return v;
+            if (w == 'o') return "tdmk_wrap(" + v + ", n" + D + ")";
+            return "(" + v + " % n" + D + ")";
+        };
         body_ << "        uint64_t o" << K << ";\n"
               << "        if (i <= 0xFFFFFFFFul) {\n"
-              << "            uint r" << K << " = uint(i), w" << K << " = 0u;\n";
+              << "            uint r" << K << " = uint(i);\n"
+              << "            " << (mapped ? "uint64_t w" + K + " = 0ul;\n" : "uint w" + K + " = 0u;\n");
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
-            if (d + 1 < nd)
-                body_ << "            { uint q = tdmk_udiv(r" << K << ", dv" << D << "); w" << K << " += (r" << K
-                      << " - q * e" << D << "w) * t" << D << "w; r" << K << " = q; }\n";
-            else body_ << "            w" << K << " += r" << K << " * t" << D << "w;\n";
+            // The last extent needs no modulo: the rest is below it (the region's elements).
+            const std::string kd = d + 1 < nd ? "(r" + K + " - q * e" + D + "w)" : "r" + K;
+            const std::string pos = position(d, kd);
+            body_ << "            {" << (d + 1 < nd ? " uint q = tdmk_udiv(r" + K + ", dv" + D + ");" : "") << " w" << K << " += "
+                  << (pos.empty() ? (mapped ? "uint64_t(" + kd + ") * t" + D : kd + " * t" + D + "w") : pos + " * t" + D)
+                  << ";" << (d + 1 < nd ? " r" + K + " = q;" : "") << " }\n";
         }
         body_ << "            o" << K << " = uint64_t(w" << K << ");\n"
               << "        } else {\n"
@@ -622,10 +644,10 @@ private:
               << "            o" << K << " = 0ul;\n";
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
-            if (d + 1 < nd)
-                body_ << "            o" << K << " += (r" << K << " % e" << D << ") * t" << D << "; r" << K << " /= e"
-                      << D << ";\n";
-            else body_ << "            o" << K << " += r" << K << " * t" << D << ";\n";
+            const std::string kd = d + 1 < nd ? "(r" + K + " % e" + D + ")" : "r" + K;
+            const std::string pos = position(d, kd);
+            body_ << "            o" << K << " += " << (pos.empty() ? kd : pos) << " * t" << D << ";"
+                  << (d + 1 < nd ? " r" + K + " /= e" + D + ";" : "") << "\n";
         }
         body_ << "        }\n";
     }
@@ -985,7 +1007,7 @@ private:
 
     const Region& r_;
     std::span<const InputAccess> access_;
-    std::span<const int> dims_;
+    std::span<const InputWalk> walks_;
     const CodegenOptions& o_;
     ScalarPlan plan_;
     std::ostringstream key_, pre_, body_;
@@ -1017,16 +1039,16 @@ private:
 
 }  // namespace
 
-Kernel generate(const Region& region, std::span<const InputAccess> access, std::span<const int> strided_dims,
+Kernel generate(const Region& region, std::span<const InputAccess> access, std::span<const InputWalk> walks,
                 const CodegenOptions& options) {
-    if (access.size() != region.inputs.size() || strided_dims.size() < region.inputs.size())
+    if (access.size() != region.inputs.size() || walks.size() < region.inputs.size())
         throw DeviceError("vulkan codegen: one access (and strided dim count) per region input is needed");
     if (options.loops) {
-        Writer w(region, access, strided_dims, options, true);
+        Writer w(region, access, walks, options, true);
         Kernel k = w.run();
         if (!w.loop_failed()) return k;
     }
-    return Writer(region, access, strided_dims, options, false).run();
+    return Writer(region, access, walks, options, false).run();
 }
 
 }  // namespace tandem::detail::vk

@@ -60,7 +60,7 @@ struct Kernel {
     std::uint32_t vector_width = 1;
     std::uint32_t push_bytes = 0;          ///< size of the push-constant block
     std::vector<InputAccess> access;       ///< per region input
-    std::vector<int> strided_dims;         ///< per region input: collapsed dims (strided only)
+    std::vector<InputWalk> walks;          ///< per region input: how it is walked (strided only)
     /// Reduce regions: the second pass (combining the parts of each output), compiled only when
     /// a launch needs it; same push constants and argument block.
     std::string combine_glsl, combine_key;
@@ -71,7 +71,7 @@ struct Kernel {
 /// fast path when the accesses and the region's element count allow it (Kernel::vector_width).
 /// The kernel then serves every region of the same expression below 2^32 elements;
 /// pack_arguments refuses it (DeviceError) for a region of 2^32 elements or more.
-Kernel generate(const Region& region, std::span<const InputAccess> access, std::span<const int> strided_dims,
+Kernel generate(const Region& region, std::span<const InputAccess> access, std::span<const InputWalk> walks,
                 const CodegenOptions& options);
 
 }  // namespace tandem::detail::vk

@@ -71,14 +71,17 @@ VkResult wait_all(VkDevice device, std::initializer_list<std::pair<VkSemaphore, 
 /// What decides the generated kernel: the ops and types of the program, where each argument
 /// comes from, how each input is read, and whether 32-bit indices suffice. Not the sizes and not
 /// the scalar values: those are arguments. Far cheaper to form than the GLSL itself.
-std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<int>& dims,
+std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
                       bool contiguous) {
     std::string s;
     s.reserve(16 * r.program.size() + 8 * r.inputs.size() + 16);
     auto put = [&](std::uint64_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
     put(r.shape.numel() < (std::int64_t{1} << 31));
     for (auto& in : r.inputs) put(static_cast<std::uint64_t>(in->dtype));
-    for (std::size_t k = 0; k < access.size(); ++k) put(static_cast<std::uint64_t>(access[k]) << 32 | static_cast<std::uint32_t>(dims[k]));
+    for (std::size_t k = 0; k < access.size(); ++k) {
+        put(static_cast<std::uint64_t>(access[k]) << 32 | walks[k].size());
+        s += walks[k];
+    }
     for (const Instr& ins : r.program) {
         put(static_cast<std::uint64_t>(ins.op) | static_cast<std::uint64_t>(ins.dtype) << 8 |
             static_cast<std::uint64_t>(ins.compute) << 16);
@@ -373,20 +376,20 @@ void VulkanBackend::submit(Submission s) {
     }
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
-    std::vector<int> dims;
-    access_for(r, access, dims);
+    std::vector<InputWalk> walks;
+    access_for(r, access, walks);
     const Kernel* kernel = nullptr;
     const ComputePipeline* pipeline_ptr = nullptr;
     const bool contiguous =
         r.is_reduce() && plan_reduce(r, codegen_.reduction_workgroup_size, codegen_.two_pass_threshold).contiguous;
-    std::string sig = signature(r, access, dims, contiguous);
+    std::string sig = signature(r, access, walks, contiguous);
     KernelEntry* entry = nullptr;
     {
         std::lock_guard lock(kernels_mutex_);
         if (auto it = kernels_.find(sig); it != kernels_.end()) entry = &it->second;
     }
     if (!entry) {
-        Kernel k = generate(r, access, dims, codegen_);
+        Kernel k = generate(r, access, walks, codegen_);
         const ComputePipeline& p = pipelines_->get(k);
         std::lock_guard lock(kernels_mutex_);
         auto [it, fresh] = kernels_.try_emplace(std::move(sig), KernelEntry{std::move(k), &p, nullptr});
@@ -414,7 +417,7 @@ void VulkanBackend::submit(Submission s) {
     for (std::size_t j = 0; j < r.outputs.size(); ++j)
         outs.push_back(device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[j]->bytes(), 1)));
     std::size_t arg_bound = kArgHeaderBytes + 8 * (r.inputs.size() + r.outputs.size()) + 8 * r.program.size() * 3;
-    for (int d : dims) arg_bound += kStridedDimBytes * static_cast<std::size_t>(std::max(d, 0));
+    for (const InputWalk& w : walks) arg_bound += kStridedDimBytes * w.size();
     if (r.is_reduce()) arg_bound += 8 * kReduceParamsCount;
     auto args = upload_heap_->allocate(arg_bound);
 
