@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""The Python peers of tandem-workloads: the benchmark issue's five whole programs in NumPy (CPU),
-PyTorch eager and torch.compile (CUDA). One process runs one program at one size:
+"""The Python peers of tandem-workloads: the benchmark issue's five whole programs and W6 (a heat
+stencil) in NumPy (CPU), PyTorch eager and torch.compile (CUDA). One process runs one program at
+one size:
 
-    workload_peers.py --system numpy|torch_eager|torch_compile --workload 1..5 --size S [--warmup 1] [--reps 5]
+    workload_peers.py --system numpy|torch_eager|torch_compile --workload 1..6 --size S [--warmup 1] [--reps 5]
                       [--device cuda|cpu]
 
---size is n (W1, W4), B (W2), M (W3) or NxD (W5). The programs, the inputs (the exact formula
+--size is n (W1, W4, W6), B (W2), M (W3) or NxD (W5). The programs, the inputs (the exact formula
 u(k, p) = t - floor(t), t = (k * p) * 2^-24, the same bits in every system) and the output (one
 JSON object per line: "context", then "result" or "error") are those of bench/workloads.cpp; read
 its header. A system that cannot run here prints a "skip" line with the reason and exits 3
@@ -30,6 +31,7 @@ SCALE = 2.0 ** -24
 P1, P2, P3, P4, P5, P6 = 6700417.0, 5754853.0, 7368787.0, 4875851.0, 8086861.0, 3276509.0
 HEIGHT, WIDTH = 2160, 3840
 RATE, VOL = 0.05, 0.2
+STENCIL_STEPS = 100  # W6's heat steps (fixed: --steps is W3's)
 CHUNK = 1 << 22  # NumPy inputs are made in chunks: whole-array temporaries of 1e8 doubles would need ~5 GB
 
 
@@ -118,6 +120,18 @@ def numpy_programs(np, workload, size, steps, iters):
                 v = Gv / np.linalg.norm(Gv)
             return float(v @ G @ v / np.sum(np.var(X, axis=0, ddof=1)))
         return (X,), w5
+    if workload == 6:
+        n = size[0]
+        # element (i, j) has column-major index k = i + n j, as W4's A
+        u0 = np.ascontiguousarray(filled(n * n, lambda k: weyl(k, P6)).reshape(n, n).T)
+
+        def w6(u):
+            # MATLAB's circshift(u, 1, 1) is np.roll(u, 1, axis=0); the sum runs left to right, as written
+            for _ in range(STENCIL_STEPS):
+                u = u + 0.1 * (np.roll(u, 1, axis=0) + np.roll(u, -1, axis=0) + np.roll(u, 1, axis=1)
+                               + np.roll(u, -1, axis=1) - 4 * u)
+            return float(np.sum(u ** 2))
+        return (u0,), w6
     raise SystemExit(f"workload_peers.py: no workload {workload}")
 
 
@@ -187,6 +201,16 @@ def torch_programs(torch, workload, size, steps, iters, dev):
                 v = Gv / torch.linalg.norm(Gv)
             return v @ G @ v / torch.sum(torch.var(X, dim=0, correction=1))
         return (X,), w5
+    if workload == 6:
+        n = size[0]
+        u0 = weyl(index(n * n), P6).reshape(n, n).T.contiguous()
+
+        def w6(u):
+            for _ in range(STENCIL_STEPS):
+                u = u + 0.1 * (torch.roll(u, 1, dims=0) + torch.roll(u, -1, dims=0) + torch.roll(u, 1, dims=1)
+                               + torch.roll(u, -1, dims=1) - 4 * u)
+            return torch.sum(u ** 2)
+        return (u0,), w6
     raise SystemExit(f"workload_peers.py: no workload {workload}")
 
 
@@ -219,7 +243,7 @@ def compiled_w3(torch, size, steps, dev, scope):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--system", required=True, choices=["numpy", "torch_eager", "torch_compile"])
-    ap.add_argument("--workload", type=int, required=True, choices=range(1, 6))
+    ap.add_argument("--workload", type=int, required=True, choices=range(1, 7))
     ap.add_argument("--size", required=True)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--min-warmup-ms", type=float, default=0.0,

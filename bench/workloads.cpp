@@ -14,7 +14,9 @@
 //   W4  S = sum(A .* B, 2); r = S' * S                                          A, B: n x n double
 //   W5  Xc = X - mean(X); G = Xc'*Xc/(n-1); 50 steps of v = G*v / norm(G*v); v'*G*v / sum(var(X))
 //                                                                               X: n x d double
-// --size is n, B, M, n, and "nxd" for W5.
+//   W6  100 heat steps u = u + 0.1*(circshift(u,1,1) + circshift(u,-1,1) + circshift(u,1,2) +
+//       circshift(u,-1,2) - 4*u); sum(u(:).^2)                                  u: n x n double
+// --size is n, B, M, n, "nxd" for W5, and n.
 //
 // The inputs are one formula every peer computes exactly (bench/workload_peers.py and
 // bench/workloads.m use the same): u(k, p) = t - floor(t), t = (k * p) * 2^-24, k the 0-based
@@ -78,9 +80,10 @@ double w1_x(std::int64_t k) { return 2.0 * (weyl(k, kP1) + weyl(k, kP2) + weyl(k
 
 constexpr std::int64_t kHeight = 2160, kWidth = 3840;  // W2's 4K images
 constexpr double kRate = 0.05, kVol = 0.2;             // W3's market
+constexpr int kStencilSteps = 100;                     // W6's heat steps
 
 struct Size {
-    std::int64_t a = 0, b = 0;  // n (W1, W4), B (W2), M (W3), n x d (W5)
+    std::int64_t a = 0, b = 0;  // n (W1, W4, W6), B (W2), M (W3), n x d (W5)
 };
 
 // ---- Tandem: the programs as a user writes them ----------------------------------------------
@@ -159,6 +162,18 @@ TandemWorkload tandem_workload(tandem::Runtime& rt, int w, Size s, int steps, in
             }
             const Array vGv = tandem::matmul(tandem::matmul(v, G, {.transpose_a = true}), v);
             return vGv / tandem::sum(tandem::var(X));
+        };
+        break;
+    }
+    case 6: {
+        const Array u0 = tandem::reshape(weyl(indices(rt, s.a * s.a), kP6), tandem::Shape{s.a, s.a});
+        t.inputs = {u0};
+        t.run = [u0] {
+            Array u = u0;
+            for (int i = 0; i < kStencilSteps; ++i)
+                u = u + 0.1 * (tandem::circshift(u, 1, 1) + tandem::circshift(u, -1, 1) + tandem::circshift(u, 1, 2) +
+                               tandem::circshift(u, -1, 2) - 4.0 * u);
+            return tandem::sum(u * u, tandem::all_dims);
         };
         break;
     }
@@ -244,6 +259,26 @@ std::function<double()> eigen_workload(int w, Size s, int steps, int iters) {
             // sum(var(X)): the centred columns' sums of squares / (n - 1)
             const double total_var = Xc.array().square().sum() / static_cast<double>(n - 1);
             return (v.transpose() * G * v).value() / total_var;
+        };
+    }
+    case 6: {
+        // Eigen has no circshift: the neighbours' indices wrap by hand, one pass a step.
+        const std::int64_t n = s.a;
+        auto u0 = std::make_shared<Eigen::ArrayXXd>(n, n);
+        for (std::int64_t k = 0; k < n * n; ++k) u0->data()[k] = weyl(k, kP6);
+        return [u0, n] {
+            Eigen::ArrayXXd u = *u0, v(n, n);
+            for (int step = 0; step < kStencilSteps; ++step) {
+                for (Eigen::Index j = 0; j < n; ++j) {
+                    const Eigen::Index jl = j == 0 ? n - 1 : j - 1, jr = j == n - 1 ? 0 : j + 1;
+                    for (Eigen::Index i = 0; i < n; ++i) {
+                        const Eigen::Index iu = i == 0 ? n - 1 : i - 1, id = i == n - 1 ? 0 : i + 1;
+                        v(i, j) = u(i, j) + 0.1 * (u(iu, j) + u(id, j) + u(i, jl) + u(i, jr) - 4.0 * u(i, j));
+                    }
+                }
+                u.swap(v);
+            }
+            return u.square().sum();
         };
     }
     default: throw std::invalid_argument("no workload " + std::to_string(w));
@@ -406,8 +441,8 @@ int main(int argc, char** argv) {
     app.add_option("--system", a.system, "tandem or eigen")->check(CLI::IsMember({"tandem", "eigen"}));
     app.add_option("--mode", a.mode, "Tandem's placement: cpu, gpu (forced) or auto")
         ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
-    app.add_option("--workload", a.workload, "1..5")->check(CLI::Range(1, 5));
-    app.add_option("--size", a.size, "n (W1, W4), B (W2), M (W3), NxD (W5)")->required();
+    app.add_option("--workload", a.workload, "1..6")->check(CLI::Range(1, 6));
+    app.add_option("--size", a.size, "n (W1, W4, W6), B (W2), M (W3), NxD (W5)")->required();
     app.add_option("--warmup", a.warmup, "untimed runs first")->check(CLI::Range(0, 100));
     app.add_option("--min-warmup-ms", a.min_warmup_ms, "more warm-up runs until those after the first took this long (GPU clocks)")
         ->check(CLI::Range(0.0, 600000.0));

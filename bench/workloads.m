@@ -1,13 +1,14 @@
 % workloads(w, a, b, warmup, reps, steps, iters): the GNU Octave peer of tandem-workloads, the
-% benchmark issue's five whole programs in plain MATLAB code. One call runs one program at one
-% size and prints one JSON object per line ("context", then "result" or "error"), as
-% bench/workloads.cpp does; read its header for the programs and the input formula (the same
-% bits here: u(k, p) = t - floor(t), t = (k * p) * 2^-24, exact in double).
+% benchmark issue's five whole programs and W6 (a heat stencil) in plain MATLAB code. One call
+% runs one program at one size and prints one JSON object per line ("context", then "result" or
+% "error"), as bench/workloads.cpp does; read its header for the programs and the input formula
+% (the same bits here: u(k, p) = t - floor(t), t = (k * p) * 2^-24, exact in double).
 %
 %   octave-cli --no-gui --quiet --eval "addpath('bench'); workloads(5, 65536, 128, 1, 5, 256, 50)"
 %
-% a is n (W1, W4), B (W2), M (W3) or N (W5); b is D (W5, else ignored). Timing: `warmup` untimed
-% runs, then `reps` timed ones, each the wall time (tic/toc) of the whole program.
+% a is n (W1, W4, W6), B (W2), M (W3) or N (W5); b is D (W5, else ignored); W6 runs 100 steps
+% whatever `steps` is (W3's). Timing: `warmup` untimed runs, then `reps` timed ones, each the wall
+% time (tic/toc) of the whole program.
 function workloads(w, a, b, warmup, reps, steps, iters)
   if nargin < 4, warmup = 1; end
   if nargin < 5, reps = 5; end
@@ -59,6 +60,9 @@ function [inputs, program] = make_workload(w, a, b, steps, iters)
         X(:, j+1) = (weyl(i, P(3)) - 0.5) * weyl(j, P(6)) + (weyl(i + a * j, P(5)) - 0.5) / 4;
       end
       inputs = {X, iters}; program = @w5;
+    case 6
+      u = reshape(filled(a * a, @(k) weyl(k, P(6))), a, a);
+      inputs = {u}; program = @w6;
     otherwise
       error('no workload %d', w);
   end
@@ -106,6 +110,14 @@ function ev = w5(X, iters)
     v = G*v / norm(G*v);
   end
   ev = v' * G * v / sum(var(X));
+end
+
+function s = w6(u)
+  stencil_steps = 100;  % fixed (the steps argument is W3's)
+  for t = 1:stencil_steps
+    u = u + 0.1 * (circshift(u, 1, 1) + circshift(u, -1, 1) + circshift(u, 1, 2) + circshift(u, -1, 2) - 4 * u);
+  end
+  s = sum(u(:) .^ 2);
 end
 
 % ---- inputs and output ----

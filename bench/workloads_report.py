@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Runs the benchmark issue's five whole programs in Tandem and its peers, checks every result
-against the others, and writes JSON (all samples + context), a markdown table and a PNG chart.
+"""Runs the benchmark issue's five whole programs and W6 (a heat stencil) in Tandem and its peers,
+checks every result against the others, and writes JSON (all samples + context), a markdown table
+and a PNG chart.
 
     workloads_report.py run [--quick] [--sizes small|large|ends|all] [--workloads 1,3]
                             [--systems tandem,numpy,octave,eigen,torch] [--modes cpu,gpu,auto]
@@ -16,7 +17,7 @@ Each (workload, size, system) is one process: tandem-workloads (Tandem in each m
 bench/workload_peers.py (NumPy, PyTorch eager, torch.compile) or bench/workloads.m (GNU Octave),
 with a timeout; a system that times out is not run at the larger sizes of that workload. When
 every system has run a (workload, size), the values are checked before any time is printed:
-  W1, W2, W4, W5  every system computes the same inputs (an exact formula), so each value must lie
+  W1, W2, W4-W6   every system computes the same inputs (an exact formula), so each value must lie
                   within a relative tolerance of the reference: the double-precision value stored
                   below (REFERENCE) for the sizes this script knows, else the median over the kinds
                   of system that ran (Tandem's modes count once, as do PyTorch's two);
@@ -42,20 +43,24 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NAMES = {1: "chain + sum", 2: "4K normalisation", 3: "Monte Carlo GBM", 4: "row sums + S'S", 5: "PCA (power iteration)"}
-# The issue's ranges; the default runs the first and the last of each, --quick its own small ones.
+NAMES = {1: "chain + sum", 2: "4K normalisation", 3: "Monte Carlo GBM", 4: "row sums + S'S", 5: "PCA (power iteration)",
+         6: "heat stencil"}
+# The issue's ranges (W6: ours); the default runs the first and the last of each, --quick its own small ones.
 SIZES = {1: ["1000000", "10000000", "100000000"], 2: ["1", "4", "16"], 3: ["250000", "1000000", "4000000"],
-         4: ["1024", "2048", "4096", "8192"], 5: ["65536x128", "262144x256", "1048576x512"]}
-QUICK = {1: ["1000000"], 2: ["1"], 3: ["65536"], 4: ["1024"], 5: ["65536x128"]}
-SIZE_NAME = {1: "n", 2: "B", 3: "M", 4: "n", 5: "n x d"}
+         4: ["1024", "2048", "4096", "8192"], 5: ["65536x128", "262144x256", "1048576x512"], 6: ["1024", "2048", "4096"]}
+QUICK = {1: ["1000000"], 2: ["1"], 3: ["65536"], 4: ["1024"], 5: ["65536x128"], 6: ["256"]}
+SIZE_NAME = {1: "n", 2: "B", 3: "M", 4: "n", 5: "n x d", 6: "n"}
 # Relative tolerances against the reference. W2 is single precision, and NumPy's float32 mean over
-# two axes is not pairwise (5e-6 off at B = 1); the others are double.
-TOLERANCE = {1: 1e-9, 2: 1e-4, 4: 1e-10, 5: 1e-8}
+# two axes is not pairwise (5e-6 off at B = 1); the others are double. W6's u is the same bits in
+# every system (exact adds and multiplies in one order): only the final sum's order differs (Octave's
+# sequential sum is 1.1e-13 off NumPy's pairwise one at n = 4096).
+TOLERANCE = {1: 1e-9, 2: 1e-4, 4: 1e-10, 5: 1e-8, 6: 1e-12}
 W3_SIGMAS = 4.0
-# The values in double precision (NumPy, W2's images cast to double), for the sizes above and W5's
-# 50 steps, made by `workload_peers.py --reference --workload W --size S` (remake them if the
-# programs or the input formula change). Where one exists it is the reference of the check, so
-# that a run of one system alone (Tandem's modes on the GPU machine without PyTorch) is checked too.
+# The values in double precision (NumPy, W2's images cast to double), for the sizes above (W6: and
+# its quick size) and W5's 50 steps, made by `workload_peers.py --reference --workload W --size S`
+# (remake them if the programs or the input formula change). Where one exists it is the reference of
+# the check, so that a run of one system alone (Tandem's modes on the GPU machine without PyTorch)
+# is checked too.
 REFERENCE = {
     (1, "1000000"): 259499.62388418283,
     (1, "10000000"): 2595119.116606331,
@@ -70,6 +75,10 @@ REFERENCE = {
     (5, "65536x128"): 0.8403401859014891,
     (5, "262144x256"): 0.8414807801387143,
     (5, "1048576x512"): 0.841601947209877,
+    (6, "256"): 16441.162662787967,
+    (6, "1024"): 262151.82692685357,
+    (6, "2048"): 1048589.5249884624,
+    (6, "4096"): 4194359.496070093,
 }
 RATE, VOL, STRIKE, SPOT = 0.05, 0.2, 100.0, 100.0
 # Systems, in the order they run and appear; a family votes once in the reference.
@@ -280,7 +289,7 @@ def parse_list(text, allowed, what):
 
 
 def plan(args):
-    workloads = [int(w) for w in parse_list(args.workloads, [str(i) for i in range(1, 6)], "workload")]
+    workloads = [int(w) for w in parse_list(args.workloads, [str(i) for i in range(1, 7)], "workload")]
     modes = parse_list(args.modes, ["cpu", "gpu", "auto"], "mode")
     wanted = parse_list(args.systems, ["tandem", "eigen", "numpy", "octave", "torch", "torch_eager", "torch_compile"], "system")
     systems = []
@@ -489,7 +498,9 @@ def write_report(docs, out, name):
               "W3 single-precision geometric Brownian motion, M paths, 256 steps of `S = S .* exp(drift + vol*randn(M, 1))` "
               "(randn timed), `exp(-r) * mean(max(S - 100, 0))` against Black-Scholes 10.4506. "
               "W4 `S = sum(A .* B, 2); r = S' * S`, n x n double. "
-              "W5 PCA by 50 power-iteration steps on `G = Xc'*Xc/(n-1)`, X n x d double. Inputs: an exact formula every "
+              "W5 PCA by 50 power-iteration steps on `G = Xc'*Xc/(n-1)`, X n x d double. "
+              "W6 100 heat steps `u = u + 0.1 * (circshift(u, 1, 1) + circshift(u, -1, 1) + circshift(u, 1, 2) + "
+              "circshift(u, -1, 2) - 4 * u)`, then `sum(u(:) .^ 2)`, u n x n double. Inputs: an exact formula every "
               "system computes (bench/workloads.cpp). Sources: bench/workloads.cpp (Tandem, Eigen), bench/workload_peers.py "
               "(NumPy, PyTorch), bench/workloads.m (Octave); driver and report: bench/workloads_report.py. Threads: Tandem uses "
               "its CPU executor's (all cores); NumPy's and Octave's elementwise ops and Eigen's expressions run on one "
@@ -593,7 +604,7 @@ def main():
     r.add_argument("--quick", action="store_true", help="one small size per workload (under a minute on 2 cores)")
     r.add_argument("--sizes", choices=["small", "large", "ends", "all"], default="ends",
                    help="the issue's smallest, largest, both (default) or every size")
-    r.add_argument("--workloads", default="1,2,3,4,5")
+    r.add_argument("--workloads", default="1,2,3,4,5,6")
     r.add_argument("--systems", default="tandem,eigen,numpy,octave,torch")
     r.add_argument("--modes", default="cpu", help="Tandem's placements: cpu, gpu (forced), auto")
     r.add_argument("--reps", type=int, default=5)
