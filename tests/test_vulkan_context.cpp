@@ -220,6 +220,20 @@ TEST(VulkanHeap, ReusesAndMergesFreedRanges) {
     EXPECT_EQ(heap->stats().block_bytes, 2 * block + 256);
     large.reset();
     EXPECT_EQ(heap->stats().block_bytes, block);
+    // Above half a block: a block of exactly its size (not a shared one mostly left empty).
+    auto spare = heap->allocate(block);  // takes the spare block
+    auto three = heap->allocate(3 * MiB);
+    EXPECT_EQ(heap->stats().block_bytes, block + 3 * MiB);
+    three.reset();
+    spare.reset();
+    // The default cache (half the memory heap, at least 8 GiB) keeps both free blocks for reuse.
+    auto cached = std::make_shared<vk::DeviceHeap>(*context, vk::DeviceHeap::Kind::device_local, block);
+    auto c1 = cached->allocate(block), c2 = cached->allocate(block);
+    c1.reset();
+    c2.reset();
+    EXPECT_EQ(cached->stats().block_bytes, 2 * block);
+    EXPECT_EQ(cached->allocate(block)->offset(), 0u);
+    EXPECT_EQ(cached->stats().blocks, 2u) << "a kept block serves the next request";
     EXPECT_EQ(context->validation_messages(), 0u) << texts(*context);
 }
 

@@ -55,15 +55,18 @@ struct HeapStats {
 
 /// Bytes of wholly free blocks a heap keeps for reuse.
 inline constexpr VkDeviceSize kCachedFreeBytes = VkDeviceSize{8} << 30;
+/// The default of DeviceHeap's cached_free_bytes: kCachedFreeBytes, or half the memory heap's
+/// size where that is more (device-local heaps only).
+inline constexpr VkDeviceSize kCacheHalfTheHeap = ~VkDeviceSize{0};
 
 /// One memory type's sub-allocator. Thread-safe.
 class DeviceHeap : public std::enable_shared_from_this<DeviceHeap> {
 public:
     enum class Kind { device_local, upload, readback };
-    /// `block_bytes`: size of each block (larger requests get a block of their own).
-    /// `cached_free_bytes`: wholly free blocks kept for reuse, in bytes.
+    /// `block_bytes`: size of each block (requests above half of it get a block of their own).
+    /// `cached_free_bytes`: wholly free blocks kept for reuse, in bytes (kCacheHalfTheHeap: see there).
     DeviceHeap(const Context& context, Kind kind, VkDeviceSize block_bytes,
-               VkDeviceSize cached_free_bytes = kCachedFreeBytes);
+               VkDeviceSize cached_free_bytes = kCacheHalfTheHeap);
     ~DeviceHeap();
 
     /// Throws DeviceOutOfMemory when Vulkan refuses more memory.
