@@ -24,7 +24,6 @@ double immediate(const Node& c) {
 struct Group {
     Shape shape;
     std::vector<std::size_t> members;  // indices into pending, in topological order
-    std::set<std::size_t> deps;        // groups this one reads from
     bool own = false;                  // a region of its own (matmul, view, scan, ...)
 };
 
@@ -202,19 +201,57 @@ void prune_dead_values(Region& r) {
     for (Reduction& red : r.reductions) red.value = index[red.value];
 }
 
-bool reaches(const std::vector<Group>& groups, std::size_t from, std::size_t to) {
-    std::vector<std::size_t> stack{from};
-    std::vector<bool> seen(groups.size());
-    while (!stack.empty()) {
-        std::size_t g = stack.back();
-        stack.pop_back();
-        if (g == to) return true;
-        if (seen[g]) continue;
-        seen[g] = true;
-        for (std::size_t d : groups[g].deps) stack.push_back(d);
+/// The groups' dependencies (a group reads values of its deps), with a level per group kept
+/// topological as edges arrive (level[g] > level[d] for every dep d: raising a group raises its
+/// dependents), so that asking whether `from` depends on `to` walks only groups above `to`'s
+/// level. Without the bound a node that may join the newest group proved it by walking all of its
+/// reads' ancestry: quadratic in a loop's length (a 100-step stencil, a new group each step).
+class GroupGraph {
+public:
+    std::size_t add() {
+        deps_.emplace_back();
+        dependents_.emplace_back();
+        level_.push_back(0);
+        seen_.push_back(0);
+        return deps_.size() - 1;
     }
-    return false;
-}
+    void depend(std::size_t g, std::size_t d) {
+        if (!deps_[g].insert(d).second) return;
+        dependents_[d].push_back(g);
+        if (level_[g] > level_[d]) return;
+        level_[g] = level_[d] + 1;
+        stack_.assign(1, g);
+        while (!stack_.empty()) {  // the dependents of a raised group rise above it
+            const std::size_t x = stack_.back();
+            stack_.pop_back();
+            for (std::size_t y : dependents_[x])
+                if (level_[y] <= level_[x]) {
+                    level_[y] = level_[x] + 1;
+                    stack_.push_back(y);
+                }
+        }
+    }
+    bool reaches(std::size_t from, std::size_t to) {
+        ++walk_;
+        stack_.assign(1, from);
+        while (!stack_.empty()) {
+            const std::size_t g = stack_.back();
+            stack_.pop_back();
+            if (g == to) return true;
+            if (seen_[g] == walk_ || level_[g] <= level_[to]) continue;
+            seen_[g] = walk_;
+            for (std::size_t d : deps_[g]) stack_.push_back(d);
+        }
+        return false;
+    }
+
+private:
+    std::vector<std::set<std::size_t>> deps_;
+    std::vector<std::vector<std::size_t>> dependents_;
+    std::vector<std::uint64_t> level_, seen_;
+    std::vector<std::size_t> stack_;
+    std::uint64_t walk_ = 0;
+};
 
 /// The selection of a Gather or Scatter node (see Region::IndexExtents); for Find, the positions.
 Region::IndexExtents index_extents_of(const Node& n) {
@@ -282,6 +319,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         return by_shape.emplace_back(&shape, std::vector<std::size_t>{}).second;
     };
 
+    GroupGraph graph;  // groups[g]'s dependencies
     for (std::size_t i = 0; i < pending.size(); ++i) {
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
@@ -291,25 +329,27 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             const std::size_t g = group_of[chain_of[i]];
             group_of[i] = g;
             for (auto& in : n->inputs)
-                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g) groups[g].deps.insert(group_of[k]);
+                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g) graph.depend(g, group_of[k]);
             continue;
         }
         if (own_region(n->op)) {
             // A region of its own, over the result's shape.
             const std::size_t g = groups.size();
-            groups.push_back({n->shape, {i}, {}, true});
+            groups.push_back({n->shape, {i}, true});
+            graph.add();
             group_of[i] = g;
             for (auto& in : n->inputs)
-                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded) groups[g].deps.insert(group_of[k]);
+                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded) graph.depend(g, group_of[k]);
             continue;
         }
         if (is_reduction(n->op)) {
             // A group of its own over its input's shape; it may join its producer's group below.
             const std::size_t g = groups.size();
-            groups.push_back({n->inputs[0]->shape, {i}, {}, false});
+            groups.push_back({n->inputs[0]->shape, {i}, false});
+            graph.add();
             group_of[i] = g;
             const std::size_t k = pos(n->inputs[0].get());
-            if (k != kOutside && group_of[k] != kFolded) groups[g].deps.insert(group_of[k]);
+            if (k != kOutside && group_of[k] != kFolded) graph.depend(g, group_of[k]);
             continue;
         }
         // The groups this node reads (no allocation: planning a long chain is on the latency path).
@@ -330,19 +370,20 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             std::size_t tried = 0;
             for (auto g = same_shape.rbegin(); g != same_shape.rend() && chosen == kFolded && tried < kCandidates; ++g, ++tried) {
                 bool acyclic = std::none_of(reads.begin(), reads.end(),
-                                            [&](std::size_t q) { return q != *g && reaches(groups, q, *g); });
+                                            [&](std::size_t q) { return q != *g && graph.reaches(q, *g); });
                 if (acyclic) chosen = *g;
             }
         }
         if (chosen == kFolded) {
             chosen = groups.size();
-            groups.push_back({n->shape, {}, {}, false});
+            groups.push_back({n->shape, {}, false});
+            graph.add();
             groups_of_shape(n->shape).push_back(chosen);
         }
         group_of[i] = chosen;
         groups[chosen].members.push_back(i);
         for (std::size_t q : reads)
-            if (q != chosen) groups[chosen].deps.insert(q);
+            if (q != chosen) graph.depend(chosen, q);
     }
 
     // Recomputation: an elementwise group that reads a cheap value of another elementwise group
