@@ -902,6 +902,59 @@ TEST_F(VulkanDevice, DivisionAndSqrtAreCorrectlyRounded) {
         }
 }
 
+/// Folded remaps read through index maps (Region::input_views): a circshift along dimension 1
+/// (wraps once), a flip along 2 (no wrap), a repmat along 1 read directly (wraps any number of
+/// times) and a plane broadcast along 2; in 32-bit and in 64-bit integers, bit for bit the host's
+/// reads of the same positions.
+TEST_F(VulkanDevice, FoldedRemapsReadTheMappedPositions) {
+    Dispatcher d(*ctx_);
+    const std::int64_t m = 37, n = 11;
+    const Shape s{m, n};
+    Builder b(s);
+    auto x = b.input(DType::f64, s);
+    auto y = b.input(DType::f64, s);
+    auto z = b.input(DType::f64, Shape{5, n});  // repmat along 1: position k % 5
+    auto w = b.input(DType::f64, s);            // one column, broadcast: column 3
+    b.r.input_views = {{{1, m - 4}, {1, 0}}, {{1, 0}, {-1, n - 1}}, {{1, 0}, {1, 0}}, {{1, 0}, {0, 3}}};
+    auto p = b.op(OpKind::Add, {x, y});
+    auto q = b.op(OpKind::Mul, {b.value(p), z});
+    auto r = b.op(OpKind::Sub, {b.value(q), w});
+    b.out(r);
+    std::vector<std::vector<double>> in = {test_values(static_cast<std::size_t>(m * n), 1), test_values(static_cast<std::size_t>(m * n), 2),
+                                           test_values(static_cast<std::size_t>(5 * n), 3), test_values(static_cast<std::size_t>(m * n), 4)};
+    std::vector<double> want(static_cast<std::size_t>(m * n));
+    for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = 0; i < m; ++i) {
+            const double xv = in[0][static_cast<std::size_t>((i + m - 4) % m + m * j)];
+            const double yv = in[1][static_cast<std::size_t>(i + m * (n - 1 - j))];
+            const double zv = in[2][static_cast<std::size_t>(i % 5 + 5 * j)];
+            const double wv = in[3][static_cast<std::size_t>(i + m * 3)];
+            want[static_cast<std::size_t>(i + m * j)] = (xv + yv) * zv - wv;
+        }
+    const auto walks = [&] {
+        std::vector<InputAccess> access;
+        std::vector<InputWalk> wk;
+        access_for(b.r, access, wk);
+        return wk;
+    }();
+    EXPECT_EQ(walks[0], "Op");
+    EXPECT_EQ(walks[1], "pN");
+    EXPECT_EQ(walks[2], "Ap");
+    EXPECT_EQ(walks[3], "pN");
+    for (bool narrow : {true, false}) {
+        CodegenOptions o;
+        o.narrow_maps = narrow;
+        o.workgroup_size = 32;
+        const auto got = d.run(b.r, in, o);
+        for (std::size_t e = 0; e < want.size(); ++e)
+            ASSERT_EQ(std::bit_cast<std::uint64_t>(got[0][e]), std::bit_cast<std::uint64_t>(want[e]))
+                << (narrow ? "32-bit" : "64-bit") << " maps, element " << e;
+    }
+    CodegenOptions wide;
+    wide.narrow_maps = false;
+    EXPECT_NE(kernel_for(b.r, wide).key, kernel_for(b.r, {}).key);
+}
+
 /// The contiguous fast path against the reference and the general path, with counts that leave
 /// every tail (count % V) and several workgroup shapes (groups folded into y by the small x limit).
 TEST_F(VulkanDevice, ContiguousFastPathHandlesTails) {

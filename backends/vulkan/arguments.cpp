@@ -94,10 +94,15 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes) {
 }
 
 // ---- input access and dispatch --------------------------------------------------------------
-InputWalk walk_of(const std::vector<InputDim>& dims) {
-    InputWalk w;
+InputWalk walk_of(const std::vector<InputDim>& dims, std::int64_t input_elements) {
+    bool narrow = input_elements < (std::int64_t{1} << 31);
     for (const InputDim& d : dims)
-        w += !d.mapped() ? 'p' : d.wrap == InputDim::Wrap::none ? 'n' : d.wrap == InputDim::Wrap::once ? 'o' : 'a';
+        if (d.mapped()) narrow &= d.offset + std::max<std::int64_t>(0, d.step * (d.extent - 1)) < (std::int64_t{1} << 32);
+    InputWalk w;
+    for (const InputDim& d : dims) {
+        const char c = !d.mapped() ? 'p' : d.wrap == InputDim::Wrap::none ? 'n' : d.wrap == InputDim::Wrap::once ? 'o' : 'a';
+        w += narrow && c != 'p' ? static_cast<char>(c - 'a' + 'A') : c;
+    }
     return w;
 }
 
@@ -123,7 +128,7 @@ void access_for(const Region& region, std::vector<InputAccess>& access, std::vec
         if (m == 1) access[k] = InputAccess::scalar;
         else if (m != n || region.has_view(k)) {
             access[k] = InputAccess::strided;
-            walks[k] = walk_of(region.input_dims(k));
+            walks[k] = walk_of(region.input_dims(k), m);
         }
     }
 }
@@ -215,7 +220,7 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
     for (std::size_t k = 0; k < region.inputs.size(); ++k) {
         if (kernel.access[k] != InputAccess::strided) continue;
         const std::vector<InputDim> dims = region.input_dims(k);
-        if (walk_of(dims) != kernel.walks[k]) throw DeviceError("vulkan codegen: a kernel launched for another input pattern");
+        if (walk_of(dims, region.inputs[k]->shape.numel()) != kernel.walks[k]) throw DeviceError("vulkan codegen: a kernel launched for another input pattern");
         for (const InputDim& d : dims) {
             put(l.args, d.extent);
             put(l.args, d.stride);

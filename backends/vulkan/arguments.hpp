@@ -47,9 +47,12 @@ enum class InputAccess : std::uint8_t {
 };
 
 /// How a kernel walks a strided input: one letter per collapsed dimension (Region::input_dims):
-/// 'p' plain, or a mapped one by its wrap: 'n' none, 'o' once, 'a' any. Part of the kernel's key.
+/// 'p' plain, or a mapped one by its wrap: 'n' none, 'o' once, 'a' any; upper case ('N', 'O',
+/// 'A') when the input's positions and offsets all fit 32 bits (it has fewer than 2^31 elements
+/// and every step * k + offset is below 2^32), so that the kernel maps them in 32-bit integers
+/// below 2^32 elements. Part of the kernel's key.
 using InputWalk = std::string;
-InputWalk walk_of(const std::vector<InputDim>& dims);
+InputWalk walk_of(const std::vector<InputDim>& dims, std::int64_t input_elements);
 
 /// Bytes per collapsed dimension of a strided input in the argument block: extent, stride,
 /// extent_divisor(extent), then n, step and offset (mapped dimensions; 0 for plain ones).

@@ -9,6 +9,7 @@
 #include "graph/repeat.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -23,7 +24,7 @@ namespace tandem::detail::vk {
 namespace {
 
 // Bump when the generated code changes meaning for the same key text.
-constexpr const char* kCodegenVersion = "tandem-vk-codegen 8";
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 9";
 /// Vector steps per invocation of an elementwise kernel that generates random numbers (times the
 /// device rule's elements per thread).
 constexpr std::uint32_t kRandomStepsPerInvocation = 4;
@@ -48,6 +49,7 @@ uint tdmk_udiv(uint n, uint64_t dv) {
 }
 // A folded circshift's position: below 2n, so one subtraction wraps it.
 uint64_t tdmk_wrap(uint64_t v, uint64_t n) { return v >= n ? v - n : v; }
+uint tdmk_wrap(uint v, uint n) { return v >= n ? v - n : v; }
 bool tdmk_isnan(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) > 0x7FF0000000000000L; }
 bool tdmk_isinf(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) == 0x7FF0000000000000L; }
 bool tdmk_isfinite(double x) { return (doubleBitsToInt64(x) & 0x7FFFFFFFFFFFFFFFL) < 0x7FF0000000000000L; }
@@ -237,7 +239,8 @@ public:
             }
         key_ << kCodegenVersion << ";wg=" << k.workgroup_size << ";ept=" << k.elements_per_thread
              << ";push=" << npush << ";div=" << (o_.exact_f64_div_sqrt ? "exact" : "device")
-             << ";path=" << (vec_ > 1 ? "vec" + std::to_string(vec_) : std::string("general"));
+             << ";path=" << (vec_ > 1 ? "vec" + std::to_string(vec_) : std::string("general"))
+             << (o_.narrow_maps ? "" : ";maps=wide");
         if (rep_) key_ << ";loop=" << rep_->begin << ',' << rep_->period << ',' << rep_->count;
         key_ << ";in=";
         for (std::size_t i = 0; i < nin; ++i) {
@@ -599,6 +602,8 @@ private:
         const InputWalk& walk = walks_[k];
         const int nd = static_cast<int>(walk.size());
         const bool mapped = walk.find_first_not_of('p') != std::string::npos;
+        // Mapped in 32 bits (InputWalk: upper case) below 2^32 elements; else in 64.
+        const bool narrow = o_.narrow_maps && walk.find_first_of("NOA") != std::string::npos;
         const std::string K = std::to_string(k);
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
@@ -613,30 +618,37 @@ private:
             if (walk[static_cast<std::size_t>(d)] != 'p')
                 pre_ << "    uint64_t n" << D << " = RefU64(pc.args + " << at + 24 << "ul).v;\n"
                      << "    int64_t st" << D << " = int64_t(RefU64(pc.args + " << at + 32 << "ul).v);\n"
-                     << "    int64_t of" << D << " = int64_t(RefU64(pc.args + " << at + 40 << "ul).v);\n";
+                     << "    int64_t of" << D << " = int64_t(RefU64(pc.args + " << at + 40 << "ul).v);\n"
+                     << "    uint n" << D << "w = uint(n" << D << "), st" << D << "w = uint(st" << D << "), of" << D
+                     << "w = uint(of" << D << ");\n";
         }
-        // Position `kd` of dimension d of input k, mapped (step * k + offset >= 0, mod n).
-        auto position = [&](int d, const std::string& kd) -> std::string {
-            const char w = walk[static_cast<std::size_t>(d)];
+        // Position `kd` of dimension d of input k, mapped (step * k + offset >= 0, mod n): in 32-bit
+        // integers (`w`: modular arithmetic gives the exact value, which fits) or 64-bit ones.
+        auto position = [&](int d, const std::string& kd, bool w32) -> std::string {
+            const char w = static_cast<char>(std::tolower(static_cast<unsigned char>(walk[static_cast<std::size_t>(d)])));
             const std::string D = K + "_" + std::to_string(d);
             if (w == 'p') return "";
-            std::string v = "uint64_t(int64_t(" + kd + ") * st" + D + " + of" + D + ")";
+            const std::string v = w32 ? "(" + kd + " * st" + D + "w + of" + D + "w)"
+                                      : "uint64_t(int64_t(" + kd + ") * st" + D + " + of" + D + ")";
+            const std::string n = w32 ? "n" + D + "w" : "n" + D;
             if (w == 'n') return v;
-            if (w == 'o') return "tdmk_wrap(" + v + ", n" + D + ")";
-            return "(" + v + " % n" + D + ")";
+            if (w == 'o') return "tdmk_wrap(" + v + ", " + n + ")";
+            return "(" + v + " % " + n + ")";
         };
+        const bool wide = mapped && !narrow;  // the 32-bit branch sums a 64-bit offset
         body_ << "        uint64_t o" << K << ";\n"
               << "        if (i <= 0xFFFFFFFFul) {\n"
               << "            uint r" << K << " = uint(i);\n"
-              << "            " << (mapped ? "uint64_t w" + K + " = 0ul;\n" : "uint w" + K + " = 0u;\n");
+              << "            " << (wide ? "uint64_t w" + K + " = 0ul;\n" : "uint w" + K + " = 0u;\n");
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
             // The last extent needs no modulo: the rest is below it (the region's elements).
             const std::string kd = d + 1 < nd ? "(r" + K + " - q * e" + D + "w)" : "r" + K;
-            const std::string pos = position(d, kd);
+            const std::string pos = position(d, kd, !wide);
+            const std::string at = pos.empty() ? kd : pos;
             body_ << "            {" << (d + 1 < nd ? " uint q = tdmk_udiv(r" + K + ", dv" + D + ");" : "") << " w" << K << " += "
-                  << (pos.empty() ? (mapped ? "uint64_t(" + kd + ") * t" + D : kd + " * t" + D + "w") : pos + " * t" + D)
-                  << ";" << (d + 1 < nd ? " r" + K + " = q;" : "") << " }\n";
+                  << (wide ? (pos.empty() ? "uint64_t(" + kd + ")" : pos) + " * t" + D : at + " * t" + D + "w") << ";"
+                  << (d + 1 < nd ? " r" + K + " = q;" : "") << " }\n";
         }
         body_ << "            o" << K << " = uint64_t(w" << K << ");\n"
               << "        } else {\n"
@@ -645,7 +657,7 @@ private:
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
             const std::string kd = d + 1 < nd ? "(r" + K + " % e" + D + ")" : "r" + K;
-            const std::string pos = position(d, kd);
+            const std::string pos = position(d, kd, false);
             body_ << "            o" << K << " += " << (pos.empty() ? kd : pos) << " * t" << D << ";"
                   << (d + 1 < nd ? " r" + K + " /= e" + D + ";" : "") << "\n";
         }

@@ -24,6 +24,9 @@ struct CodegenOptions {
     /// The contiguous fast path (see Kernel::vector_width): used when no input is strided and the
     /// element count fits in 32 bits. Off: every kernel takes the general path (tests compare them).
     bool contiguous_fast_path = true;
+    /// Map a folded remap's positions in 32-bit integers where its input allows (InputWalk's upper
+    /// case). Off: always in 64 bits (tests compare the two, bit for bit).
+    bool narrow_maps = true;
     /// Write a run of repeated steps in the program (graph/repeat.hpp: a loop in the user's code)
     /// as a loop, so that the kernel's size and compile time do not grow with the step count.
     /// Off: straight-line code (tests compare the two, bit for bit).
