@@ -119,16 +119,32 @@ std::uint64_t extent_divisor(std::int64_t d) {
     return (m & 0xFFFFFFFFu) | sh1 << 32 | sh2 << 40;
 }
 
+namespace {
+
+std::vector<std::int64_t> extents_of(const std::vector<InputDim>& dims) {
+    std::vector<std::int64_t> e;
+    for (const InputDim& d : dims) e.push_back(d.extent);
+    return e;
+}
+
+}  // namespace
+
 void access_for(const Region& region, std::vector<InputAccess>& access, std::vector<InputWalk>& walks) {
     access.assign(region.inputs.size(), InputAccess::full);
     walks.assign(region.inputs.size(), {});
     const std::int64_t n = region.shape.numel();
+    std::vector<std::pair<std::size_t, std::vector<std::int64_t>>> splits;  // (first input, its extents)
     for (std::size_t k = 0; k < region.inputs.size(); ++k) {
         const std::int64_t m = region.inputs[k]->shape.numel();
         if (m == 1) access[k] = InputAccess::scalar;
         else if (m != n || region.has_view(k)) {
             access[k] = InputAccess::strided;
-            walks[k] = walk_of(region.input_dims(k), m);
+            const std::vector<InputDim> dims = region.input_dims(k);
+            walks[k] = walk_of(dims, m);
+            std::vector<std::int64_t> extents = extents_of(dims);
+            auto same = std::find_if(splits.begin(), splits.end(), [&](const auto& s) { return s.second == extents; });
+            if (same != splits.end()) walks[k] += "@" + std::to_string(same->first);
+            else splits.emplace_back(k, std::move(extents));
         }
     }
 }
@@ -220,7 +236,10 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
     for (std::size_t k = 0; k < region.inputs.size(); ++k) {
         if (kernel.access[k] != InputAccess::strided) continue;
         const std::vector<InputDim> dims = region.input_dims(k);
-        if (walk_of(dims, region.inputs[k]->shape.numel()) != kernel.walks[k]) throw DeviceError("vulkan codegen: a kernel launched for another input pattern");
+        const int shares = walk_shares(kernel.walks[k]);
+        if (walk_of(dims, region.inputs[k]->shape.numel()) != walk_letters(kernel.walks[k]) ||
+            (shares >= 0 && extents_of(dims) != extents_of(region.input_dims(static_cast<std::size_t>(shares)))))
+            throw DeviceError("vulkan codegen: a kernel launched for another input pattern");
         for (const InputDim& d : dims) {
             put(l.args, d.extent);
             put(l.args, d.stride);

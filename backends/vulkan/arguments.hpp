@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,8 +52,18 @@ enum class InputAccess : std::uint8_t {
 /// 'A') when the input's positions and offsets all fit 32 bits (it has fewer than 2^31 elements
 /// and every step * k + offset is below 2^32), so that the kernel maps them in 32-bit integers
 /// below 2^32 elements. Part of the kernel's key.
+/// A walk may end in "@j": its collapsed extents are those of strided input j (j before it), so
+/// the kernel splits the element index into coordinates once for both (access_for decides; a
+/// stencil's four shifted reads of one grid share one split).
 using InputWalk = std::string;
 InputWalk walk_of(const std::vector<InputDim>& dims, std::int64_t input_elements);
+/// The dimension letters of a walk, without its "@j".
+inline std::string_view walk_letters(const InputWalk& w) { return std::string_view(w).substr(0, w.find('@')); }
+/// The input whose coordinates the walk shares, or -1.
+inline int walk_shares(const InputWalk& w) {
+    const auto at = w.find('@');
+    return at == std::string::npos ? -1 : std::stoi(w.substr(at + 1));
+}
 
 /// Bytes per collapsed dimension of a strided input in the argument block: extent, stride,
 /// extent_divisor(extent), then n, step and offset (mapped dimensions; 0 for plain ones).

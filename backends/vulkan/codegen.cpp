@@ -12,6 +12,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -24,7 +25,7 @@ namespace tandem::detail::vk {
 namespace {
 
 // Bump when the generated code changes meaning for the same key text.
-constexpr const char* kCodegenVersion = "tandem-vk-codegen 9";
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 10";
 /// Vector steps per invocation of an elementwise kernel that generates random numbers (times the
 /// device rule's elements per thread).
 constexpr std::uint32_t kRandomStepsPerInvocation = 4;
@@ -235,7 +236,7 @@ public:
         for (std::size_t i = 0; i < nin; ++i)
             if (access_[i] == InputAccess::strided) {
                 dims_offset_[i] = off;
-                off += kStridedDimBytes * static_cast<std::uint64_t>(k.walks[i].size());
+                off += kStridedDimBytes * static_cast<std::uint64_t>(walk_letters(k.walks[i]).size());
             }
         key_ << kCodegenVersion << ";wg=" << k.workgroup_size << ";ept=" << k.elements_per_thread
              << ";push=" << npush << ";div=" << (o_.exact_f64_div_sqrt ? "exact" : "device")
@@ -440,13 +441,14 @@ private:
     struct Caches {
         std::map<std::pair<std::string, DType>, std::string> conv;
         std::map<std::tuple<std::uint32_t, DType, int>, std::string> inputs;
-        std::map<std::uint32_t, bool> offsets;
+        std::map<std::uint32_t, bool> offsets, coordinates;
     };
-    Caches save() const { return {conv_, inputs_, offsets_done_}; }
+    Caches save() const { return {conv_, inputs_, offsets_done_, coordinates_done_}; }
     void restore(Caches c) {
         conv_ = std::move(c.conv);
         inputs_ = std::move(c.inputs);
         offsets_done_ = std::move(c.offsets);
+        coordinates_done_ = std::move(c.coordinates);
     }
 
     /// The scalar path's per-element code (and its stores). Its first run writes the key.
@@ -598,12 +600,11 @@ private:
     /// dividing by multiplication (tdmk_udiv); 64-bit division above. Without a mapped dimension
     /// the offset never exceeds the index (an input's strides are at most the region's), so 32
     /// bits hold it too; a mapped input (a slice of a larger array) sums it in 64 bits.
-    void emit_offset(std::uint32_t k) {
-        const InputWalk& walk = walks_[k];
+    /// Input k's arguments, loaded once before the element loop.
+    void preload(std::uint32_t k) {
+        if (!preloaded_.insert(k).second) return;
+        const std::string_view walk = walk_letters(walks_[k]);
         const int nd = static_cast<int>(walk.size());
-        const bool mapped = walk.find_first_not_of('p') != std::string::npos;
-        // Mapped in 32 bits (InputWalk: upper case) below 2^32 elements; else in 64.
-        const bool narrow = o_.narrow_maps && walk.find_first_of("NOA") != std::string::npos;
         const std::string K = std::to_string(k);
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
@@ -622,8 +623,43 @@ private:
                      << "    uint n" << D << "w = uint(n" << D << "), st" << D << "w = uint(st" << D << "), of" << D
                      << "w = uint(of" << D << ");\n";
         }
+    }
+    /// The coordinates c<g>_d of the element index over input g's collapsed extents, below 2^32
+    /// (dividing by multiplication: tdmk_udiv); shared by every input whose walk says "@g".
+    void emit_coordinates(std::uint32_t g) {
+        if (coordinates_done_[g]) return;
+        coordinates_done_[g] = true;
+        preload(g);
+        const int nd = static_cast<int>(walk_letters(walks_[g]).size());
+        const std::string G = std::to_string(g);
+        body_ << "        uint";
+        for (int d = 0; d < nd; ++d) body_ << (d ? ", " : " ") << "c" << G << "_" << d << " = 0u";
+        body_ << ";\n        if (i <= 0xFFFFFFFFul) {\n            uint tdmk_r = uint(i);\n";
+        for (int d = 0; d + 1 < nd; ++d) {
+            const std::string D = G + "_" + std::to_string(d);
+            body_ << "            { uint q = tdmk_udiv(tdmk_r, dv" << D << "); c" << D << " = tdmk_r - q * e" << D << "w; tdmk_r = q; }\n";
+        }
+        body_ << "            c" << G << "_" << nd - 1 << " = tdmk_r;\n        }\n";
+    }
+    /// The element offset of strided input k: the linear index split over the collapsed extents
+    /// (Region::input_dims), each position mapped where a remap was folded in. Below 2^32 (every
+    /// region of fewer elements, and the start of the others) from the coordinates in 32-bit
+    /// integers (emit_coordinates, shared by the inputs of the same extents); 64-bit division
+    /// above. Without a mapped dimension the offset never exceeds the index (an input's strides
+    /// are at most the region's), so 32 bits hold it too; a mapped input sums it in 64 bits unless
+    /// its walk says 32 bits hold every position (upper case).
+    void emit_offset(std::uint32_t k) {
+        const std::string_view walk = walk_letters(walks_[k]);
+        const int nd = static_cast<int>(walk.size());
+        const bool mapped = walk.find_first_not_of('p') != std::string_view::npos;
+        const bool narrow = o_.narrow_maps && walk.find_first_of("NOA") != std::string_view::npos;
+        const int shares = walk_shares(walks_[k]);
+        const std::uint32_t g = shares >= 0 ? static_cast<std::uint32_t>(shares) : k;
+        const std::string K = std::to_string(k), G = std::to_string(g);
+        preload(k);
+        emit_coordinates(g);
         // Position `kd` of dimension d of input k, mapped (step * k + offset >= 0, mod n): in 32-bit
-        // integers (`w`: modular arithmetic gives the exact value, which fits) or 64-bit ones.
+        // integers (`w32`: modular arithmetic gives the exact value, which fits) or 64-bit ones.
         auto position = [&](int d, const std::string& kd, bool w32) -> std::string {
             const char w = static_cast<char>(std::tolower(static_cast<unsigned char>(walk[static_cast<std::size_t>(d)])));
             const std::string D = K + "_" + std::to_string(d);
@@ -638,28 +674,24 @@ private:
         const bool wide = mapped && !narrow;  // the 32-bit branch sums a 64-bit offset
         body_ << "        uint64_t o" << K << ";\n"
               << "        if (i <= 0xFFFFFFFFul) {\n"
-              << "            uint r" << K << " = uint(i);\n"
-              << "            " << (wide ? "uint64_t w" + K + " = 0ul;\n" : "uint w" + K + " = 0u;\n");
+              << "            " << (wide ? "uint64_t w" + K + " = 0ul" : "uint w" + K + " = 0u");
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
-            // The last extent needs no modulo: the rest is below it (the region's elements).
-            const std::string kd = d + 1 < nd ? "(r" + K + " - q * e" + D + "w)" : "r" + K;
+            const std::string kd = "c" + G + "_" + std::to_string(d);
             const std::string pos = position(d, kd, !wide);
-            const std::string at = pos.empty() ? kd : pos;
-            body_ << "            {" << (d + 1 < nd ? " uint q = tdmk_udiv(r" + K + ", dv" + D + ");" : "") << " w" << K << " += "
-                  << (wide ? (pos.empty() ? "uint64_t(" + kd + ")" : pos) + " * t" + D : at + " * t" + D + "w") << ";"
-                  << (d + 1 < nd ? " r" + K + " = q;" : "") << " }\n";
+            body_ << " + " << (wide ? (pos.empty() ? "uint64_t(" + kd + ")" : pos) + " * t" + D
+                                   : (pos.empty() ? kd : pos) + " * t" + D + "w");
         }
-        body_ << "            o" << K << " = uint64_t(w" << K << ");\n"
+        body_ << ";\n            o" << K << " = uint64_t(w" << K << ");\n"
               << "        } else {\n"
               << "            uint64_t r" << K << " = i;\n"
               << "            o" << K << " = 0ul;\n";
         for (int d = 0; d < nd; ++d) {
             const std::string D = K + "_" + std::to_string(d);
-            const std::string kd = d + 1 < nd ? "(r" + K + " % e" + D + ")" : "r" + K;
+            const std::string kd = d + 1 < nd ? "(r" + K + " % e" + G + "_" + std::to_string(d) + ")" : "r" + K;
             const std::string pos = position(d, kd, false);
             body_ << "            o" << K << " += " << (pos.empty() ? kd : pos) << " * t" << D << ";"
-                  << (d + 1 < nd ? " r" + K + " /= e" + D + ";" : "") << "\n";
+                  << (d + 1 < nd ? " r" + K + " /= e" + G + "_" + std::to_string(d) + ";" : "") << "\n";
         }
         body_ << "        }\n";
     }
@@ -1027,7 +1059,8 @@ private:
     std::vector<std::uint64_t> dims_offset_;
     std::map<std::pair<std::string, DType>, std::string> conv_;      // by the converted value's name
     std::map<std::tuple<std::uint32_t, DType, int>, std::string> inputs_;  // by (input, type, lane)
-    std::map<std::uint32_t, bool> offsets_done_;
+    std::map<std::uint32_t, bool> offsets_done_, coordinates_done_;
+    std::set<std::uint32_t> preloaded_;  // inputs whose arguments pre_ loads
     std::map<std::pair<std::uint32_t, DType>, std::string> scalar_inputs_;  // loaded once, in pre_
     std::map<std::uint32_t, DType> vec_in_;  // fast path: full inputs read, by their storage type
     std::map<std::size_t, std::string> vec_rng_;  // fast path: a Philox block per step, by instruction

@@ -79,7 +79,7 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
     put(r.shape.numel() < (std::int64_t{1} << 31));
     for (auto& in : r.inputs) put(static_cast<std::uint64_t>(in->dtype));
     for (std::size_t k = 0; k < access.size(); ++k) {
-        put(static_cast<std::uint64_t>(access[k]) << 32 | walks[k].size());
+        put(static_cast<std::uint64_t>(access[k]) << 32 | walk_letters(walks[k]).size());
         s += walks[k];
     }
     for (const Instr& ins : r.program) {
@@ -417,7 +417,7 @@ void VulkanBackend::submit(Submission s) {
     for (std::size_t j = 0; j < r.outputs.size(); ++j)
         outs.push_back(device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[j]->bytes(), 1)));
     std::size_t arg_bound = kArgHeaderBytes + 8 * (r.inputs.size() + r.outputs.size()) + 8 * r.program.size() * 3;
-    for (const InputWalk& w : walks) arg_bound += kStridedDimBytes * w.size();
+    for (const InputWalk& w : walks) arg_bound += kStridedDimBytes * walk_letters(w).size();
     if (r.is_reduce()) arg_bound += 8 * kReduceParamsCount;
     auto args = upload_heap_->allocate(arg_bound);
 
