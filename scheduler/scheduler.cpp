@@ -106,6 +106,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
     Deferred after;
     {
         std::lock_guard lock(mutex_);
+        const auto t_walk = std::chrono::steady_clock::now();
         const std::uint64_t mark = ++plan_mark_;
         std::vector<Node*> pending = pending_nodes(targets, mark);
         if (!pending.empty()) {
@@ -114,7 +115,9 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
             std::vector<Node*> wanted;
             for (auto& t : targets)
                 if (t->plan_mark == mark && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
+            const auto t_fuse = std::chrono::steady_clock::now();
             std::vector<Region> regions = fuse(pending, wanted, mark, {options_.fuse});
+            const auto t_jobs = std::chrono::steady_clock::now();
             std::vector<JobPtr> jobs;
             std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
             for (Region& r : regions) {
@@ -161,6 +164,14 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
             }
             for (auto& job : jobs)
                 if (wire(job)) after.push_back([this, job] { launch(job); });
+            if (options_.log_exec) {
+                // Host time of planning, before any region runs: the pending walk, fusion, and
+                // the jobs (placement, wiring).
+                auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+                std::fprintf(stderr, "[tandem exec] plan of %zu nodes -> %zu regions: walk %.3f ms, fuse %.3f ms, jobs %.3f ms\n",
+                             pending.size(), jobs.size(), ms(t_walk, t_fuse), ms(t_fuse, t_jobs),
+                             ms(t_jobs, std::chrono::steady_clock::now()));
+            }
         }
         // The future: ready when every target is computed, with host copies.
         struct Join {
