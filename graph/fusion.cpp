@@ -130,10 +130,8 @@ FoldedRead fold_remaps(const std::shared_ptr<Node>& r, const Shape& shape, const
         const std::int64_t last = m.step * (K - 1);
         const std::int64_t lo = m.offset + std::min<std::int64_t>(0, last), hi = m.offset + std::max<std::int64_t>(0, last);
         if (!(lo >= 0 && hi < E) && E != n) break;  // the map wraps at E: mod E then mod n do not compose
-        m = {a * m.step, a * m.offset + b};
-        // Keep step * k + offset >= 0 over the region: shift the offset by whole periods n.
-        const std::int64_t low = m.offset + std::min<std::int64_t>(0, m.step * (K - 1));
-        m.offset -= n * (low >= 0 ? low / n : -((-low + n - 1) / n));
+        // Normalised, so that the next remap's wrap check above sees the positions it reads.
+        m = lowest_in_period({a * m.step, a * m.offset + b}, K, n);
         f.source = in;
         folded = true;
     }

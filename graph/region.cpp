@@ -13,6 +13,12 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - ((a % b 
 
 }  // namespace
 
+AxisMap lowest_in_period(AxisMap m, std::int64_t extent, std::int64_t n) {
+    const std::int64_t lo = m.offset + std::min<std::int64_t>(0, m.step * (extent - 1));
+    m.offset -= n * floor_div(lo, n);
+    return m;
+}
+
 std::vector<InputDim> Region::input_dims(std::size_t k) const {
     std::vector<InputDim> dims;
     const Shape& in = inputs[k]->shape;
@@ -27,12 +33,11 @@ std::vector<InputDim> Region::input_dims(std::size_t k) const {
         const AxisMap map = view && d < static_cast<int>(input_views[k].size()) ? input_views[k][static_cast<std::size_t>(d)] : AxisMap{};
         if (n > 1 && !(map.step == 1 && map.offset == 0 && n == dim.extent)) {
             // Mapped: the offset moved so that the lowest position read lies in [0, n).
-            const std::int64_t last = map.step * (dim.extent - 1);
-            const std::int64_t lo = map.offset + std::min<std::int64_t>(0, last);
+            const AxisMap m = lowest_in_period(map, dim.extent, n);
             dim.n = n;
-            dim.step = map.step;
-            dim.offset = map.offset - n * floor_div(lo, n);
-            const std::int64_t hi = dim.offset + std::max<std::int64_t>(0, last);
+            dim.step = m.step;
+            dim.offset = m.offset;
+            const std::int64_t hi = dim.offset + std::max<std::int64_t>(0, m.step * (dim.extent - 1));
             dim.wrap = hi < n ? InputDim::Wrap::none : hi < 2 * n ? InputDim::Wrap::once : InputDim::Wrap::any;
             if (dim.extent == 1 && dim.offset == 0) continue;  // reads position 0: nothing to walk
             dims.push_back(dim);

@@ -45,6 +45,10 @@ struct AxisMap {
     friend bool operator==(const AxisMap&, const AxisMap&) = default;
 };
 
+/// `m` with its offset moved by whole periods n, so that the lowest position it reads over
+/// k < extent lies in [0, n): the same positions mod n, and step * k + offset >= 0.
+AxisMap lowest_in_period(AxisMap m, std::int64_t extent, std::int64_t n);
+
 /// One collapsed dimension of an input's walk over the region (input_dims below): positions
 /// k < extent along it; `stride` elements of the input per position of the input's own index.
 /// Plain (n == 0): position k is input position k (stride 0: expanded). Mapped: input position
