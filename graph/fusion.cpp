@@ -148,11 +148,12 @@ FoldedRead fold_remaps(const std::shared_ptr<Node>& r, const Shape& shape, const
 }
 
 /// The nodes of group h that computing pending[k] again needs (k's backward slice within h),
-/// if it is cheap: at most kMaxRecomputed elementwise ops, none transcendental or random (those
-/// cost more than the memory traffic saved). Empty: not worth it.
+/// if it is cheap: at most kMaxRecomputed elementwise ops, none random, and at most
+/// `transcendentals` transcendental ones (one costs about as much as the memory traffic saved on
+/// a CPU; it pays only where it spares writing the value at all). Empty: not worth it.
 template <class Pos>
 std::vector<std::size_t> recompute_slice(const std::vector<Node*>& pending, std::size_t k, std::size_t h,
-                                         const std::vector<std::size_t>& group_of, const Pos& pos) {
+                                         const std::vector<std::size_t>& group_of, const Pos& pos, int transcendentals) {
     constexpr std::size_t kMaxRecomputed = 4;
     std::vector<std::size_t> slice, stack{k};
     while (!stack.empty()) {
@@ -161,7 +162,8 @@ std::vector<std::size_t> recompute_slice(const std::vector<Node*>& pending, std:
         if (std::find(slice.begin(), slice.end(), m) != slice.end()) continue;
         const Node& n = *pending[m];
         const OpInfo& info = op_info(n.op);
-        if (!is_elementwise(n.op) || info.group == OpGroup::Generator || info.transcendental || slice.size() == kMaxRecomputed)
+        if (!is_elementwise(n.op) || info.group == OpGroup::Generator || slice.size() == kMaxRecomputed ||
+            (info.transcendental && transcendentals-- == 0))
             return {};
         slice.push_back(m);
         for (auto& in : n.inputs)
@@ -395,30 +397,58 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     // by a product and by var's sum of Xc.^2 writes Xc only, and the sum squares it as it reads.
     std::vector<std::unordered_set<std::size_t>> recomputed(groups.size());  // slice nodes per group
     if (options.fuse) {
-        std::vector<bool> written_anyway(groups.size(), false);
+        // A value that is not wanted and is read only by reductions and by elementwise groups of
+        // its own shape need never be written when those groups recompute it: its slice may then
+        // hold one transcendental op. Softmax's e = exp(x - max(x)) read by sum(e) and by e ./
+        // sum(e): the last region recomputes e, the sum folds into e's region, and no array of
+        // x's size is written between the reductions (3 passes over x instead of 5 and a write).
+        std::vector<bool> spared(pending.size(), true);
         for (std::size_t i = 0; i < pending.size(); ++i) {
             if (group_of[i] == kFolded) continue;
-            if (wanted[i]) written_anyway[group_of[i]] = true;
+            if (wanted[i]) spared[i] = false;
             if (is_reduction(pending[i]->op)) continue;
+            const std::size_t g = group_of[i];
             for (auto& in : pending[i]->inputs)
-                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != group_of[i])
-                    written_anyway[group_of[k]] = true;
+                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g &&
+                                                   (groups[g].own || chain_of[i] != kOutside || groups[g].shape != groups[group_of[k]].shape))
+                    spared[k] = false;
         }
+        // Each read of a value of another group of the same shape: the slice to recompute, if any.
+        auto recompute_reads = [&](bool reductions, const std::vector<bool>* written_anyway) {
+            for (std::size_t i = 0; i < pending.size(); ++i) {
+                const std::size_t g = group_of[i];
+                if (g == kFolded || groups[g].own || chain_of[i] != kOutside || is_reduction(pending[i]->op) != reductions) continue;
+                for (auto& in : pending[i]->inputs) {
+                    const std::size_t k = pos(in.get());
+                    if (k == kOutside || group_of[k] == kFolded || group_of[k] == g || recomputed[g].count(k)) continue;
+                    const std::size_t h = group_of[k];
+                    if (groups[h].own || groups[h].shape != groups[g].shape || is_reduction(pending[k]->op) || chain_of[k] != kOutside)
+                        continue;
+                    if (written_anyway && !(*written_anyway)[h]) continue;  // it folds into its producer's region instead
+                    std::vector<std::size_t> slice = recompute_slice(pending, k, h, group_of, pos, !reductions && spared[k] ? 1 : 0);
+                    if (!slice.empty()) recomputed[g].insert(slice.begin(), slice.end());
+                }
+            }
+        };
+        recompute_reads(false, nullptr);
+        // A group is written anyway when one of its values is wanted or read (not recomputed) by
+        // something other than a reduction.
+        std::vector<bool> written_anyway(groups.size(), false);
         for (std::size_t i = 0; i < pending.size(); ++i) {
             const std::size_t g = group_of[i];
-            if (g == kFolded || groups[g].own || chain_of[i] != kOutside) continue;
-            const bool reduction = is_reduction(pending[i]->op);
-            for (auto& in : pending[i]->inputs) {
-                const std::size_t k = pos(in.get());
-                if (k == kOutside || group_of[k] == kFolded || group_of[k] == g || recomputed[g].count(k)) continue;
-                const std::size_t h = group_of[k];
-                if (groups[h].own || groups[h].shape != groups[g].shape || is_reduction(pending[k]->op) || chain_of[k] != kOutside)
-                    continue;
-                if (reduction && !written_anyway[h]) continue;  // it folds into its producer's region instead
-                std::vector<std::size_t> slice = recompute_slice(pending, k, h, group_of, pos);
-                if (!slice.empty()) recomputed[g].insert(slice.begin(), slice.end());
-            }
+            if (g == kFolded) continue;
+            if (wanted[i]) written_anyway[g] = true;
+            if (is_reduction(pending[i]->op)) continue;
+            for (auto& in : pending[i]->inputs)
+                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g && !recomputed[g].count(k))
+                    written_anyway[group_of[k]] = true;
         }
+        for (std::size_t g = 0; g < groups.size(); ++g)
+            for (std::size_t m : recomputed[g])
+                for (auto& in : pending[m]->inputs)
+                    if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g && !recomputed[g].count(k))
+                        written_anyway[group_of[k]] = true;
+        recompute_reads(true, &written_anyway);
     }
     // What group g reads of node k: nothing when it recomputes k; else k's value.
     auto reads_value = [&](std::size_t g, std::size_t k) { return !recomputed[g].count(k); };

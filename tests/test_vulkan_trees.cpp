@@ -337,3 +337,52 @@ TEST(VulkanBackendTrees, ReductionRecomputingItsInputMatchesTheMaterialisedOne) 
     expect_device_clean(*gpu);
     expect_device_clean(*plain);
 }
+
+namespace {
+
+/// Softmax along `dim`: e = exp(x - max(x)) read by its sum and by e ./ sum(e), which
+/// recomputes it (graph/fusion.cpp) instead of reading it back.
+std::vector<Host> softmax(Runtime& rt, const std::vector<double>& v, std::int64_t n, std::int64_t d, int dim, bool single) {
+    Array x = rt.array(std::span<const double>(v), tandem::Shape{n, d});
+    if (single) x = tandem::single(x);
+    rt.evaluate({x}).get();  // a leaf: the region counts below are the softmax's
+    const Array e = tandem::exp(x - tandem::max(x, {}, dim));
+    const Array p = e / tandem::sum(e, dim);
+    return {tref::gather(p), tref::gather(tandem::sum(p * x, tandem::all_dims))};
+}
+
+}  // namespace
+
+TEST(VulkanBackendTrees, SoftmaxWithItsExponentialRecomputedMatchesTheMaterialisedOne) {
+    const std::int64_t n = 53, d = 29;
+    std::mt19937_64 rng(29);
+    std::uniform_real_distribution<double> within(-40.0, 40.0);
+    std::vector<double> v(static_cast<std::size_t>(n * d));
+    for (double& x : v) x = within(rng);
+    v[2] = NAN;
+    v[60] = INFINITY;
+    v[90] = -INFINITY;
+    v[121] = -0.0;
+    auto gpu = open_gpu();
+    tandem::Config plain_cfg = tvk::gpu_config();
+    plain_cfg.fusion = false;
+    auto plain = open_gpu(plain_cfg);
+    Runtime cpu(cpu_config());
+    for (const bool single : {false, true})
+        for (const int dim : {1, 2}) {
+            SCOPED_TRACE(std::string(single ? "single" : "double") + ", dim " + std::to_string(dim));
+            const auto before = gpu->metrics();
+            const auto g = softmax(*gpu, v, n, d, dim, single);
+            // x's cast (single); p's plan: the max, the sum with e folded in, the division; the checksum.
+            EXPECT_EQ(gpu->metrics().device_regions - before.device_regions, single ? 5u : 4u);
+            const auto p = softmax(*plain, v, n, d, dim, single), c = softmax(cpu, v, n, d, dim, single);
+            for (std::size_t k = 0; k < g.size(); ++k) {
+                EXPECT_TRUE(tref::same_values(g[k], p[k], Acc::exact_signed)) << "recomputed vs materialised, value " << k;
+                // The device sums in another order than the CPU: close, NaN where the CPU has it.
+                EXPECT_TRUE(close_to(g[k], c[k], single ? 1e-5 : 1e-12, k == 0 ? 1.0 : static_cast<double>(n * d) * 40.0))
+                    << "device vs CPU, value " << k;
+            }
+        }
+    expect_device_clean(*gpu);
+    expect_device_clean(*plain);
+}
