@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The Python peers of tandem-workloads: the benchmark issue's five whole programs and W6 (a heat
-stencil) in NumPy (CPU), PyTorch eager and torch.compile (CUDA). One process runs one program at
+"""The Python peers of tandem-workloads: the benchmark issue's five whole programs, W6 (a heat
+stencil) and W7 (softmax of each row) in NumPy (CPU), PyTorch eager and torch.compile (CUDA). One process runs one program at
 one size:
 
-    workload_peers.py --system numpy|torch_eager|torch_compile --workload 1..6 --size S [--warmup 1] [--reps 5]
+    workload_peers.py --system numpy|torch_eager|torch_compile --workload 1..7 --size S [--warmup 1] [--reps 5]
                       [--device cuda|cpu]
 
---size is n (W1, W4, W6), B (W2), M (W3) or NxD (W5). The programs, the inputs (the exact formula
+--size is n (W1, W4, W6), B (W2), M (W3) or NxD (W5, W7). The programs, the inputs (the exact formula
 u(k, p) = t - floor(t), t = (k * p) * 2^-24, the same bits in every system) and the output (one
 JSON object per line: "context", then "result" or "error") are those of bench/workloads.cpp; read
 its header. A system that cannot run here prints a "skip" line with the reason and exits 3
@@ -41,8 +41,8 @@ def emit(obj):
 
 def parse_size(workload, text):
     parts = [int(p) for p in text.split("x")]
-    if (workload == 5) != (len(parts) == 2) or parts[0] < (1 if workload == 2 else 2):
-        raise SystemExit(f"workload_peers.py: --size {text!r}: workload 5 takes NxD, W2 B >= 1, the others n >= 2")
+    if (workload in (5, 7)) != (len(parts) == 2) or parts[0] < (1 if workload == 2 else 2):
+        raise SystemExit(f"workload_peers.py: --size {text!r}: workloads 5 and 7 take NxD, W2 B >= 1, the others n >= 2")
     return parts
 
 
@@ -132,6 +132,16 @@ def numpy_programs(np, workload, size, steps, iters):
                                + np.roll(u, -1, axis=1) - 4 * u)
             return float(np.sum(u ** 2))
         return (u0,), w6
+    if workload == 7:
+        n, d = size
+        # element (i, j) has column-major index k = i + n j; a NumPy user's array is C-ordered
+        X = np.ascontiguousarray(filled(n * d, lambda k: 8.0 * weyl(k, P4) - 4.0).reshape(d, n).T)
+
+        def w7(X):
+            E = np.exp(X - X.max(axis=1, keepdims=True))
+            P = E / E.sum(axis=1, keepdims=True)
+            return float(np.sum(P * X))
+        return (X,), w7
     raise SystemExit(f"workload_peers.py: no workload {workload}")
 
 
@@ -211,6 +221,15 @@ def torch_programs(torch, workload, size, steps, iters, dev):
                                + torch.roll(u, -1, dims=1) - 4 * u)
             return torch.sum(u ** 2)
         return (u0,), w6
+    if workload == 7:
+        n, d = size
+        X = (8.0 * weyl(index(n * d), P4) - 4.0).reshape(d, n).T.contiguous()
+
+        def w7(X):
+            E = torch.exp(X - X.amax(dim=1, keepdim=True))
+            P = E / E.sum(dim=1, keepdim=True)
+            return torch.sum(P * X)
+        return (X,), w7
     raise SystemExit(f"workload_peers.py: no workload {workload}")
 
 
@@ -243,7 +262,7 @@ def compiled_w3(torch, size, steps, dev, scope):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--system", required=True, choices=["numpy", "torch_eager", "torch_compile"])
-    ap.add_argument("--workload", type=int, required=True, choices=range(1, 7))
+    ap.add_argument("--workload", type=int, required=True, choices=range(1, 8))
     ap.add_argument("--size", required=True)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--min-warmup-ms", type=float, default=0.0,

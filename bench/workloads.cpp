@@ -1,4 +1,4 @@
-// tandem-workloads: the five whole programs of the benchmark issue, in Tandem (the public C++ API,
+// tandem-workloads: the whole programs of the benchmark issue (W1-W5) and two more kinds (W6, W7), in Tandem (the public C++ API,
 // with the placement forced to the CPU, forced to the GPU, or automatic) and in Eigen 3.4 with
 // OpenBLAS (the C++ peer: Eigen's expressions for the elementwise work and the reductions, its
 // products through OpenBLAS with EIGEN_USE_BLAS). One process runs one program at one size:
@@ -16,7 +16,9 @@
 //                                                                               X: n x d double
 //   W6  100 heat steps u = u + 0.1*(circshift(u,1,1) + circshift(u,-1,1) + circshift(u,1,2) +
 //       circshift(u,-1,2) - 4*u); sum(u(:).^2)                                  u: n x n double
-// --size is n, B, M, n, "nxd" for W5, and n.
+//   W7  softmax of each row, rows reduced and broadcast back: E = exp(X - max(X, [], 2));
+//       P = E ./ sum(E, 2); sum(P(:) .* X(:))                                   X: n x d double
+// --size is n, B, M, n, "nxd" for W5 and W7, and n.
 //
 // The inputs are one formula every peer computes exactly (bench/workload_peers.py and
 // bench/workloads.m use the same): u(k, p) = t - floor(t), t = (k * p) * 2^-24, k the 0-based
@@ -83,7 +85,7 @@ constexpr double kRate = 0.05, kVol = 0.2;             // W3's market
 constexpr int kStencilSteps = 100;                     // W6's heat steps
 
 struct Size {
-    std::int64_t a = 0, b = 0;  // n (W1, W4, W6), B (W2), M (W3), n x d (W5)
+    std::int64_t a = 0, b = 0;  // n (W1, W4, W6), B (W2), M (W3), n x d (W5, W7)
 };
 
 // ---- Tandem: the programs as a user writes them ----------------------------------------------
@@ -174,6 +176,17 @@ TandemWorkload tandem_workload(tandem::Runtime& rt, int w, Size s, int steps, in
                 u = u + 0.1 * (tandem::circshift(u, 1, 1) + tandem::circshift(u, -1, 1) + tandem::circshift(u, 1, 2) +
                                tandem::circshift(u, -1, 2) - 4.0 * u);
             return tandem::sum(u * u, tandem::all_dims);
+        };
+        break;
+    }
+    case 7: {
+        const std::int64_t n = s.a, d = s.b;
+        const Array X = 8.0 * tandem::reshape(weyl(indices(rt, n * d), kP4), tandem::Shape{n, d}) - 4.0;
+        t.inputs = {X};
+        t.run = [X] {
+            const Array E = tandem::exp(X - tandem::max(X, {}, 2));
+            const Array P = E / tandem::sum(E, 2);
+            return tandem::sum(P * X, tandem::all_dims);
         };
         break;
     }
@@ -281,6 +294,16 @@ std::function<double()> eigen_workload(int w, Size s, int steps, int iters) {
             return u.square().sum();
         };
     }
+    case 7: {
+        const std::int64_t n = s.a, d = s.b;
+        auto X = std::make_shared<Eigen::ArrayXXd>(n, d);
+        for (std::int64_t k = 0; k < n * d; ++k) X->data()[k] = 8.0 * weyl(k, kP4) - 4.0;
+        return [X] {
+            const Eigen::ArrayXXd E = (X->colwise() - X->rowwise().maxCoeff()).exp();
+            const Eigen::ArrayXXd P = E.colwise() / E.rowwise().sum();
+            return (P * *X).sum();
+        };
+    }
     default: throw std::invalid_argument("no workload " + std::to_string(w));
     }
 }
@@ -338,10 +361,11 @@ Size parse_size(const Args& a) {
         s.a = std::stoll(a.size.substr(0, x));
         if (x != std::string::npos) s.b = std::stoll(a.size.substr(x + 1));
     } catch (const std::exception&) {
-        throw CLI::ValidationError("--size", "'" + a.size + "' is not a number (or NxD for workload 5)");
+        throw CLI::ValidationError("--size", "'" + a.size + "' is not a number (or NxD for workloads 5 and 7)");
     }
-    if (s.a < (a.workload == 2 ? 1 : 2) || (a.workload == 5 && s.b < 1) || (a.workload != 5 && x != std::string::npos))
-        throw CLI::ValidationError("--size", "'" + a.size + "': workload 5 takes NxD (N >= 2), W2 B >= 1, the others n >= 2");
+    const bool nxd = a.workload == 5 || a.workload == 7;
+    if (s.a < (a.workload == 2 ? 1 : 2) || (nxd && s.b < 1) || (!nxd && x != std::string::npos))
+        throw CLI::ValidationError("--size", "'" + a.size + "': workloads 5 and 7 take NxD (N >= 2), W2 B >= 1, the others n >= 2");
     if (a.workload == 2 && s.a > 64) throw CLI::ValidationError("--size", "workload 2 takes B (images) <= 64");
     return s;
 }
@@ -441,8 +465,8 @@ int main(int argc, char** argv) {
     app.add_option("--system", a.system, "tandem or eigen")->check(CLI::IsMember({"tandem", "eigen"}));
     app.add_option("--mode", a.mode, "Tandem's placement: cpu, gpu (forced) or auto")
         ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
-    app.add_option("--workload", a.workload, "1..6")->check(CLI::Range(1, 6));
-    app.add_option("--size", a.size, "n (W1, W4, W6), B (W2), M (W3), NxD (W5)")->required();
+    app.add_option("--workload", a.workload, "1..7")->check(CLI::Range(1, 7));
+    app.add_option("--size", a.size, "n (W1, W4, W6), B (W2), M (W3), NxD (W5, W7)")->required();
     app.add_option("--warmup", a.warmup, "untimed runs first")->check(CLI::Range(0, 100));
     app.add_option("--min-warmup-ms", a.min_warmup_ms, "more warm-up runs until those after the first took this long (GPU clocks)")
         ->check(CLI::Range(0.0, 600000.0));

@@ -1,12 +1,13 @@
 % workloads(w, a, b, warmup, reps, steps, iters): the GNU Octave peer of tandem-workloads, the
-% benchmark issue's five whole programs and W6 (a heat stencil) in plain MATLAB code. One call
+% benchmark issue's five whole programs, W6 (a heat stencil) and W7 (softmax of each row) in plain
+% MATLAB code. One call
 % runs one program at one size and prints one JSON object per line ("context", then "result" or
 % "error"), as bench/workloads.cpp does; read its header for the programs and the input formula
 % (the same bits here: u(k, p) = t - floor(t), t = (k * p) * 2^-24, exact in double).
 %
 %   octave-cli --no-gui --quiet --eval "addpath('bench'); workloads(5, 65536, 128, 1, 5, 256, 50)"
 %
-% a is n (W1, W4, W6), B (W2), M (W3) or N (W5); b is D (W5, else ignored); W6 runs 100 steps
+% a is n (W1, W4, W6), B (W2), M (W3) or N (W5, W7); b is D (W5, W7, else ignored); W6 runs 100 steps
 % whatever `steps` is (W3's). Timing: `warmup` untimed runs, then `reps` timed ones, each the wall
 % time (tic/toc) of the whole program.
 function workloads(w, a, b, warmup, reps, steps, iters)
@@ -30,7 +31,7 @@ function workloads(w, a, b, warmup, reps, steps, iters)
     exit(1);
   end
   size_text = sprintf('%d', a);
-  if w == 5, size_text = sprintf('%dx%d', a, b); end
+  if w == 5 || w == 7, size_text = sprintf('%dx%d', a, b); end
   printf(['{"kind": "result", "system": "octave", "workload": %d, "size": "%s", "steps": %d, "iters": %d, ' ...
           '"setup_ms": %.6g, "value": %.17g, "warmup_ms": [%s], "samples_ms": [%s]}\n'], ...
          w, size_text, steps, iters, setup_ms, value, join_numbers(times(1:warmup)), join_numbers(times(warmup+1:end)));
@@ -63,6 +64,9 @@ function [inputs, program] = make_workload(w, a, b, steps, iters)
     case 6
       u = reshape(filled(a * a, @(k) weyl(k, P(6))), a, a);
       inputs = {u}; program = @w6;
+    case 7
+      X = reshape(filled(a * b, @(k) 8 * weyl(k, P(4)) - 4), a, b);
+      inputs = {X}; program = @w7;
     otherwise
       error('no workload %d', w);
   end
@@ -118,6 +122,12 @@ function s = w6(u)
     u = u + 0.1 * (circshift(u, 1, 1) + circshift(u, -1, 1) + circshift(u, 1, 2) + circshift(u, -1, 2) - 4 * u);
   end
   s = sum(u(:) .^ 2);
+end
+
+function s = w7(X)
+  E = exp(X - max(X, [], 2));
+  P = E ./ sum(E, 2);
+  s = sum(P(:) .* X(:));
 end
 
 % ---- inputs and output ----

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the benchmark issue's five whole programs and W6 (a heat stencil) in Tandem and its peers,
+"""Runs the benchmark issue's five whole programs, W6 (a heat stencil) and W7 (softmax of each row)
+in Tandem and its peers,
 checks every result against the others, and writes JSON (all samples + context), a markdown table
 and a PNG chart.
 
@@ -17,7 +18,7 @@ Each (workload, size, system) is one process: tandem-workloads (Tandem in each m
 bench/workload_peers.py (NumPy, PyTorch eager, torch.compile) or bench/workloads.m (GNU Octave),
 with a timeout; a system that times out is not run at the larger sizes of that workload. When
 every system has run a (workload, size), the values are checked before any time is printed:
-  W1, W2, W4-W6   every system computes the same inputs (an exact formula), so each value must lie
+  W1, W2, W4-W7   every system computes the same inputs (an exact formula), so each value must lie
                   within a relative tolerance of the reference: the double-precision value stored
                   below (REFERENCE) for the sizes this script knows, else the median over the kinds
                   of system that ran (Tandem's modes count once, as do PyTorch's two);
@@ -44,17 +45,19 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMES = {1: "chain + sum", 2: "4K normalisation", 3: "Monte Carlo GBM", 4: "row sums + S'S", 5: "PCA (power iteration)",
-         6: "heat stencil"}
-# The issue's ranges (W6: ours); the default runs the first and the last of each, --quick its own small ones.
+         6: "heat stencil", 7: "row softmax"}
+# The issue's ranges (W6, W7: ours); the default runs the first and the last of each, --quick its own small ones.
 SIZES = {1: ["1000000", "10000000", "100000000"], 2: ["1", "4", "16"], 3: ["250000", "1000000", "4000000"],
-         4: ["1024", "2048", "4096", "8192"], 5: ["65536x128", "262144x256", "1048576x512"], 6: ["1024", "2048", "4096"]}
-QUICK = {1: ["1000000"], 2: ["1"], 3: ["65536"], 4: ["1024"], 5: ["65536x128"], 6: ["256"]}
-SIZE_NAME = {1: "n", 2: "B", 3: "M", 4: "n", 5: "n x d", 6: "n"}
+         4: ["1024", "2048", "4096", "8192"], 5: ["65536x128", "262144x256", "1048576x512"], 6: ["1024", "2048", "4096"],
+         7: ["4096x1024", "16384x4096"]}
+QUICK = {1: ["1000000"], 2: ["1"], 3: ["65536"], 4: ["1024"], 5: ["65536x128"], 6: ["256"], 7: ["1024x256"]}
+SIZE_NAME = {1: "n", 2: "B", 3: "M", 4: "n", 5: "n x d", 6: "n", 7: "n x d"}
 # Relative tolerances against the reference. W2 is single precision, and NumPy's float32 mean over
 # two axes is not pairwise (5e-6 off at B = 1); the others are double. W6's u is the same bits in
 # every system (exact adds and multiplies in one order): only the final sum's order differs (Octave's
 # sequential sum is 1.1e-13 off NumPy's pairwise one at n = 4096).
-TOLERANCE = {1: 1e-9, 2: 1e-4, 4: 1e-10, 5: 1e-8, 6: 1e-12}
+# W7: exp's last bits and the sums' orders differ between systems (1e-15 apart at 1024 x 256).
+TOLERANCE = {1: 1e-9, 2: 1e-4, 4: 1e-10, 5: 1e-8, 6: 1e-12, 7: 1e-10}
 W3_SIGMAS = 4.0
 # The values in double precision (NumPy, W2's images cast to double), for the sizes above (W6: and
 # its quick size) and W5's 50 steps, made by `workload_peers.py --reference --workload W --size S`
@@ -79,6 +82,9 @@ REFERENCE = {
     (6, "1024"): 262151.82692685357,
     (6, "2048"): 1048589.5249884624,
     (6, "4096"): 4194359.496070093,
+    (7, "1024x256"): 3073.9733427967544,
+    (7, "4096x1024"): 12298.90767261781,
+    (7, "16384x4096"): 49195.897273227514,
 }
 RATE, VOL, STRIKE, SPOT = 0.05, 0.2, 100.0, 100.0
 # Systems, in the order they run and appear; a family votes once in the reference.
@@ -289,7 +295,7 @@ def parse_list(text, allowed, what):
 
 
 def plan(args):
-    workloads = [int(w) for w in parse_list(args.workloads, [str(i) for i in range(1, 7)], "workload")]
+    workloads = [int(w) for w in parse_list(args.workloads, [str(i) for i in sorted(NAMES)], "workload")]
     modes = parse_list(args.modes, ["cpu", "gpu", "auto"], "mode")
     wanted = parse_list(args.systems, ["tandem", "eigen", "numpy", "octave", "torch", "torch_eager", "torch_compile"], "system")
     systems = []
@@ -392,7 +398,7 @@ def size_label(w, size):
             if v >= div and v % div == 0:
                 return f"{v // div}{suffix}"
         return str(v)
-    if w == 5:
+    if w in (5, 7):
         n, d = size.split("x")
         return f"{short(n)}x{d}"
     return f"{SIZE_NAME[w]}={short(size)}"
@@ -500,7 +506,9 @@ def write_report(docs, out, name):
               "W4 `S = sum(A .* B, 2); r = S' * S`, n x n double. "
               "W5 PCA by 50 power-iteration steps on `G = Xc'*Xc/(n-1)`, X n x d double. "
               "W6 100 heat steps `u = u + 0.1 * (circshift(u, 1, 1) + circshift(u, -1, 1) + circshift(u, 1, 2) + "
-              "circshift(u, -1, 2) - 4 * u)`, then `sum(u(:) .^ 2)`, u n x n double. Inputs: an exact formula every "
+              "circshift(u, -1, 2) - 4 * u)`, then `sum(u(:) .^ 2)`, u n x n double. "
+              "W7 softmax of each row, `E = exp(X - max(X, [], 2)); P = E ./ sum(E, 2); sum(P(:) .* X(:))`, X n x d "
+              "double. Inputs: an exact formula every "
               "system computes (bench/workloads.cpp). Sources: bench/workloads.cpp (Tandem, Eigen), bench/workload_peers.py "
               "(NumPy, PyTorch), bench/workloads.m (Octave); driver and report: bench/workloads_report.py. Threads: Tandem uses "
               "its CPU executor's (all cores); NumPy's and Octave's elementwise ops and Eigen's expressions run on one "
@@ -604,7 +612,7 @@ def main():
     r.add_argument("--quick", action="store_true", help="one small size per workload (under a minute on 2 cores)")
     r.add_argument("--sizes", choices=["small", "large", "ends", "all"], default="ends",
                    help="the issue's smallest, largest, both (default) or every size")
-    r.add_argument("--workloads", default="1,2,3,4,5,6")
+    r.add_argument("--workloads", default="1,2,3,4,5,6,7")
     r.add_argument("--systems", default="tandem,eigen,numpy,octave,torch")
     r.add_argument("--modes", default="cpu", help="Tandem's placements: cpu, gpu (forced), auto")
     r.add_argument("--reps", type=int, default=5)
