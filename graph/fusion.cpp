@@ -266,6 +266,70 @@ Region::IndexExtents index_extents_of(const Node& n) {
     return {inner, count, outer, a[d]};
 }
 
+/// An instruction whose data may make it fail (a NaN converted to logical: an operand of a
+/// logical op, a where's condition, logical() of a number): a region holding one may need
+/// Region::slice to find which outputs failed.
+bool fails_on_data(const Instr& ins) {
+    const bool to_logical = op_info(ins.op).rule == TypeRule::Logical || (ins.op == OpKind::Cast && ins.dtype == DType::logical);
+    const int converted = ins.op == OpKind::Where ? 1 : to_logical ? op_info(ins.op).arity : 0;
+    for (int k = 0; k < converted; ++k)
+        if (ins.args[static_cast<std::size_t>(k)].dtype != DType::logical) return true;
+    return false;
+}
+
+/// Tails: an elementwise region over a reduce region's result shape that reads nothing but that
+/// region's reductions (mean's division by n, norm's square root, sigma + 1e-6) runs as the reduce
+/// region's tail (Region::tail), once per result, instead of as a region of its own: a dispatch and
+/// a region's host work fewer, on latency-bound small programs. Regions are in topological order
+/// and the tail reads only the reduce region's results, so it may move there.
+void fold_tails(std::vector<Region>& regions) {
+    std::unordered_map<const Node*, std::pair<std::size_t, std::uint32_t>> produced;  // node -> (region, reduction)
+    std::vector<bool> folded(regions.size(), false);
+    auto plain_elementwise = [](const Region& e) {
+        return !e.is_reduce() && !e.matmul && !e.transpose && !e.alias && !e.scan && !e.cat && !e.remap &&
+               e.permutation.empty() && e.indexing == Region::Indexing::none && e.input_views.empty() &&
+               !e.program.empty() && !e.outputs.empty() && !e.inputs.empty();
+    };
+    for (std::size_t g = 0; g < regions.size(); ++g) {
+        Region& e = regions[g];
+        if (e.is_reduce()) {
+            if (std::none_of(e.program.begin(), e.program.end(), fails_on_data))
+                for (std::uint32_t j = 0; j < e.reductions.size(); ++j) produced[e.outputs[j].node.get()] = {g, j};
+            continue;
+        }
+        if (!plain_elementwise(e)) continue;
+        auto first = produced.find(e.inputs.front().get());
+        if (first == produced.end()) continue;
+        const std::size_t r = first->second.first;
+        Region& red = regions[r];
+        bool ok = e.shape == red.outputs.front().node->shape;
+        for (const auto& in : e.inputs) {
+            auto it = produced.find(in.get());
+            ok &= it != produced.end() && it->second.first == r;
+        }
+        for (const Instr& ins : e.program) ok &= !fails_on_data(ins) && op_info(ins.op).group != OpGroup::Generator;
+        if (!ok) continue;
+        const auto offset = static_cast<std::uint32_t>(red.tail.size());
+        for (Instr ins : e.program) {
+            for (int k = 0; k < op_info(ins.op).arity; ++k) {
+                Arg& a = ins.args[static_cast<std::size_t>(k)];
+                if (a.kind == Arg::Kind::Value) a.index += offset;
+                else if (a.kind == Arg::Kind::Input) a.index = produced.at(e.inputs[a.index].get()).second;
+            }
+            red.tail.push_back(ins);
+        }
+        for (const Region::Output& o : e.outputs) red.outputs.push_back({o.value + offset, o.node});
+        folded[g] = true;
+    }
+    std::size_t kept = 0;
+    for (std::size_t g = 0; g < regions.size(); ++g)
+        if (!folded[g]) {
+            if (kept != g) regions[kept] = std::move(regions[g]);
+            ++kept;
+        }
+    regions.resize(kept);
+}
+
 }  // namespace
 
 std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<Node*>& targets, std::uint64_t mark,
@@ -732,6 +796,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         prune_dead_values(r);
         regions.push_back(std::move(r));
     }
+    if (options.fuse) fold_tails(regions);
     return regions;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tandem/error.hpp"
+
 namespace tandem::detail {
 
 namespace {
@@ -56,18 +58,30 @@ std::vector<InputDim> Region::input_dims(std::size_t k) const {
     return dims;
 }
 
+Region Region::tail_region() const {
+    Region e;
+    e.shape = outputs.front().node->shape;
+    for (std::size_t j = 0; j < reductions.size(); ++j) e.inputs.push_back(outputs[j].node);
+    e.program = tail;
+    e.outputs.assign(outputs.begin() + static_cast<std::ptrdiff_t>(reductions.size()), outputs.end());
+    return e;
+}
+
 std::string Region::to_string() const {
     std::ostringstream os;
-    os << "region " << shape.to_string() << " (" << inputs.size() << " inputs, " << program.size() << " ops, "
-       << outputs.size() << " outputs)\n";
-    for (std::size_t i = 0; i < program.size(); ++i) {
-        const Instr& ins = program[i];
-        os << "  v" << i << " = " << op_info(ins.op).name << "(";
+    os << "region " << shape.to_string() << " (" << inputs.size() << " inputs, " << program.size() + tail.size()
+       << " ops, " << outputs.size() << " outputs)\n";
+    auto instruction = [&](const std::string& name, const Instr& ins, bool in_tail) {
+        os << "  " << name << " = " << op_info(ins.op).name << "(";
         int arity = op_info(ins.op).arity;
         for (int k = 0; k < arity; ++k) {
             const Arg& a = ins.args[static_cast<std::size_t>(k)];
             if (k) os << ", ";
-            if (a.kind == Arg::Kind::Input) {
+            if (in_tail && a.kind == Arg::Kind::Input) {
+                os << "r" << a.index;  // reduction a.index's result
+            } else if (in_tail && a.kind == Arg::Kind::Value) {
+                os << "p" << a.index;
+            } else if (a.kind == Arg::Kind::Input) {
                 os << "in" << a.index << ":" << inputs[a.index]->shape.to_string();
                 if (has_view(a.index)) {
                     // The folded remap: e.g. [k+255, k] for circshift(x, 1) of a 256 x n input.
@@ -87,17 +101,22 @@ std::string Region::to_string() const {
                 os << a.scalar;
         }
         os << ") " << dtype_name(ins.dtype) << "\n";
-    }
+    };
+    for (std::size_t i = 0; i < program.size(); ++i) instruction("v" + std::to_string(i), program[i], false);
+    if (!tail.empty()) os << "  then over the reduced shape (r<j>: reduction j):\n";
+    for (std::size_t i = 0; i < tail.size(); ++i) instruction("p" + std::to_string(i), tail[i], true);
     os << "  outputs:";
     for (std::size_t j = 0; j < outputs.size(); ++j) {
-        os << " v" << outputs[j].value;
-        if (is_reduce()) os << " reduced by " << op_info(reductions[j].op).name;
+        const bool reduced = j < reductions.size();
+        os << (reduced || !is_reduce() ? " v" : " p") << outputs[j].value;
+        if (reduced) os << " reduced by " << op_info(reductions[j].op).name;
     }
     if (is_reduce()) os << (reduce_dim < 0 ? " over all elements" : " along dim " + std::to_string(reduce_dim + 1));
     return os.str();
 }
 
 Region Region::slice(std::size_t j, std::vector<std::size_t>* input_index) const {
+    if (!tail.empty()) throw Error("Region::slice of a region with a tail (a bug: fusion folds only what cannot fail)");
     std::vector<bool> need(program.size(), false);
     need[outputs[j].value] = true;
     for (std::size_t i = program.size(); i-- > 0;) {
@@ -148,6 +167,7 @@ std::string Region::summary() const {
         s += op_info(ins.op).name;
     }
     for (const Reduction& red : reductions) s += std::string(",") + std::string(op_info(red.op).name);
+    for (const Instr& ins : tail) s += std::string(",") + std::string(op_info(ins.op).name);
     const char* own = matmul ? "mtimes" : transpose ? "transpose" : alias ? "reshape" : cat ? "cat" : remap ? "remap" : nullptr;
     if (!permutation.empty()) own = "permute";
     if (indexing != Indexing::none)

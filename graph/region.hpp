@@ -80,8 +80,17 @@ struct Region {
     /// -1: every element); no elementwise value leaves it.
     std::vector<Reduction> reductions;
     int reduce_dim = -1;
+    /// A reduce region's tail: elementwise instructions over the reduced shape, run once per
+    /// result position after the reductions (mean's division, norm's square root). Its Input
+    /// operand j is reduction j's result as outputs[j] holds it (rounded to that node's type);
+    /// outputs[reductions.size() + p] are values of `tail`. Fusion folds in only instructions that
+    /// cannot fail on data, so a region with a tail never needs slice().
+    std::vector<Instr> tail;
 
     bool is_reduce() const noexcept { return !reductions.empty(); }
+    /// The tail as an elementwise region of its own (the reduced shape; inputs: the reductions'
+    /// output nodes; outputs: the tail's), which is how the backends run it.
+    Region tail_region() const;
     /// A matrix product region: outputs[0] = op(inputs[0]) * op(inputs[1]) (no program; the shape
     /// is the result's).
     bool matmul = false;
@@ -159,7 +168,7 @@ struct Region {
     /// The op names of the region, e.g. "sin,times,plus" (for error messages).
     std::string summary() const;
     /// The part of this region that computes output `j` alone (its backward slice), with
-    /// `j` as the only output; `input_index` (if given) receives, per input of the slice, the
+    /// `j` as the only output (not for a region with a tail); `input_index` (if given) receives, per input of the slice, the
     /// position of the input of this region it is.
     Region slice(std::size_t j, std::vector<std::size_t>* input_index = nullptr) const;
 };

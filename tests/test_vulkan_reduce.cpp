@@ -7,16 +7,19 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <random>
 #include <vector>
 
 #include "reduce_reference.hpp"
+#include "tail_cases.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
 #include "vulkan_runtime.hpp"
 
 using tandem::Array;
 using tandem::DType;
+using tandem::Runtime;
 using tred::Op;
 using tref::Dims;
 using tref::Host;
@@ -244,3 +247,43 @@ TEST(VulkanReduceFused, NanToLogicalInsideAReductionFailsItsFuture) {
 }
 
 }  // namespace
+
+// Reductions' tails on the device (tail_cases.hpp): the tail runs in the reduce kernel (every plan:
+// short and long contiguous runs, strided outputs, two passes) and gives the bits of the same
+// program with fusion off on the device; the CPU's within the reduction-order bound.
+TEST(VulkanReduceTail, WorkOnTheResultsAloneIsTheReductionsTail) {
+    std::mt19937_64 rng(37);
+    auto gpu = tvk::open_gpu();
+    tandem::Config plain_cfg = tvk::gpu_config();
+    plain_cfg.fusion = false;
+    auto plain = tvk::open_gpu(plain_cfg);
+    Runtime cpu(tvk::cpu_config());
+    for (const DType t : {DType::f64, DType::f32})
+        for (const Dims& shape : ttail::shapes()) {
+            const Host x = tred::random_data(shape, t, rng, /*specials=*/true);
+            const Array xg = tref::make_array(*gpu, x), xp = tref::make_array(*plain, x), xc = tref::make_array(cpu, x);
+            gpu->evaluate({xg}).get();
+            for (const ttail::Case& c : ttail::cases()) {
+                SCOPED_TRACE(c.name + " of " + tref::dims_str(shape) + " " + tref::dtype_str(t));
+                const auto before = gpu->metrics();
+                const Host got = tref::gather(c.f(xg));
+                if (x.numel() > 0) {
+                    EXPECT_EQ(gpu->metrics().device_regions - before.device_regions, c.regions);
+                }
+                EXPECT_TRUE(tref::same_values(got, tref::gather(c.f(xp)), tref::Acc::exact_signed));
+                // Sums in another order than the CPU's: NaN and Inf where the CPU has them.
+                const Host want = tref::gather(c.f(xc));
+                ASSERT_EQ(got.v.size(), want.v.size());
+                for (std::size_t k = 0; k < want.v.size(); ++k) {
+                    const double g = got.v[k], w = want.v[k];
+                    if (std::isnan(w) || std::isinf(w)) {
+                        EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << "[" << k << "] " << g << " vs " << w;
+                    } else {
+                        EXPECT_NEAR(g, w, (t == DType::f32 ? 1e-3 : 1e-9) * (1.0 + std::abs(w))) << "[" << k << "]";
+                    }
+                }
+            }
+        }
+    tvk::expect_device_clean(*gpu);
+    tvk::expect_device_clean(*plain);
+}

@@ -168,7 +168,15 @@ void CpuBackend::run_remap(const Region& region, std::span<const Storage* const>
 
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
                          std::span<Storage* const> outputs) {
-    if (region.is_reduce()) return run_reduce(region, inputs, outputs, kernels_, block_, true);
+    if (region.is_reduce()) {
+        const std::size_t nred = region.reductions.size();
+        run_reduce(region, inputs, outputs.first(nred), kernels_, block_, true);
+        if (region.tail.empty()) return;
+        // The tail: an elementwise pass over the reductions' results, as they were written.
+        const Region tail = region.tail_region();
+        std::vector<const Storage*> results(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(nred));
+        return run_elementwise(tail, results, outputs.subspan(nred));
+    }
     if (region.matmul) return run_matmul(region, inputs, outputs);
     if (region.transpose) return run_transpose(region, inputs, outputs);
     if (region.scan) return run_scan(region, *inputs[0], *outputs[0], true);
@@ -181,6 +189,11 @@ void CpuBackend::execute(const Region& region, std::span<const Storage* const> i
         case Region::Indexing::find: return run_find(region, *inputs[0], *outputs[0]);
         case Region::Indexing::none: break;
     }
+    run_elementwise(region, inputs, outputs);
+}
+
+void CpuBackend::run_elementwise(const Region& region, std::span<const Storage* const> inputs,
+                                 std::span<Storage* const> outputs) {
     Program program(region, inputs, outputs, kernels_, block_);
     const std::int64_t numel = program.numel();
     if (numel == 0) return;

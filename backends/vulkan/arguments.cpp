@@ -255,6 +255,15 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
         const ReducePlan rp = plan_reduce(region, kernel.workgroup_size, kernel.two_pass_threshold);
         for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.parts, rp.seg, partials, std::uint64_t{rp.wide_combine}, rp.lanes})
             put(l.args, v);
+        if (!region.tail.empty()) {
+            // The tail's own block after the region's: it reads the stored results, writes its outputs.
+            if (!kernel.tail || kernel.tail_args_offset != l.args.size())
+                throw DeviceError("vulkan codegen: a reduce kernel without its tail's layout (bug)");
+            const std::size_t nred = region.reductions.size();
+            const Launch t = pack_arguments(region.tail_region(), *kernel.tail, outputs.first(nred), outputs.subspan(nred),
+                                            args_address + l.args.size(), max_groups_x);
+            l.args.insert(l.args.end(), t.args.begin(), t.args.end());
+        }
         const std::uint64_t outs = rp.outputs();
         if (outs == 0) return l;  // no outputs (max/min of an empty dimension): nothing to write
         if (rp.parts > 1 && partials == 0) throw DeviceError("vulkan: a two-pass reduction without its partials (bug)");

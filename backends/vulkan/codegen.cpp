@@ -273,6 +273,7 @@ public:
                                   " reductions in one region need more shared memory than the device has");
             key_ << ";reduce=" << (contiguous_ ? (o_.subgroup_shuffle ? "contig-sg" : "contig") : "strided");
             for (const Reduction& red : r_.reductions) key_ << ',' << op_info(red.op).name << ':' << red.value;
+            if (!r_.tail.empty()) write_tail(k, at + 8 * kReduceParamsCount);
         }
         for (std::size_t i = 0; i < nin; ++i)
             pre_ << "    uint64_t in" << i << " = RefU64(pc.args + " << kArgHeaderBytes + 8 * i << "ul).v;\n";
@@ -296,6 +297,35 @@ public:
     }
 
 private:
+    /// A reduce region's tail: its own kernel's per-element code (a general-path elementwise
+    /// kernel over the reduced shape reading the stored results) as the function tdmk_tail(args,
+    /// i), its scalars and addresses in an argument block of its own at `at`.
+    void write_tail(Kernel& k, std::uint64_t at) {
+        // Its inputs have its shape: read in full whatever their size (access_for would read a
+        // 1 x 1 one as a scalar, which the region's key does not tell apart).
+        const Region tail = r_.tail_region();
+        const std::vector<InputAccess> access(tail.inputs.size(), InputAccess::full);
+        const std::vector<InputWalk> walks(tail.inputs.size());
+        CodegenOptions o = o_;
+        o.max_push_bytes = 0;  // the push constants are the region's
+        o.contiguous_fast_path = false;
+        o.loops = false;
+        Writer w(tail, access, walks, o, false);
+        auto tk = std::make_shared<Kernel>(w.run());
+        std::string body = w.pre_.str() + "    uint err = 0xFFFFFFFFu;\n" + w.general_;
+        for (std::size_t at_pc = body.find("pc.args"); at_pc != std::string::npos; at_pc = body.find("pc.args", at_pc))
+            body.replace(at_pc, 7, "tdmk_tail_args");
+        tail_fn_ = "void tdmk_tail(uint64_t tdmk_tail_args, uint64_t i) {\n" + body + "}\n";
+        tail_call_ = "            tdmk_tail(pc.args + " + std::to_string(at) + "ul, q);\n";
+        need_f64_ |= w.need_f64_;
+        need_f32_ |= w.need_f32_;
+        need_modrem_ |= w.need_modrem_;
+        uses_u8_ |= w.uses_u8_;
+        key_ << ";tail=" << tk->key;
+        k.tail = std::move(tk);
+        k.tail_args_offset = at;
+    }
+
     /// The fast path's vector width (see Kernel::vector_width), 1 for the general path.
     void choose_path() {
         vec_ = 1;
@@ -919,9 +949,11 @@ private:
         const std::string summary = r_.summary();
         s << "// " << summary.substr(0, 240) << (summary.size() > 240 ? "..." : "") << "\n";
         s << tandem_shader_convert_f32 << '\n';
+        // (A reduce region's second pass runs no per-element code, but its tail's.)
+        const bool elements = !combine || !tail_fn_.empty();
         if (!combine && need_rng_) s << tandem_shader_philox << '\n';
-        if (!combine && (need_f64_ || need_f32_)) s << tandem_shader_math_f64 << '\n';
-        if (!combine && need_f32_) s << tandem_shader_math_f32 << '\n';
+        if (elements && (need_f64_ || need_f32_)) s << tandem_shader_math_f64 << '\n';
+        if (elements && need_f32_) s << tandem_shader_math_f32 << '\n';
         s << "layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefF64 { double v; };\n"
              "layout(buffer_reference, std430, buffer_reference_align = 4) buffer RefF32 { float v; };\n"
              "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefU64 { uint64_t v; };\n"
@@ -951,8 +983,9 @@ private:
             s << "    return RefF64(pc.args + " << scalars_at_ << "ul + 8ul * uint64_t(s - " << npush << "u)).v;\n}\n";
         }
         s << kPrelude << (o_.exact_f64_div_sqrt ? kExactDivSqrt : kIeeeDivSqrt);
-        if (need_modrem_ && !combine) s << kModRem;
+        if (need_modrem_ && elements) s << kModRem;
         if (r_.is_reduce()) {
+            s << tail_fn_;
             write_reduce_helpers(s, r_);
             ReduceKernelParts parts;
             parts.region = &r_;
@@ -961,6 +994,7 @@ private:
             parts.subgroups = (contiguous_ || combine) && o_.subgroup_shuffle;
             parts.pre = pre_.str();
             parts.element = general_;
+            parts.tail_call = tail_call_;
             seg_ = Seg::suffix;  // the reduced values as the code after the steps names them
             set_lane(-1);
             for (const Reduction& red : r_.reductions) parts.value.push_back(vname(red.value));
@@ -1079,6 +1113,7 @@ private:
     bool loop_failed_ = false;
     bool need_f64_ = false, need_f32_ = false, need_modrem_ = false, uses_u8_ = false;
     bool contiguous_ = false;  // reduce regions: ReducePlan::contiguous
+    std::string tail_fn_, tail_call_;  // reduce regions with a tail: write_tail
     bool need_rng_ = false;    // a generator of random numbers: paste shaders/philox.glsl
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ struct Kernel {
     /// Reduce regions: the second pass (combining the parts of each output), compiled only when
     /// a launch needs it; same push constants and argument block.
     std::string combine_glsl, combine_key;
+    /// Reduce regions with a tail (Region::tail): the tail's own kernel, of which both passes
+    /// paste the per-element code as a function, and where its argument block starts (after the
+    /// region's own, pack_arguments fills both).
+    std::shared_ptr<const Kernel> tail;
+    std::uint64_t tail_args_offset = 0;
     std::uint64_t two_pass_threshold = 0;  ///< the plan_reduce threshold it was made for (in its key)
 };
 

@@ -217,6 +217,7 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
     auto store = [&] {
         s << "        if (r_parts == 1ul) {\n";
         each("            tdmr_store#(out#, q, racc#, rpos#);\n");
+        s << p.tail_call;
         s << "        } else {\n";
         each("            { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
              "              RefF64(at).v = racc#; RefI64(at + 8ul).v = rpos#; }\n");
@@ -301,6 +302,7 @@ void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p) {
     s << "        }\n";
     write_group_combine(s, p);
     each("            tdmr_store#(out#, q, racc#, rpos#);\n");
+    s << p.tail_call;
     s << "        }\n"
          "        return;\n"
          "    }\n"
@@ -312,6 +314,7 @@ void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p) {
          "          tdmr_combine#(racc#, rpos#, RefF64(at).v, RefI64(at + 8ul).v); }\n");
     s << "    }\n";
     each("    tdmr_store#(out#, q, racc#, rpos#);\n");
+    s << p.tail_call;
     s << "}\n";
 }
 

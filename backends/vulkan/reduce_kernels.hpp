@@ -25,6 +25,8 @@ struct ReduceKernelParts {
     std::string pre;                    ///< per-invocation setup: scalars, input/output addresses, r_* params
     std::string element;                ///< per-element code at uint64_t `i`, defining the program's values
     std::vector<std::string> value;     ///< per reduction: the GLSL expression of the reduced value
+    /// Code run for output q once every reduction's result is stored (the region's tail), or "".
+    std::string tail_call;
 };
 
 /// GLSL helper functions (fold, combine, store) of the region's reductions; both passes use them.

@@ -95,6 +95,15 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
     if (r.is_reduce()) {
         put(0x5245445543450000ull | (contiguous ? 1u : 0u));
         for (const Reduction& red : r.reductions) put(static_cast<std::uint64_t>(red.op) << 32 | red.value);
+        for (const Instr& ins : r.tail) {
+            put(static_cast<std::uint64_t>(ins.op) | static_cast<std::uint64_t>(ins.dtype) << 8 |
+                static_cast<std::uint64_t>(ins.compute) << 16 | std::uint64_t{0x7A11} << 32);
+            for (int k = 0; k < op_info(ins.op).arity; ++k) {
+                const Arg& a = ins.args[static_cast<std::size_t>(k)];
+                put(static_cast<std::uint64_t>(a.kind) | static_cast<std::uint64_t>(a.dtype) << 8 |
+                    static_cast<std::uint64_t>(a.kind == Arg::Kind::Scalar ? 0 : a.index) << 16);
+            }
+        }
     }
     return s;
 }
@@ -419,6 +428,7 @@ void VulkanBackend::submit(Submission s) {
     std::size_t arg_bound = kArgHeaderBytes + 8 * (r.inputs.size() + r.outputs.size()) + 8 * r.program.size() * 3;
     for (const InputWalk& w : walks) arg_bound += kStridedDimBytes * walk_letters(w).size();
     if (r.is_reduce()) arg_bound += 8 * kReduceParamsCount;
+    if (!r.tail.empty()) arg_bound += kArgHeaderBytes + 8 * r.outputs.size() + 8 * r.tail.size() * 3;
     auto args = upload_heap_->allocate(arg_bound);
 
     std::lock_guard lock(record_mutex_);
