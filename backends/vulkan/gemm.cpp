@@ -211,11 +211,13 @@ void Gemm::set_tiles(DType dtype, const GemmTiles& tiles) {
         throw DeviceError("vulkan gemm: tiling " + tiles.name() + " does not fit the device: " + why);
     std::lock_guard lock(mutex_);
     (dtype == DType::f64 ? f64_ : f32_) = tiles;
+    variants_.clear();
 }
 
 void Gemm::set_defines(DType dtype, std::string defines) {
     std::lock_guard lock(mutex_);
     (dtype == DType::f64 ? f64_defines_ : f32_defines_) = std::move(defines);
+    variants_.clear();
 }
 
 GemmTiles Gemm::tiles(DType dtype) const {
@@ -224,14 +226,23 @@ GemmTiles Gemm::tiles(DType dtype) const {
 }
 
 const ComputePipeline& Gemm::pipeline(const GemmArgs& args) {
+    // Writing the kernel's source to look its pipeline up took ~40 us of host time a call (a
+    // split product records one call per part): the variants found are kept by their traits.
+    const GemmTiles t = tiles(args.dtype);
+    const bool symmetric = args.symmetric && t.bm == t.bn;
+    const std::uint32_t variant = (args.dtype == DType::f64 ? 1u : 0u) | (args.trans_a ? 2u : 0u) | (args.trans_b ? 4u : 0u) |
+                                  (symmetric ? 8u : 0u) | static_cast<std::uint32_t>(args.activation) << 4;
     std::string defines;
     {
         std::lock_guard lock(mutex_);
+        if (auto it = variants_.find(variant); it != variants_.end()) return *it->second;
         defines = args.dtype == DType::f64 ? f64_defines_ : f32_defines_;
     }
-    const GemmTiles t = tiles(args.dtype);
-    return pipelines_.get(gemm_kernel(args.dtype, args.trans_a, args.trans_b, args.activation, t, defines,
-                                      args.symmetric && t.bm == t.bn));
+    const ComputePipeline& p =
+        pipelines_.get(gemm_kernel(args.dtype, args.trans_a, args.trans_b, args.activation, t, defines, symmetric));
+    std::lock_guard lock(mutex_);
+    variants_.emplace(variant, &p);
+    return p;
 }
 
 std::uint64_t Gemm::tile_count(const GemmArgs& args) const {
@@ -250,7 +261,9 @@ std::pair<std::uint32_t, std::uint32_t> Gemm::grid(const GemmArgs& args) const {
 std::uint32_t Gemm::split_parts(const GemmArgs& args) const {
     // Enough workgroups to fill a large GPU (the H100 has 132 SMs) with a few each; parts of at
     // least kMinPartK along k, each a multiple of 16 elements (aligned slices of A and B).
-    constexpr std::uint64_t kTargetGroups = 512, kMinPartK = 4096;
+    // (kMinPartK 4096 -> 1024: X'X of a 65536 x 128 X in 16 parts filled under half the H100,
+    // 1.07 ms; in 64 parts 0.3 ms. W5's kernels at 65536 x 128: 2.49 -> 1.73 ms.)
+    constexpr std::uint64_t kTargetGroups = 512, kMinPartK = 1024;
     const bool plain = args.alpha == 1 && args.beta == 0 && args.bias_mode == GemmBias::none &&
                        args.activation == GemmActivation::none && args.ldd == args.m;
     if (!plain || args.m == 0 || args.n == 0) return 1;

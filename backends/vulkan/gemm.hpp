@@ -155,6 +155,7 @@ private:
     mutable std::mutex mutex_;
     GemmTiles f32_, f64_;
     std::string f32_defines_, f64_defines_;
+    std::map<std::uint32_t, const ComputePipeline*> variants_;  // pipeline(): by dtype, transposes, symmetry, activation
 };
 
 /// Checks `args` against `tiles` (sizes, leading dimensions, alignment, addresses, the 32-bit
