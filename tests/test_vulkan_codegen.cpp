@@ -902,6 +902,49 @@ TEST_F(VulkanDevice, DivisionAndSqrtAreCorrectlyRounded) {
         }
 }
 
+/// Single-precision division (convert_f32.glsl tdm_divf: a reciprocal refined in double where the
+/// operands allow, the f64 division of exact conversions elsewhere) is IEEE float division, bit
+/// for bit: random floats of every exponent, quotients at the subnormal and overflow thresholds,
+/// divisors near 2^126 and powers of two, zeros, subnormals, infinities and NaN.
+TEST_F(VulkanDevice, SingleDivisionIsCorrectlyRoundedEverywhere) {
+    Dispatcher d(*ctx_);
+    const Shape s{1 << 17, 2};
+    const auto n = static_cast<std::size_t>(s.numel());
+    std::mt19937_64 g(12);
+    auto any_float = [&] {
+        float v;
+        do v = std::bit_cast<float>(static_cast<std::uint32_t>(g())); while (std::isnan(v));
+        return v;
+    };
+    std::vector<double> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        float x = any_float(), y = any_float();
+        switch (i % 8) {
+            case 0: break;                                                         // anything
+            case 1: y = x * (1.0f + std::ldexp(static_cast<float>(g() % 64), -23)); break;  // near 1
+            case 2: y = std::ldexp(1.0f, static_cast<int>(g() % 254) - 126); break;        // powers of two
+            case 3: y = std::ldexp(1.0f + std::ldexp(static_cast<float>(g() % 4096), -12), 125 + static_cast<int>(g() % 3));
+                    break;                                                                 // 2^125 .. 2^128
+            case 4: x = std::ldexp(1.0f + std::ldexp(static_cast<float>(g() % 1024), -10), -100);   // quotients near
+                    y = std::ldexp(1.0f + std::ldexp(static_cast<float>(g() % 1024), -10), 26);     // 2^-126
+                    break;
+            case 5: x = std::ldexp(1.0f + std::ldexp(static_cast<float>(g() % 1024), -10), 100);    // and near
+                    y = std::ldexp(1.0f + std::ldexp(static_cast<float>(g() % 1024), -10), -28);    // FLT_MAX
+                    break;
+            case 6: x = std::bit_cast<float>(static_cast<std::uint32_t>(g() % 0x00800000u)); break;  // subnormal / 0
+            default: {
+                const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 3.0f};
+                (g() % 2 ? x : y) = special[g() % 8];
+            }
+        }
+        a[i] = x;
+        b[i] = y;
+    }
+    Builder bld(s);
+    bld.out(bld.op(OpKind::Div, {bld.input(DType::f32, s), bld.input(DType::f32, s)}));
+    expect_matches(bld.r, {a, b}, d.run(bld.r, {a, b}), 0, "f32 division");
+}
+
 /// Folded remaps read through index maps (Region::input_views): a circshift along dimension 1
 /// (wraps once), a flip along 2 (no wrap), a repmat along 1 read directly (wraps any number of
 /// times) and a plane broadcast along 2; in 32-bit and in 64-bit integers, bit for bit the host's
