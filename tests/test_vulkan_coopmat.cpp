@@ -526,9 +526,7 @@ TEST(VulkanCoopmatMatmul, FoldedEpiloguesGiveTheUnfusedBits) {
     // tensor-core kernel's epilogue, or the f32 GEMM's after the rounding kernel) vs computed
     // unfused on the same backend (fusion off): the same bits; and on the CPU likewise.
     auto gpu = tvk::open_gpu();
-    tandem::Config plain_config = tvk::gpu_config();
-    plain_config.fusion = false;
-    auto plain = tvk::open_gpu(plain_config);
+    auto plain = tvk::open_gpu(tvk::unfused_gpu_config());
     tandem::Runtime cpu_rt(tvk::cpu_config());
     tandem::Config cpu_plain_config = tvk::cpu_config();
     cpu_plain_config.fusion = false;

@@ -144,9 +144,7 @@ TEST(VulkanMatmul, ReshapeOfADeviceValue) {
 TEST(VulkanMatmul, EpilogueFoldsIntoTheGemm) {
     // fused on the device vs the same chain unfused on the device: the same bits
     auto gpu = tvk::open_gpu();
-    tandem::Config plain_config = tvk::gpu_config();
-    plain_config.fusion = false;
-    auto plain = tvk::open_gpu(plain_config);
+    auto plain = tvk::open_gpu(tvk::unfused_gpu_config());
     std::mt19937_64 rng(62);
     tep::check_chains(*gpu, *plain, rng);
     tvk::expect_device_clean(*gpu);

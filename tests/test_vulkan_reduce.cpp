@@ -254,9 +254,7 @@ TEST(VulkanReduceFused, NanToLogicalInsideAReductionFailsItsFuture) {
 TEST(VulkanReduceTail, WorkOnTheResultsAloneIsTheReductionsTail) {
     std::mt19937_64 rng(37);
     auto gpu = tvk::open_gpu();
-    tandem::Config plain_cfg = tvk::gpu_config();
-    plain_cfg.fusion = false;
-    auto plain = tvk::open_gpu(plain_cfg);
+    auto plain = tvk::open_gpu(tvk::unfused_gpu_config());
     Runtime cpu(tvk::cpu_config());
     for (const DType t : {DType::f64, DType::f32})
         for (const Dims& shape : ttail::shapes()) {

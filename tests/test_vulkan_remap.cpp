@@ -13,10 +13,9 @@ namespace {
 
 TEST(VulkanFoldedRemaps, RandomChainsMatchMaterialisedRemaps) {
     auto gpu = tvk::open_gpu();
-    tandem::Config gpu_off = tvk::gpu_config(), cpu_off = tvk::cpu_config();
-    gpu_off.fusion = false;
+    tandem::Config cpu_off = tvk::cpu_config();
     cpu_off.fusion = false;
-    auto gpu_plain = tvk::open_gpu(gpu_off);
+    auto gpu_plain = tvk::open_gpu(tvk::unfused_gpu_config());
     tandem::Runtime cpu(cpu_off);
     std::mt19937_64 rng(tref::seed_of("VulkanFoldedRemaps.RandomChains"));
     const std::vector<tref::Dims> shapes = {{7, 5, 3}, {1, 6, 4}, {9, 1}, {33, 17}, {13, 11, 5}};

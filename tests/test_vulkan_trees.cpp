@@ -300,9 +300,7 @@ TEST(VulkanBackendTrees, RecomputedProducerMatchesTheMaterialisedOne) {
     v[4] = NAN;
     v[9] = -0.0f;
     auto gpu = open_gpu();
-    tandem::Config plain_cfg = tvk::gpu_config();
-    plain_cfg.fusion = false;
-    auto plain = open_gpu(plain_cfg);
+    auto plain = open_gpu(tvk::unfused_gpu_config());
     Runtime cpu(cpu_config());
     const auto g = normalise(*gpu, v, h, w, b), p = normalise(*plain, v, h, w, b), c = normalise(cpu, v, h, w, b);
     for (std::size_t k = 0; k < g.size(); ++k) {
@@ -330,9 +328,7 @@ TEST(VulkanBackendTrees, ReductionRecomputingItsInputMatchesTheMaterialisedOne) 
         return tref::gather(s);
     };
     auto gpu = open_gpu();
-    tandem::Config plain_cfg = tvk::gpu_config();
-    plain_cfg.fusion = false;
-    auto plain = open_gpu(plain_cfg);
+    auto plain = open_gpu(tvk::unfused_gpu_config());
     EXPECT_TRUE(tref::same_values(run(*gpu), run(*plain), Acc::exact_signed));
     expect_device_clean(*gpu);
     expect_device_clean(*plain);
@@ -364,9 +360,7 @@ TEST(VulkanBackendTrees, SoftmaxWithItsExponentialRecomputedMatchesTheMaterialis
     v[90] = -INFINITY;
     v[121] = -0.0;
     auto gpu = open_gpu();
-    tandem::Config plain_cfg = tvk::gpu_config();
-    plain_cfg.fusion = false;
-    auto plain = open_gpu(plain_cfg);
+    auto plain = open_gpu(tvk::unfused_gpu_config());
     Runtime cpu(cpu_config());
     for (const bool single : {false, true})
         for (const int dim : {1, 2}) {

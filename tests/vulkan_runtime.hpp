@@ -21,6 +21,13 @@ inline tandem::Config gpu_config() {
     return c;
 }
 
+/// gpu_config with fusion off: one region per op, the reference fused programs are checked against.
+inline tandem::Config unfused_gpu_config() {
+    tandem::Config c = gpu_config();
+    c.fusion = false;
+    return c;
+}
+
 inline tandem::Config cpu_config() {
     tandem::Config c;
     c.device = "cpu";
