@@ -202,9 +202,10 @@ void prune_dead_values(Region& r) {
 
 /// The groups' dependencies (a group reads values of its deps), with a level per group kept
 /// topological as edges arrive (level[g] > level[d] for every dep d: raising a group raises its
-/// dependents), so that asking whether `from` depends on `to` walks only groups above `to`'s
-/// level. Without the bound a node that may join the newest group proved it by walking all of its
-/// reads' ancestry: quadratic in a loop's length (a 100-step stencil, a new group each step).
+/// dependents), so that asking whether a node's reads depend on a group `to` walks only groups
+/// above `to`'s level. Without the bound a node that may join the newest group proved it by
+/// walking all of its reads' ancestry: quadratic in a loop's length (a 100-step stencil, a new
+/// group each step). One walk per node serves all the groups it tries (begin, reached).
 class GroupGraph {
 public:
     std::size_t add() {
@@ -233,25 +234,52 @@ public:
                 }
         }
     }
-    bool reaches(std::size_t from, std::size_t to) {
+    /// Starts a query for a node that reads `reads`: which groups some read reaches by a path of
+    /// at least one edge (a node may join such a group only if it is not reached: joining it would
+    /// make a cycle). One walk serves every candidate the node tries, newest first: groups at or
+    /// below the lowest candidate level asked so far wait, unexpanded, until an older candidate
+    /// needs them (a path to a group runs through groups above its level only).
+    void begin(std::span<const std::size_t> reads) {
         ++walk_;
-        stack_.assign(1, from);
-        while (!stack_.empty()) {
-            const std::size_t g = stack_.back();
-            stack_.pop_back();
-            if (g == to) return true;
-            if (seen_[g] == walk_ || level_[g] <= level_[to]) continue;
-            seen_[g] = walk_;
-            for (std::size_t d : deps_[g]) stack_.push_back(d);
+        stack_.clear();
+        deferred_.clear();
+        bound_ = UINT64_MAX;
+        for (std::size_t q : reads)
+            for (std::size_t d : deps_[q]) mark(d);
+    }
+    /// Whether a read of the query reaches `to`.
+    bool reached(std::size_t to) {
+        if (level_[to] < bound_) {
+            bound_ = level_[to];
+            std::size_t kept = 0;
+            for (std::size_t x : deferred_) {
+                if (level_[x] > bound_) stack_.push_back(x);
+                else deferred_[kept++] = x;
+            }
+            deferred_.resize(kept);
         }
-        return false;
+        while (!stack_.empty()) {
+            const std::size_t x = stack_.back();
+            stack_.pop_back();
+            if (level_[x] <= bound_) {
+                deferred_.push_back(x);
+                continue;
+            }
+            for (std::size_t d : deps_[x]) mark(d);
+        }
+        return seen_[to] == walk_;
     }
 
 private:
+    void mark(std::size_t g) {
+        if (seen_[g] == walk_) return;
+        seen_[g] = walk_;
+        stack_.push_back(g);
+    }
     std::vector<std::vector<std::size_t>> deps_, dependents_;
     std::vector<std::uint64_t> level_, seen_;
-    std::vector<std::size_t> stack_;
-    std::uint64_t walk_ = 0;
+    std::vector<std::size_t> stack_, deferred_;
+    std::uint64_t walk_ = 0, bound_ = 0;
 };
 
 /// The selection of a Gather or Scatter node (see Region::IndexExtents); for Find, the positions.
@@ -433,11 +461,9 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             // planning cubic in a loop's length (an iterative solver of 400 small steps took 3 s).
             constexpr std::size_t kCandidates = 8;
             std::size_t tried = 0;
-            for (auto g = same_shape.rbegin(); g != same_shape.rend() && chosen == kFolded && tried < kCandidates; ++g, ++tried) {
-                bool acyclic = std::none_of(reads.begin(), reads.end(),
-                                            [&](std::size_t q) { return q != *g && graph.reaches(q, *g); });
-                if (acyclic) chosen = *g;
-            }
+            graph.begin(reads);
+            for (auto g = same_shape.rbegin(); g != same_shape.rend() && chosen == kFolded && tried < kCandidates; ++g, ++tried)
+                if (!graph.reached(*g)) chosen = *g;
         }
         if (chosen == kFolded) {
             chosen = groups.size();
