@@ -487,6 +487,14 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     // (one of its values is wanted or read by something other than a reduction): Xc = X - mu read
     // by a product and by var's sum of Xc.^2 writes Xc only, and the sum squares it as it reads.
     std::vector<std::unordered_set<std::size_t>> recomputed(groups.size());  // slice nodes per group
+    // f(k) for each value a recomputed slice reads that is not recomputed with it: the
+    // recomputing group reads it (from another group: a slice never reads its reader's group).
+    auto for_each_slice_operand = [&](auto&& f) {
+        for (std::size_t g = 0; g < groups.size(); ++g)
+            for (std::size_t m : recomputed[g])
+                for (auto& in : pending[m]->inputs)
+                    if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && !recomputed[g].count(k)) f(k);
+    };
     if (options.fuse) {
         // A value that is not wanted and is read only by reductions and by elementwise groups of
         // its own shape need never be written when those groups recompute it: its slice may then
@@ -534,11 +542,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g && !recomputed[g].count(k))
                     written_anyway[group_of[k]] = true;
         }
-        for (std::size_t g = 0; g < groups.size(); ++g)
-            for (std::size_t m : recomputed[g])
-                for (auto& in : pending[m]->inputs)
-                    if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g && !recomputed[g].count(k))
-                        written_anyway[group_of[k]] = true;
+        for_each_slice_operand([&](std::size_t k) { written_anyway[group_of[k]] = true; });
         recompute_reads(true, &written_anyway);
     }
     // What group g reads of node k: nothing when it recomputes k; else k's value.
@@ -556,11 +560,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 is_output[k] = true;
         }
     }
-    for (std::size_t g = 0; g < groups.size(); ++g)
-        for (std::size_t m : recomputed[g])
-            for (auto& in : pending[m]->inputs)
-                if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && !recomputed[g].count(k))
-                    is_output[k] = true;
+    for_each_slice_operand([&](std::size_t k) { is_output[k] = true; });
 
     // An elementwise group whose every output is read only by reductions along one dimension
     // (and is not wanted) becomes their producer: one region reads the inputs once, reduces, and
@@ -577,11 +577,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 (is_reduction(pending[i]->op) ? reduce_readers : other_readers)[k]++;
             }
         }
-        for (std::size_t g = 0; g < groups.size(); ++g)
-            for (std::size_t m : recomputed[g])
-                for (auto& in : pending[m]->inputs)
-                    if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && !recomputed[g].count(k))
-                        other_readers[k]++;
+        for_each_slice_operand([&](std::size_t k) { other_readers[k]++; });
         std::vector<double> dim_of(groups.size(), 0.0);
         std::vector<bool> blocked(groups.size(), false), has_dim(groups.size(), false);
         // A producer drawing several random arrays stays a region of its own: an elementwise

@@ -51,16 +51,18 @@ float tdm_f64_to_f32(double d) {
 }
 
 // Correctly rounded a / b for floats (bit-identical to IEEE float division, the CPU's), for the Vulkan backend's
-// f32 division: in double (below: a reciprocal refined in double where the operands allow), else from exact conversions (tdm_f32_to_f64 / tdm_f64_to_f32, so subnormal
+// f32 division: in double, by a reciprocal refined in double where the operands allow (below), else from exact
+// conversions (tdm_f32_to_f64 / tdm_f64_to_f32, so subnormal
 // operands and results are right on devices that flush fp32 denormals, as NVIDIA's does -- the prelude's
 // float(double(a) / double(b)) was not); correctly rounded since 53 >= 2*24 + 2 (a subnormal result's
 // double rounding is innocuous too: a quotient of floats is never within 2^-48 relative of a subnormal
 // midpoint without being one).
 float tdm_divf(float a, float b) {
-    // The common case (a normal, b normal below 2^126, a normal result) without an f64 division,
-    // a long sequence on GPUs (the H100: 0.21 ms for 132M of them, twice what a copy costs): 1/b
-    // from the f32 reciprocal (Vulkan: within 2.5 ulp) and two Newton steps in double (within
-    // 2^-51), q = a * (1/b) within 2^-50.9 of a/b. A quotient of floats is never a midpoint of
+    // The common case (a normal, b normal below 2^126, a normal result) without an f64 division
+    // (H100, 132M elements summed: x ./ sigma broadcast 0.523 -> 0.437 ms; x ./ 3.7 unchanged at
+    // 0.42, where the f32/f64 conversions are the cost): 1/b from the f32 reciprocal (Vulkan:
+    // within 2.5 ulp) and two Newton steps in double (within 2^-51), q = a * (1/b) within 2^-50.9
+    // of a/b. A quotient of floats is never a midpoint of
     // floats (that takes 25 significant bits; a float over a float has at most 24) and lies at
     // least 2^-49 from one (relative), so float(q) rounds a/b correctly. The rest (zeros,
     // subnormals, infinities, NaN, a subnormal result) from the bits through the f64 division.

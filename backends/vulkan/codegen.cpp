@@ -258,14 +258,14 @@ public:
         for (std::size_t s = 0; s < plan_.values.size(); ++s) {
             if (s >= loop_slots_.first && s < loop_slots_.second) continue;  // read per step: tdmk_slot
             if (s < npush) pre_ << "    double s" << s << " = pc.s[" << s << "];\n";
-            else pre_ << "    double s" << s << " = RefF64(pc.args + " << off + 8 * (s - npush) << "ul).v;\n";
+            else pre_ << "    double s" << s << " = RefF64(" << args_ << " + " << off + 8 * (s - npush) << "ul).v;\n";
         }
         if (r_.is_reduce()) {
             // After the scalars: inner, len, outer, parts, seg, partials (arguments.hpp).
             const std::uint64_t at = off + 8 * (plan_.values.size() > npush ? plan_.values.size() - npush : 0);
             const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_parts", "r_seg", "r_partials", "r_wide", "r_lanes"};
             for (std::uint64_t q = 0; q < kReduceParamsCount; ++q)
-                pre_ << "    uint64_t " << names[q] << " = RefU64(pc.args + " << at + 8 * q << "ul).v;\n";
+                pre_ << "    uint64_t " << names[q] << " = RefU64(" << args_ << " + " << at + 8 * q << "ul).v;\n";
             const ReducePlan rp = plan_reduce(r_, k.workgroup_size, k.two_pass_threshold);
             contiguous_ = rp.contiguous;
             if (reduce_shared_bytes(r_, k.workgroup_size, true) > o_.max_shared_bytes)
@@ -276,9 +276,9 @@ public:
             if (!r_.tail.empty()) write_tail(k, at + 8 * kReduceParamsCount);
         }
         for (std::size_t i = 0; i < nin; ++i)
-            pre_ << "    uint64_t in" << i << " = RefU64(pc.args + " << kArgHeaderBytes + 8 * i << "ul).v;\n";
+            pre_ << "    uint64_t in" << i << " = RefU64(" << args_ << " + " << kArgHeaderBytes + 8 * i << "ul).v;\n";
         for (std::size_t j = 0; j < nout; ++j)
-            pre_ << "    uint64_t out" << j << " = RefU64(pc.args + " << kArgHeaderBytes + 8 * (nin + j) << "ul).v;\n";
+            pre_ << "    uint64_t out" << j << " = RefU64(" << args_ << " + " << kArgHeaderBytes + 8 * (nin + j) << "ul).v;\n";
 
         type_.resize(r_.program.size());
         // The per-element code: once with 64-bit index `i` and scalar loads and stores (the
@@ -311,11 +311,10 @@ private:
         o.contiguous_fast_path = false;
         o.loops = false;
         Writer w(tail, access, walks, o, false);
+        w.args_ = "tdmk_tail_args";  // its argument block: the function's parameter
         auto tk = std::make_shared<Kernel>(w.run());
-        std::string body = w.pre_.str() + "    uint err = 0xFFFFFFFFu;\n" + w.general_;
-        for (std::size_t at_pc = body.find("pc.args"); at_pc != std::string::npos; at_pc = body.find("pc.args", at_pc))
-            body.replace(at_pc, 7, "tdmk_tail_args");
-        tail_fn_ = "void tdmk_tail(uint64_t tdmk_tail_args, uint64_t i) {\n" + body + "}\n";
+        tail_fn_ = "void tdmk_tail(uint64_t tdmk_tail_args, uint64_t i) {\n" + w.pre_.str() + "    uint err = 0xFFFFFFFFu;\n" +
+                   w.general_ + "}\n";
         tail_call_ = "            tdmk_tail(pc.args + " + std::to_string(at) + "ul, q);\n";
         need_f64_ |= w.need_f64_;
         need_f32_ |= w.need_f32_;
@@ -640,16 +639,16 @@ private:
             const std::string D = K + "_" + std::to_string(d);
             const std::uint64_t at = dims_offset_[k] + kStridedDimBytes * static_cast<std::uint64_t>(d);
             if (d + 1 < nd) {
-                pre_ << "    uint64_t e" << D << " = RefU64(pc.args + " << at << "ul).v;\n"
-                     << "    uint64_t dv" << D << " = RefU64(pc.args + " << at + 16 << "ul).v;\n"
+                pre_ << "    uint64_t e" << D << " = RefU64(" << args_ << " + " << at << "ul).v;\n"
+                     << "    uint64_t dv" << D << " = RefU64(" << args_ << " + " << at + 16 << "ul).v;\n"
                      << "    uint e" << D << "w = uint(e" << D << ");\n";
             }
-            pre_ << "    uint64_t t" << D << " = RefU64(pc.args + " << at + 8 << "ul).v;\n"
+            pre_ << "    uint64_t t" << D << " = RefU64(" << args_ << " + " << at + 8 << "ul).v;\n"
                  << "    uint t" << D << "w = uint(t" << D << ");\n";
             if (walk[static_cast<std::size_t>(d)] != 'p')
-                pre_ << "    uint64_t n" << D << " = RefU64(pc.args + " << at + 24 << "ul).v;\n"
-                     << "    int64_t st" << D << " = int64_t(RefU64(pc.args + " << at + 32 << "ul).v);\n"
-                     << "    int64_t of" << D << " = int64_t(RefU64(pc.args + " << at + 40 << "ul).v);\n"
+                pre_ << "    uint64_t n" << D << " = RefU64(" << args_ << " + " << at + 24 << "ul).v;\n"
+                     << "    int64_t st" << D << " = int64_t(RefU64(" << args_ << " + " << at + 32 << "ul).v);\n"
+                     << "    int64_t of" << D << " = int64_t(RefU64(" << args_ << " + " << at + 40 << "ul).v);\n"
                      << "    uint n" << D << "w = uint(n" << D << "), st" << D << "w = uint(st" << D << "), of" << D
                      << "w = uint(of" << D << ");\n";
         }
@@ -1114,6 +1113,7 @@ private:
     bool need_f64_ = false, need_f32_ = false, need_modrem_ = false, uses_u8_ = false;
     bool contiguous_ = false;  // reduce regions: ReducePlan::contiguous
     std::string tail_fn_, tail_call_;  // reduce regions with a tail: write_tail
+    std::string args_ = "pc.args";     // the argument block's address, as the per-element setup reads it
     bool need_rng_ = false;    // a generator of random numbers: paste shaders/philox.glsl
 };
 

@@ -82,28 +82,23 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
         put(static_cast<std::uint64_t>(access[k]) << 32 | walk_letters(walks[k]).size());
         s += walks[k];
     }
-    for (const Instr& ins : r.program) {
-        put(static_cast<std::uint64_t>(ins.op) | static_cast<std::uint64_t>(ins.dtype) << 8 |
-            static_cast<std::uint64_t>(ins.compute) << 16);
-        for (int k = 0; k < op_info(ins.op).arity; ++k) {
-            const Arg& a = ins.args[static_cast<std::size_t>(k)];
-            put(static_cast<std::uint64_t>(a.kind) | static_cast<std::uint64_t>(a.dtype) << 8 |
-                static_cast<std::uint64_t>(a.kind == Arg::Kind::Scalar ? 0 : a.index) << 16);
-        }
-    }
-    for (auto& o : r.outputs) put(o.value | static_cast<std::uint64_t>(o.node->dtype) << 32);
-    if (r.is_reduce()) {
-        put(0x5245445543450000ull | (contiguous ? 1u : 0u));
-        for (const Reduction& red : r.reductions) put(static_cast<std::uint64_t>(red.op) << 32 | red.value);
-        for (const Instr& ins : r.tail) {
+    auto instructions = [&](const std::vector<Instr>& program, std::uint64_t tag) {
+        for (const Instr& ins : program) {
             put(static_cast<std::uint64_t>(ins.op) | static_cast<std::uint64_t>(ins.dtype) << 8 |
-                static_cast<std::uint64_t>(ins.compute) << 16 | std::uint64_t{0x7A11} << 32);
+                static_cast<std::uint64_t>(ins.compute) << 16 | tag << 32);
             for (int k = 0; k < op_info(ins.op).arity; ++k) {
                 const Arg& a = ins.args[static_cast<std::size_t>(k)];
                 put(static_cast<std::uint64_t>(a.kind) | static_cast<std::uint64_t>(a.dtype) << 8 |
                     static_cast<std::uint64_t>(a.kind == Arg::Kind::Scalar ? 0 : a.index) << 16);
             }
         }
+    };
+    instructions(r.program, 0);
+    for (auto& o : r.outputs) put(o.value | static_cast<std::uint64_t>(o.node->dtype) << 32);
+    if (r.is_reduce()) {
+        put(0x5245445543450000ull | (contiguous ? 1u : 0u));
+        for (const Reduction& red : r.reductions) put(static_cast<std::uint64_t>(red.op) << 32 | red.value);
+        instructions(r.tail, 0x7A11);  // tagged: the tail's instructions are never the program's
     }
     return s;
 }
