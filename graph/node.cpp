@@ -31,19 +31,36 @@ std::string Node::label() const {
     return s + " " + shape.to_string() + " " + std::string(dtype_name(dtype));
 }
 
-std::size_t NodeTable::KeyHash::operator()(const Key& k) const noexcept {
+NodeTable::Key::Key(OpKind o, DType t, const Shape& shape, const std::vector<std::shared_ptr<Node>>& inputs,
+                    const std::array<double, 3>& attributes)
+    : op(o), dtype(t), ndims(static_cast<std::uint32_t>(shape.ndims())),
+      ninputs(static_cast<std::uint32_t>(inputs.size())) {
+    if (words() > kInline) more_words.resize(words() - kInline);
+    auto set = [&](std::size_t i, std::uint64_t v) { (i < kInline ? inline_words[i] : more_words[i - kInline]) = v; };
+    std::size_t w = 0;
+    for (auto d : shape.dims()) set(w++, static_cast<std::uint64_t>(d));
+    for (const auto& in : inputs) set(w++, in->id);
+    for (std::size_t i = 0; i < 3; ++i) attr[i] = std::bit_cast<std::uint64_t>(attributes[i]);
     // FNV-1a over the key's words: cheap, and good enough for an in-memory table.
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&](std::uint64_t v) {
         h ^= v;
         h *= 1099511628211ull;
     };
-    mix(static_cast<std::uint64_t>(k.op));
-    mix(static_cast<std::uint64_t>(k.dtype));
-    for (auto d : k.dims) mix(static_cast<std::uint64_t>(d));
-    for (auto i : k.inputs) mix(i);
-    for (auto a : k.attr) mix(a);
-    return static_cast<std::size_t>(h);
+    mix(static_cast<std::uint64_t>(op));
+    mix(static_cast<std::uint64_t>(dtype));
+    mix(ndims);
+    for (std::size_t i = 0; i < words(); ++i) mix(word(i));
+    for (auto x : attr) mix(x);
+    hash = static_cast<std::size_t>(h);
+}
+
+bool NodeTable::Key::operator==(const Key& o) const noexcept {
+    if (hash != o.hash || op != o.op || dtype != o.dtype || ndims != o.ndims || ninputs != o.ninputs || attr != o.attr)
+        return false;
+    for (std::size_t i = 0; i < words(); ++i)
+        if (word(i) != o.word(i)) return false;
+    return true;
 }
 
 std::uint64_t NodeTable::next_id() { return ids_.fetch_add(1, std::memory_order_relaxed); }
@@ -65,11 +82,8 @@ void NodeTable::release_buried() {
 std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape,
                                       std::vector<std::shared_ptr<Node>> inputs, std::array<double, 3> attr) {
     if (buried_.load(std::memory_order_acquire)) release_buried();
-    Key key{op, dtype, shape.dims(), {}, {}};
-    key.inputs.reserve(inputs.size());
-    for (auto& in : inputs) key.inputs.push_back(in->id);
-    for (std::size_t i = 0; i < 3; ++i) key.attr[i] = std::bit_cast<std::uint64_t>(attr[i]);
-    std::size_t h = KeyHash{}(key);
+    Key key(op, dtype, shape, inputs, attr);
+    const std::size_t h = key.hash;
     Shard& shard = shards_[h % kShards];
 
     std::lock_guard lock(shard.mutex);
@@ -82,11 +96,14 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
     node->id = next_id();
     node->hash = h;
     node->runtime = runtime_;
-    shard.map.insert_or_assign(std::move(key), node);
+    if (it != shard.map.end())
+        it->second = node;  // the entry of a node that died
+    else
+        shard.map.emplace(std::move(key), node);
     if (shard.map.size() >= shard.sweep_at) {
         // Drop entries whose nodes died; amortised by doubling the threshold.
         std::erase_if(shard.map, [](const auto& kv) { return kv.second.expired(); });
-        shard.sweep_at = std::max<std::size_t>(1024, 2 * shard.map.size());
+        shard.sweep_at = std::max<std::size_t>(kMinSweep, 2 * shard.map.size());
     }
     return node;
 }

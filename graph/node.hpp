@@ -79,22 +79,38 @@ public:
     void release_buried();
 
 private:
+    /// A node's structure: op, type, extents, operand ids, attributes. The extents and ids sit
+    /// inline (one allocation per entry, the map's own), and the hash is computed once: building
+    /// a long program interns thousands of nodes, and their keys were most of its time.
     struct Key {
-        OpKind op;
-        DType dtype;
-        std::vector<std::int64_t> dims;
-        std::vector<std::uint64_t> inputs;
-        std::array<std::uint64_t, 3> attr;
-        bool operator==(const Key&) const = default;
+        static constexpr std::size_t kInline = 8;
+        std::size_t hash = 0;
+        OpKind op{};
+        DType dtype{};
+        std::uint32_t ndims = 0, ninputs = 0;
+        std::array<std::uint64_t, 3> attr{};
+        std::array<std::uint64_t, kInline> inline_words{};
+        std::vector<std::uint64_t> more_words;  // only for keys of more than kInline words
+
+        Key(OpKind o, DType t, const Shape& shape, const std::vector<std::shared_ptr<Node>>& inputs,
+            const std::array<double, 3>& attributes);
+        std::uint64_t word(std::size_t i) const noexcept {
+            return i < kInline ? inline_words[i] : more_words[i - kInline];
+        }
+        std::size_t words() const noexcept { return std::size_t{ndims} + ninputs; }
+        bool operator==(const Key& o) const noexcept;
     };
     struct KeyHash {
-        std::size_t operator()(const Key& k) const noexcept;
+        std::size_t operator()(const Key& k) const noexcept { return k.hash; }
     };
     static constexpr std::size_t kShards = 16;  // builders on many threads rarely contend
+    // Dead entries are swept when a shard doubles: a small floor keeps the table (probed once per
+    // node built) near the live graph's size, so its buckets stay in cache.
+    static constexpr std::size_t kMinSweep = 128;
     struct Shard {
         std::mutex mutex;
         std::unordered_map<Key, std::weak_ptr<Node>, KeyHash> map;
-        std::size_t sweep_at = 1024;
+        std::size_t sweep_at = kMinSweep;
     };
     std::uint64_t next_id();
 

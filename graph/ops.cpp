@@ -36,17 +36,22 @@ std::shared_ptr<Node> node_of(detail::RuntimeImpl& rt, const Operand& o) {
 Array make(OpKind op, std::initializer_list<const Operand*> operands, DType cast_target = DType::f64) {
     detail::RuntimeImpl& rt = common_runtime(operands, op);
     std::vector<std::shared_ptr<Node>> inputs;
+    inputs.reserve(operands.size());
     DType types[3] = {DType::f64, DType::f64, DType::f64};
-    Shape shape;
-    std::size_t k = 0;
     for (const Operand* o : operands) {
         inputs.push_back(node_of(rt, *o));
-        types[k] = inputs.back()->dtype;
-        shape = k == 0 ? inputs.back()->shape : broadcast_shapes(shape, inputs.back()->shape, op_info(op).name);
-        ++k;
+        types[inputs.size() - 1] = inputs.back()->dtype;
+    }
+    // Equal shapes (the common case) need no broadcast and no copy here.
+    const Shape* shape = &inputs[0]->shape;
+    Shape broadcast;
+    for (std::size_t k = 1; k < inputs.size(); ++k) {
+        if (inputs[k]->shape == *shape) continue;
+        broadcast = broadcast_shapes(*shape, inputs[k]->shape, op_info(op).name);
+        shape = &broadcast;
     }
     DType dtype = detail::result_dtype(op, types, cast_target);
-    return Array(rt.nodes().make(op, dtype, shape, std::move(inputs)));
+    return Array(rt.nodes().make(op, dtype, *shape, std::move(inputs)));
 }
 
 Array unary(OpKind op, const Array& a) {
