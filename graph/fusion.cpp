@@ -162,7 +162,7 @@ std::vector<std::size_t> recompute_slice(const std::vector<Node*>& pending, std:
         const Node& n = *pending[m];
         const OpInfo& info = op_info(n.op);
         if (!is_elementwise(n.op) || info.group == OpGroup::Generator || slice.size() == kMaxRecomputed ||
-            (info.transcendental && transcendentals-- == 0))
+            (is_transcendental(n.op) && transcendentals-- == 0))
             return {};
         slice.push_back(m);
         for (auto& in : n.inputs)
@@ -315,8 +315,7 @@ void fold_tails(std::vector<Region>& regions) {
     std::unordered_map<const Node*, std::pair<std::size_t, std::uint32_t>> produced;  // node -> (region, reduction)
     std::vector<bool> folded(regions.size(), false);
     auto plain_elementwise = [](const Region& e) {
-        return !e.is_reduce() && !e.matmul && !e.transpose && !e.alias && !e.scan && !e.cat && !e.remap &&
-               e.permutation.empty() && e.indexing == Region::Indexing::none && e.input_views.empty() &&
+        return e.kind == RegionKind::elementwise && e.input_views.empty() &&
                !e.program.empty() && !e.outputs.empty() && !e.inputs.empty();
     };
     for (std::size_t g = 0; g < regions.size(); ++g) {
@@ -714,9 +713,9 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         for (std::size_t m : g.members) {
             const Node* n = pending[m];
             if (n->op == OpKind::Gather || n->op == OpKind::Scatter || n->op == OpKind::Find) {
-                r.indexing = n->op == OpKind::Gather    ? Region::Indexing::gather
-                             : n->op == OpKind::Scatter ? Region::Indexing::scatter
-                                                        : Region::Indexing::find;
+                r.kind = n->op == OpKind::Gather    ? RegionKind::gather
+                         : n->op == OpKind::Scatter ? RegionKind::scatter
+                                                    : RegionKind::find;
                 r.inputs = n->inputs;
                 r.index_extents = index_extents_of(*n);
                 r.index_position = n->op == OpKind::Find || n->attr[0] < 0 ? 0 : static_cast<int>(n->attr[0]) + 1;
@@ -724,6 +723,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 continue;
             }
             if (n->op == OpKind::Permute) {
+                r.kind = RegionKind::permute;
                 const auto packed = static_cast<std::uint64_t>(n->attr[0]);
                 for (int d = 0; d < static_cast<int>(n->attr[1]); ++d) r.permutation.push_back(static_cast<int>((packed >> (4 * d)) & 15));
                 r.inputs = n->inputs;
@@ -731,7 +731,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 continue;
             }
             if (n->op == OpKind::Remap) {
-                r.remap = true;
+                r.kind = RegionKind::remap;
                 r.reduce_dim = static_cast<int>(n->attr[0]);
                 r.remap_a = static_cast<std::int64_t>(n->attr[1]);
                 r.remap_b = static_cast<std::int64_t>(n->attr[2]);
@@ -740,14 +740,14 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 continue;
             }
             if (n->op == OpKind::Cat) {
-                r.cat = true;
+                r.kind = RegionKind::concat;
                 r.reduce_dim = static_cast<int>(n->attr[0]);
                 r.inputs = n->inputs;
                 r.outputs.push_back({0, pending[m]->shared_from_this()});
                 continue;
             }
             if (op_info(n->op).group == OpGroup::Scan) {
-                r.scan = true;
+                r.kind = RegionKind::scan;
                 r.scan_op = n->op;
                 r.reduce_dim = static_cast<int>(n->attr[0]);
                 r.inputs = n->inputs;
@@ -755,19 +755,19 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 continue;
             }
             if (n->op == OpKind::Transpose) {
-                r.transpose = true;
+                r.kind = RegionKind::transpose;
                 r.inputs = n->inputs;
                 r.outputs.push_back({0, pending[m]->shared_from_this()});
                 continue;
             }
             if (n->op == OpKind::Reshape) {
-                r.alias = true;
+                r.kind = RegionKind::view;
                 r.inputs = n->inputs;
                 r.outputs.push_back({0, pending[m]->shared_from_this()});
                 continue;
             }
             if (n->op == OpKind::MatMul) {
-                r.matmul = true;
+                r.kind = RegionKind::matmul;
                 r.trans_a = n->attr[0] != 0;
                 r.trans_b = n->attr[1] != 0;
                 r.matmul_precision = static_cast<std::uint8_t>(n->attr[2]);  // graph/linalg.cpp
@@ -793,6 +793,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 ins.compute = compute_dtype(OpKind::Cast, &t);
                 const auto v = static_cast<std::uint32_t>(r.program.size());  // after a recomputed input's ops
                 r.program.push_back(ins);
+                r.kind = RegionKind::reduce;
                 r.reductions.push_back({n->op, v});
                 r.reduce_dim = static_cast<int>(n->attr[0]);
                 r.outputs.push_back({v, pending[m]->shared_from_this()});
@@ -812,6 +813,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             const std::size_t m = groups[ri].members.front();
             const Node* n = pending[m];
             const std::uint32_t v = value_of[pos(n->inputs[0].get())];
+            r.kind = RegionKind::reduce;
             r.reductions.push_back({n->op, v});
             r.reduce_dim = static_cast<int>(n->attr[0]);
             r.outputs.push_back({v, pending[m]->shared_from_this()});
@@ -820,6 +822,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         regions.push_back(std::move(r));
     }
     if (options.fuse) fold_tails(regions);
+    for (Region& r : regions) r.cost = summarize_cost(r);
     return regions;
 }
 

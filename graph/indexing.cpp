@@ -164,7 +164,7 @@ Array assign(const Array& a, int dim, const Array& I, const Operand& b) {
 namespace tandem::detail {
 
 void throw_bad_subscript(const Region& r, std::int64_t k, BadSubscript why, std::optional<double> value) {
-    const char* what = r.indexing == Region::Indexing::scatter ? "assign" : "index";
+    const char* what = r.kind == RegionKind::scatter ? "assign" : "index";
     std::string s = std::string(what) + ": subscript I(" + std::to_string(k + 1) + ")";
     if (value) {
         char buf[64];

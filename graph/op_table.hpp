@@ -64,15 +64,28 @@ enum class TypeRule : std::uint8_t {
     Reduction,   ///< sum/prod/max/min: the operand's arithmetic type; argmax/argmin: double; any/all: logical
 };
 
+/// What an element of an op costs, for the cost model (RegionCost counts ops by class).
+enum class CostClass : std::uint8_t {
+    none,            ///< no arithmetic: leaves, views, rearrangements (their bytes are their cost)
+    simple,          ///< a few instructions: + - * min max compare select abs round, reduction steps
+    divide,          ///< a division or square root (a long sequence on GPUs, in double above all)
+    transcendental,  ///< an elementary function: exp, log, sin, pow, ... (tens of operations)
+    random,          ///< a Philox block and its transform to the distribution
+};
+inline constexpr std::size_t kCostClasses = 5;
+
 struct OpInfo {
     std::string_view name;  ///< MATLAB's function name, used in messages
     OpGroup group;
     int arity;
     TypeRule rule;
-    bool transcendental;    ///< costs far more than a memory access (a hint for cost models)
+    CostClass cost;
 };
 
 const OpInfo& op_info(OpKind op) noexcept;
+
+/// Costs far more than a memory access: fusion recomputes at most one of these.
+inline bool is_transcendental(OpKind op) noexcept { return op_info(op).cost == CostClass::transcendental; }
 
 inline bool is_elementwise(OpKind op) noexcept {
     OpGroup g = op_info(op).group;

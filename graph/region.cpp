@@ -58,6 +58,102 @@ std::vector<InputDim> Region::input_dims(std::size_t k) const {
     return dims;
 }
 
+const char* region_kind_name(RegionKind k) noexcept {
+    switch (k) {
+        case RegionKind::elementwise: return "elementwise";
+        case RegionKind::reduce: return "reduce";
+        case RegionKind::matmul: return "matmul";
+        case RegionKind::view: return "view";
+        case RegionKind::transpose: return "transpose";
+        case RegionKind::permute: return "permute";
+        case RegionKind::scan: return "scan";
+        case RegionKind::concat: return "concat";
+        case RegionKind::remap: return "remap";
+        case RegionKind::gather: return "gather";
+        case RegionKind::scatter: return "scatter";
+        case RegionKind::find: return "find";
+    }
+    return "?";
+}
+
+std::int64_t RegionCost::bytes_read() const noexcept {
+    std::int64_t b = 0;
+    for (auto x : input_bytes) b += x;
+    return b;
+}
+std::int64_t RegionCost::bytes_written() const noexcept {
+    std::int64_t b = 0;
+    for (auto x : output_bytes) b += x;
+    return b;
+}
+
+std::string RegionCost::to_string() const {
+    static constexpr const char* kClass[kCostClasses] = {"none", "simple", "divide", "transcendental", "random"};
+    std::ostringstream os;
+    os << "reads " << bytes_read() << " B, writes " << bytes_written() << " B";
+    for (std::size_t c = 1; c < kCostClasses; ++c)
+        for (std::size_t t = 0; t < 2; ++t)
+            if (ops[c][t]) os << "; " << ops[c][t] << " " << kClass[c] << (t ? " f32" : " f64");
+    if (reduce_len) os << "; lines of " << reduce_len << " x " << reduce_lines;
+    if (k) os << "; product " << m << " x " << n << " x " << k << " " << dtype_name(product_dtype);
+    return os.str();
+}
+
+RegionCost summarize_cost(const Region& r) {
+    RegionCost c;
+    auto bytes = [](const Node& n) { return n.shape.numel() * static_cast<std::int64_t>(dtype_size(n.dtype)); };
+    for (const auto& in : r.inputs) c.input_bytes.push_back(bytes(*in));
+    for (const auto& out : r.outputs) c.output_bytes.push_back(bytes(*out.node));
+    c.elements = r.shape.numel();
+    auto count = [&](const std::vector<Instr>& program, std::int64_t times) {
+        for (const Instr& ins : program)
+            c.ops[static_cast<std::size_t>(op_info(ins.op).cost)][ins.compute == DType::f32 ? 1 : 0] += times;
+    };
+    switch (r.kind) {
+        case RegionKind::elementwise: count(r.program, c.elements); break;
+        case RegionKind::reduce: {
+            count(r.program, c.elements);
+            const auto e = r.reduce_extents();
+            c.reduce_len = e.len;
+            c.reduce_lines = e.inner * e.outer;
+            for (const Reduction& red : r.reductions) {
+                const DType t = r.program[red.value].compute;
+                c.ops[static_cast<std::size_t>(CostClass::simple)][t == DType::f32 ? 1 : 0] += c.elements;
+            }
+            count(r.tail, c.reduce_lines);
+            break;
+        }
+        case RegionKind::scan: {
+            const auto e = r.reduce_extents();
+            c.reduce_len = e.len;
+            c.reduce_lines = e.inner * e.outer;
+            c.ops[static_cast<std::size_t>(CostClass::simple)][r.inputs[0]->dtype == DType::f32 ? 1 : 0] += c.elements;
+            break;
+        }
+        case RegionKind::matmul: {
+            const Shape& a = r.inputs[0]->shape;
+            c.m = r.shape[0];
+            c.n = r.shape[1];
+            c.k = r.trans_a ? a[0] : a[1];
+            c.product_dtype = r.inputs[0]->dtype;
+            c.product_precision = r.matmul_precision;
+            break;
+        }
+        case RegionKind::view:
+            c.output_bytes.assign(c.output_bytes.size(), 0);  // shares its input's value
+            c.input_bytes.assign(c.input_bytes.size(), 0);
+            break;
+        case RegionKind::transpose:
+        case RegionKind::permute:
+        case RegionKind::concat:
+        case RegionKind::remap:
+        case RegionKind::gather:
+        case RegionKind::scatter:
+        case RegionKind::find: break;  // bytes only
+    }
+    return c;
+}
+
 Region Region::tail_region() const {
     Region e;
     e.shape = outputs.front().node->shape;
@@ -69,7 +165,7 @@ Region Region::tail_region() const {
 
 std::string Region::to_string() const {
     std::ostringstream os;
-    os << "region " << shape.to_string() << " (" << inputs.size() << " inputs, " << program.size() + tail.size()
+    os << region_kind_name(kind) << " region " << shape.to_string() << " (" << inputs.size() << " inputs, " << program.size() + tail.size()
        << " ops, " << outputs.size() << " outputs)\n";
     auto instruction = [&](const std::string& name, const Instr& ins, bool in_tail) {
         os << "  " << name << " = " << op_info(ins.op).name << "(";
@@ -112,6 +208,7 @@ std::string Region::to_string() const {
         if (reduced) os << " reduced by " << op_info(reductions[j].op).name;
     }
     if (is_reduce()) os << (reduce_dim < 0 ? " over all elements" : " along dim " + std::to_string(reduce_dim + 1));
+    os << "\n  cost: " << cost.to_string();
     return os.str();
 }
 
@@ -154,6 +251,7 @@ Region Region::slice(std::size_t j, std::vector<std::size_t>* input_index) const
     }
     s.outputs.push_back({value_map[outputs[j].value], outputs[j].node});
     if (is_reduce()) {
+        s.kind = RegionKind::reduce;
         s.reductions.push_back({reductions[j].op, value_map[reductions[j].value]});
         s.reduce_dim = reduce_dim;
     }
@@ -168,11 +266,21 @@ std::string Region::summary() const {
     }
     for (const Reduction& red : reductions) s += std::string(",") + std::string(op_info(red.op).name);
     for (const Instr& ins : tail) s += std::string(",") + std::string(op_info(ins.op).name);
-    const char* own = matmul ? "mtimes" : transpose ? "transpose" : alias ? "reshape" : cat ? "cat" : remap ? "remap" : nullptr;
-    if (!permutation.empty()) own = "permute";
-    if (indexing != Indexing::none)
-        own = indexing == Indexing::gather ? "subsref" : indexing == Indexing::scatter ? "subsasgn" : "find";
-    if (scan) own = op_info(scan_op).name.data();
+    const char* own = nullptr;
+    switch (kind) {
+        case RegionKind::elementwise:
+        case RegionKind::reduce: break;
+        case RegionKind::matmul: own = "mtimes"; break;
+        case RegionKind::view: own = "reshape"; break;
+        case RegionKind::transpose: own = "transpose"; break;
+        case RegionKind::permute: own = "permute"; break;
+        case RegionKind::scan: own = op_info(scan_op).name.data(); break;
+        case RegionKind::concat: own = "cat"; break;
+        case RegionKind::remap: own = "remap"; break;
+        case RegionKind::gather: own = "subsref"; break;
+        case RegionKind::scatter: own = "subsasgn"; break;
+        case RegionKind::find: own = "find"; break;
+    }
     if (own) s += std::string(s.empty() ? "" : ",") + own;
     return s;
 }

@@ -62,8 +62,55 @@ struct InputDim {
     bool mapped() const noexcept { return n != 0; }
 };
 
+/// What a region costs, as fusion summarises it for the cost model (scheduler/): the bytes it
+/// moves and the work it does, for one run of the whole region. Backends may do less (a cached
+/// operand) or more (a two-pass reduction); this is the program's own account.
+struct RegionCost {
+    std::vector<std::int64_t> input_bytes;   ///< per input: its bytes (read once, expanded or not)
+    std::vector<std::int64_t> output_bytes;  ///< per output: the bytes written
+    /// Element operations by class and compute type: ops[class][0] in double, ops[class][1] in
+    /// single. A program's instruction counts once per element of the region, a tail's once per
+    /// result, a reduction or scan step once per element reduced.
+    std::array<std::array<std::int64_t, 2>, kCostClasses> ops{};
+    std::int64_t elements = 0;                ///< the iteration domain's size
+    std::int64_t reduce_len = 0, reduce_lines = 0;  ///< a reduce or scan region: each line's length, the lines
+    std::int64_t m = 0, n = 0, k = 0;         ///< a matrix product: op(A) is m x k, op(B) k x n
+    DType product_dtype = DType::f64;         ///< its operands' type
+    std::uint8_t product_precision = 0;       ///< its MatmulPrecision code (0 full, 1 f16, 2 bf16)
+
+    std::int64_t bytes_read() const noexcept;
+    std::int64_t bytes_written() const noexcept;
+    std::int64_t ops_of(CostClass c) const noexcept {
+        return ops[static_cast<std::size_t>(c)][0] + ops[static_cast<std::size_t>(c)][1];
+    }
+    std::int64_t flops() const noexcept { return 2 * m * n * k; }  ///< a product's multiply-adds, counted twice
+    std::string to_string() const;  ///< "reads 800 B, writes 800 B; 100 simple f64, ..."
+};
+
+/// What a region does: a closed set. Fusion sets it; each backend runs a region through one
+/// switch over it (no default: a new kind is a compile error until every backend handles it).
+enum class RegionKind : std::uint8_t {
+    elementwise,  ///< the program over `shape`; outputs are program values
+    reduce,       ///< the program, reduced along reduce_dim (`reductions`), then the `tail`
+    matmul,       ///< outputs[0] = op(inputs[0]) * op(inputs[1]), with its epilogue
+    view,         ///< reshape: outputs[0] shares inputs[0]'s value; nothing runs
+    transpose,    ///< outputs[0] = inputs[0].' (2-D)
+    permute,      ///< outputs[0] = permute(inputs[0], permutation)
+    scan,         ///< outputs[0] = scan_op of inputs[0] along reduce_dim, line by line in order
+    concat,       ///< outputs[0] = the inputs end to end along reduce_dim
+    remap,        ///< outputs[0](.., k, ..) = inputs[0](.., (remap_a k + remap_b) mod n, ..) along reduce_dim
+    gather,       ///< indexing: outputs[0] = the selection (index_extents)
+    scatter,      ///< indexing: outputs[0] = inputs[0] with the selection set to inputs[2]
+    find,         ///< outputs[0] = the 1-based positions of inputs[0]'s true elements
+};
+/// "elementwise", "reduce", ... for logs and traces.
+const char* region_kind_name(RegionKind k) noexcept;
+
 struct Region {
-    Shape shape;                                  ///< iteration domain; every value has this shape
+    RegionKind kind = RegionKind::elementwise;
+    Shape shape;
+    /// Filled in by fusion (summarize_cost) once the region is complete.
+    RegionCost cost;                                  ///< iteration domain; every value has this shape
     std::vector<std::shared_ptr<Node>> inputs;    ///< materialised before the region runs
     /// Empty, or one per input: the remaps folded into reading it (empty: read as is, expanded
     /// where its extent is 1). An input may appear more than once, with different views.
@@ -87,13 +134,11 @@ struct Region {
     /// cannot fail on data, so a region with a tail never needs slice().
     std::vector<Instr> tail;
 
-    bool is_reduce() const noexcept { return !reductions.empty(); }
+    bool is_reduce() const noexcept { return kind == RegionKind::reduce; }
     /// The tail as an elementwise region of its own (the reduced shape; inputs: the reductions'
     /// output nodes; outputs: the tail's), which is how the backends run it.
     Region tail_region() const;
-    /// A matrix product region: outputs[0] = op(inputs[0]) * op(inputs[1]) (no program; the shape
-    /// is the result's).
-    bool matmul = false;
+    /// A matrix product region (no program; the shape is the result's): the operands' transposes.
     bool trans_a = false, trans_b = false;
     /// Its MatmulPrecision (tandem/linalg.hpp) as the code: 0 full, 1 f16, 2 bf16 (the MatMul
     /// node's attr[2]; outputs[0] is not that node when an epilogue folded in).
@@ -110,34 +155,19 @@ struct Region {
         bool any() const noexcept { return alpha != 1 || has_c || bias != Bias::none || relu; }
     };
     Epilogue epilogue;
-    /// A view region (reshape): outputs[0] shares inputs[0]'s value; nothing runs.
-    bool alias = false;
-    /// A transpose region: outputs[0] = inputs[0].' (2-D; the shape is the result's).
-    bool transpose = false;
-    /// A scan region: outputs[0] = scan_op of inputs[0] along reduce_dim (0-based), line by
-    /// line in order (the same shape; reduce_extents gives the lines).
-    bool scan = false;
+    /// A scan region's op (CumSum, CumProd, CumMax, CumMin).
     OpKind scan_op = OpKind::CumSum;
-    /// A concatenation region: outputs[0] = the inputs end to end along reduce_dim (0-based).
-    bool cat = false;
-    /// A remap region: along reduce_dim, output position k reads input position
+    /// A remap region's map along reduce_dim: output position k reads input position
     /// (remap_a * k + remap_b) mod (the input's extent there); everything else as is.
-    bool remap = false;
     std::int64_t remap_a = 1, remap_b = 0;
-    /// Non-empty: a permute region, outputs[0] = permute(inputs[0], permutation) (0-based: output
-    /// dimension d is input dimension permutation[d]; graph/permute_plan.hpp says how it runs).
+    /// A permute region's order (0-based: output dimension d is input dimension permutation[d];
+    /// graph/permute_plan.hpp says how it runs).
     std::vector<int> permutation;
-    /// An indexing region. The selection is (inner, count, outer) over a viewed as
-    /// (inner, extent, outer): element (i, k, o) of it is a's linear element
-    /// i + inner * (I(k) - 1 + extent * o), with I = inputs[1] (1-based, checked: a bad subscript
-    /// fails the region with an IndexError). Linear indexing is inner = outer = 1.
-    ///   gather:  outputs[0] = the selection (the region's shape is the result's)
-    ///   scatter: outputs[0] = inputs[0] with the selection set to inputs[2] (a scalar or one
-    ///            element per selected one, in order); of repeated subscripts the last one wins
-    ///   find:    outputs[0] = the 1-based positions of inputs[0]'s true elements (a logical
-    ///            array), in order, as doubles; the region's shape is the result's
-    enum class Indexing : std::uint8_t { none, gather, scatter, find };
-    Indexing indexing = Indexing::none;
+    /// An indexing region's selection, (inner, count, outer) over a viewed as (inner, extent,
+    /// outer): element (i, k, o) of it is a's linear element i + inner * (I(k) - 1 + extent * o),
+    /// with I = inputs[1] (1-based, checked: a bad subscript fails the region with an IndexError).
+    /// Linear indexing is inner = outer = 1. gather: the region's shape is the result's; scatter:
+    /// of repeated subscripts the last one wins; find: results are doubles, in order.
     struct IndexExtents {
         std::int64_t inner = 1, count = 0, outer = 1, extent = 0;
     };
@@ -172,5 +202,8 @@ struct Region {
     /// position of the input of this region it is.
     Region slice(std::size_t j, std::vector<std::size_t>* input_index = nullptr) const;
 };
+
+/// The cost summary of a complete region (fusion calls it for each region it makes).
+RegionCost summarize_cost(const Region& r);
 
 }  // namespace tandem::detail

@@ -124,7 +124,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 auto job = std::make_shared<Job>();
                 job->region = std::move(r);
                 job->placement = placement_.place(job->region);
-                if (job->region.alias && placement_.device() != nullptr) {
+                if (job->region.kind == RegionKind::view && placement_.device() != nullptr) {
                     // A view of a device value stays with it: as a CPU job it would wait for the
                     // device to finish and make its producer download (a sync per power step).
                     const Node* in = job->region.inputs[0].get();
@@ -155,7 +155,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 for (auto& in : job->region.inputs) {
                     auto it = producer.find(in.get());
                     // Through views (they copy nothing) to the region that computes the value.
-                    while (it != producer.end() && it->second.first->region.alias &&
+                    while (it != producer.end() && it->second.first->region.kind == RegionKind::view &&
                            !it->second.first->placement.backend->on_host())
                         it = producer.find(it->second.first->region.inputs[0].get());
                     if (it != producer.end() && !it->second.first->placement.backend->on_host())
@@ -249,7 +249,7 @@ void Scheduler::ensure_host(const std::vector<std::shared_ptr<Value>>& values) {
 void Scheduler::launch(const JobPtr& job) {
     if (job->placement.backend->on_host()) {
         workers_.enqueue([this, job] { run_on_host(job); });
-    } else if (job->region.alias) {
+    } else if (job->region.kind == RegionKind::view) {
         record_view(job);
     } else {
         record_on_device(job);
@@ -304,7 +304,7 @@ void Scheduler::run_on_host(const JobPtr& job) {
             inputs.push_back(in->eval.value);
         }
     }
-    if (r.alias) {
+    if (r.kind == RegionKind::view) {
         // A view: the output is its input's value (wherever its copies live); nothing runs.
         if (!error) job->outputs = {inputs.at(0)};
         return complete(job, error, {}, false);
@@ -461,7 +461,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             requeue_on_host(job, after);
         } else {
             if (error) failed_.fetch_add(1, std::memory_order_relaxed);
-            else if (!r.alias) {  // a view computes and writes nothing
+            else if (r.kind != RegionKind::view) {  // a view computes and writes nothing
                 regions_.fetch_add(1, std::memory_order_relaxed);
                 ops_.fetch_add(r.program.size(), std::memory_order_relaxed);
                 std::uint64_t written = 0;

@@ -168,28 +168,28 @@ void CpuBackend::run_remap(const Region& region, std::span<const Storage* const>
 
 void CpuBackend::execute(const Region& region, std::span<const Storage* const> inputs,
                          std::span<Storage* const> outputs) {
-    if (region.is_reduce()) {
-        const std::size_t nred = region.reductions.size();
-        run_reduce(region, inputs, outputs.first(nred), kernels_, block_, true);
-        if (region.tail.empty()) return;
-        // The tail: an elementwise pass over the reductions' results, as they were written.
-        const Region tail = region.tail_region();
-        std::vector<const Storage*> results(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(nred));
-        return run_elementwise(tail, results, outputs.subspan(nred));
+    switch (region.kind) {
+        case RegionKind::elementwise: return run_elementwise(region, inputs, outputs);
+        case RegionKind::reduce: {
+            const std::size_t nred = region.reductions.size();
+            run_reduce(region, inputs, outputs.first(nred), kernels_, block_, true);
+            if (region.tail.empty()) return;
+            // The tail: an elementwise pass over the reductions' results, as they were written.
+            const Region tail = region.tail_region();
+            std::vector<const Storage*> results(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(nred));
+            return run_elementwise(tail, results, outputs.subspan(nred));
+        }
+        case RegionKind::matmul: return run_matmul(region, inputs, outputs);
+        case RegionKind::view: throw Error("internal: a view region reached the CPU executor (the scheduler shares its value)");
+        case RegionKind::transpose: return run_transpose(region, inputs, outputs);
+        case RegionKind::permute: return run_permute(region, *inputs[0], *outputs[0]);
+        case RegionKind::scan: return run_scan(region, *inputs[0], *outputs[0], true);
+        case RegionKind::concat: return run_cat(region, inputs, outputs);
+        case RegionKind::remap: return run_remap(region, inputs, outputs);
+        case RegionKind::gather: return run_gather(region, *inputs[0], *inputs[1], *outputs[0]);
+        case RegionKind::scatter: return run_scatter(region, *inputs[0], *inputs[1], *inputs[2], *outputs[0]);
+        case RegionKind::find: return run_find(region, *inputs[0], *outputs[0]);
     }
-    if (region.matmul) return run_matmul(region, inputs, outputs);
-    if (region.transpose) return run_transpose(region, inputs, outputs);
-    if (region.scan) return run_scan(region, *inputs[0], *outputs[0], true);
-    if (region.cat) return run_cat(region, inputs, outputs);
-    if (region.remap) return run_remap(region, inputs, outputs);
-    if (!region.permutation.empty()) return run_permute(region, *inputs[0], *outputs[0]);
-    switch (region.indexing) {
-        case Region::Indexing::gather: return run_gather(region, *inputs[0], *inputs[1], *outputs[0]);
-        case Region::Indexing::scatter: return run_scatter(region, *inputs[0], *inputs[1], *inputs[2], *outputs[0]);
-        case Region::Indexing::find: return run_find(region, *inputs[0], *outputs[0]);
-        case Region::Indexing::none: break;
-    }
-    run_elementwise(region, inputs, outputs);
 }
 
 void CpuBackend::run_elementwise(const Region& region, std::span<const Storage* const> inputs,

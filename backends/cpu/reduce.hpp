@@ -22,7 +22,7 @@ namespace tandem::detail::cpu {
 void run_reduce(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs,
                 const KernelTable& kernels, std::int64_t block_elements, bool parallel);
 
-/// Runs scan region `region` (region.scan): each line along the dimension in order, accumulating
+/// Runs scan region `region` (RegionKind::scan): each line along the dimension in order, accumulating
 /// in double (the result rounded to single for single arrays), lines in parallel.
 void run_scan(const Region& region, const Storage& input, Storage& output, bool parallel);
 

@@ -366,17 +366,19 @@ void VulkanBackend::submit(Submission s) {
             throw DeviceOutOfMemory("injected fault (Config::test_fault = oom): out of device memory");
         }
     }
-    if (r.matmul) return submit_matmul(std::move(s));
-    if (r.transpose) return submit_transpose(std::move(s));
-    if (r.scan) return submit_scan(std::move(s));
-    if (r.cat) return submit_cat(std::move(s));
-    if (r.remap) return submit_remap(std::move(s));
-    if (!r.permutation.empty()) return submit_permute(std::move(s));
-    switch (r.indexing) {
-        case Region::Indexing::gather: return submit_gather(std::move(s));
-        case Region::Indexing::scatter: return submit_scatter(std::move(s));
-        case Region::Indexing::find: return submit_find(std::move(s));
-        case Region::Indexing::none: break;
+    switch (r.kind) {
+        case RegionKind::elementwise:
+        case RegionKind::reduce: break;  // a generated kernel: below
+        case RegionKind::matmul: return submit_matmul(std::move(s));
+        case RegionKind::view: throw Error("internal: a view region reached the Vulkan backend (the scheduler shares its value)");
+        case RegionKind::transpose: return submit_transpose(std::move(s));
+        case RegionKind::permute: return submit_permute(std::move(s));
+        case RegionKind::scan: return submit_scan(std::move(s));
+        case RegionKind::concat: return submit_cat(std::move(s));
+        case RegionKind::remap: return submit_remap(std::move(s));
+        case RegionKind::gather: return submit_gather(std::move(s));
+        case RegionKind::scatter: return submit_scatter(std::move(s));
+        case RegionKind::find: return submit_find(std::move(s));
     }
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;

@@ -1,0 +1,188 @@
+// Regions are typed and carry their cost (graph/region.hpp): fusion sets each region's kind from
+// the closed RegionKind set and fills in its cost summary (bytes per operand, element operations
+// by class and type from the op table's cost column, reduction extents, a product's m, n, k).
+// Graphs are built through the public API and planned with fusion directly, as the scheduler
+// would, so each region can be looked at before anything runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <unordered_set>
+#include <vector>
+
+#include "graph/fusion.hpp"
+#include "graph/op_table.hpp"
+#include "tandem/tandem.hpp"
+
+using tandem::Array;
+using tandem::DType;
+using tandem::Runtime;
+using tandem::Shape;
+using tandem::detail::CostClass;
+using tandem::detail::Node;
+using tandem::detail::OpKind;
+using tandem::detail::Region;
+using tandem::detail::RegionKind;
+
+namespace {
+
+Runtime cpu_runtime() {
+    tandem::Config c;
+    c.device = "cpu";
+    return Runtime(c);
+}
+
+/// The regions fusion makes for `targets`: every node not computed yet, inputs before users,
+/// marked as the scheduler marks a plan.
+std::vector<Region> plan(const std::vector<Array>& targets) {
+    static std::uint64_t mark = std::uint64_t{1} << 62;
+    ++mark;
+    std::vector<Node*> order;
+    std::unordered_set<Node*> seen;
+    auto visit = [&](auto&& self, Node* n) -> void {
+        if (n->eval.value || !seen.insert(n).second) return;
+        for (auto& in : n->inputs) self(self, in.get());
+        n->plan_mark = mark;
+        n->plan_index = order.size();
+        order.push_back(n);
+    };
+    std::vector<Node*> wanted;
+    for (const Array& t : targets) {
+        visit(visit, t.node().get());
+        wanted.push_back(t.node().get());
+    }
+    return tandem::detail::fuse(order, wanted, mark, {true});
+}
+
+Array ramp(Runtime& rt, std::int64_t rows, std::int64_t cols) {
+    std::vector<double> v(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.25 + 0.001 * static_cast<double>(i);
+    return rt.array(std::span<const double>(v), Shape{rows, cols});
+}
+
+std::int64_t ops(const Region& r, CostClass c, DType t) {
+    return r.cost.ops[static_cast<std::size_t>(c)][t == DType::f32 ? 1 : 0];
+}
+
+const Region& only_of_kind(const std::vector<Region>& regions, RegionKind k) {
+    auto it = std::find_if(regions.begin(), regions.end(), [&](const Region& r) { return r.kind == k; });
+    EXPECT_NE(it, regions.end()) << "no region of kind " << tandem::detail::region_kind_name(k);
+    EXPECT_EQ(std::count_if(regions.begin(), regions.end(), [&](const Region& r) { return r.kind == k; }), 1);
+    return *it;
+}
+
+}  // namespace
+
+TEST(RegionCost, OpTableGivesEveryOpAClass) {
+    using tandem::detail::op_info;
+    EXPECT_EQ(op_info(OpKind::Add).cost, CostClass::simple);
+    EXPECT_EQ(op_info(OpKind::Div).cost, CostClass::divide);
+    EXPECT_EQ(op_info(OpKind::Sqrt).cost, CostClass::divide);
+    EXPECT_EQ(op_info(OpKind::Exp).cost, CostClass::transcendental);
+    EXPECT_EQ(op_info(OpKind::Pow).cost, CostClass::transcendental);
+    EXPECT_EQ(op_info(OpKind::RandN).cost, CostClass::random);
+    EXPECT_EQ(op_info(OpKind::Input).cost, CostClass::none);
+    EXPECT_EQ(op_info(OpKind::Transpose).cost, CostClass::none);
+    EXPECT_EQ(op_info(OpKind::Sum).cost, CostClass::simple);
+    for (std::size_t i = 0; i < tandem::detail::kOpCount; ++i) {
+        const auto& info = op_info(static_cast<OpKind>(i));
+        EXPECT_LT(static_cast<std::size_t>(info.cost), tandem::detail::kCostClasses) << info.name;
+        if (tandem::detail::is_elementwise(static_cast<OpKind>(i)) && info.group != tandem::detail::OpGroup::Generator)
+            EXPECT_NE(info.cost, CostClass::none) << info.name << ": an elementwise op does some work";
+    }
+}
+
+TEST(RegionCost, ElementwiseChainCountsItsOpsAndBytes) {
+    Runtime rt = cpu_runtime();
+    const std::int64_t n = 1000;
+    Array x = ramp(rt, n, 1);
+    Array y = tandem::sin(x) * x + 0.5;   // 1 transcendental, 2 simple per element
+    Array z = y / (1.0 + tandem::abs(x)); // 2 simple (plus, abs), 1 divide
+    const auto regions = plan({z});
+    ASSERT_EQ(regions.size(), 1u);
+    const Region& r = regions[0];
+    EXPECT_EQ(r.kind, RegionKind::elementwise);
+    EXPECT_EQ(r.cost.elements, n);
+    EXPECT_EQ(r.cost.input_bytes, std::vector<std::int64_t>{8 * n});
+    EXPECT_EQ(r.cost.output_bytes, std::vector<std::int64_t>{8 * n});
+    EXPECT_EQ(ops(r, CostClass::transcendental, DType::f64), n);
+    EXPECT_EQ(ops(r, CostClass::simple, DType::f64), 4 * n);
+    EXPECT_EQ(ops(r, CostClass::divide, DType::f64), n);
+    EXPECT_EQ(r.cost.ops_of(CostClass::random), 0);
+    EXPECT_EQ(r.cost.k, 0);
+    EXPECT_NE(r.to_string().find("cost: reads 8000 B, writes 8000 B"), std::string::npos) << r.to_string();
+}
+
+TEST(RegionCost, SingleAndBroadcastOperandsAreCountedAsTheyAre) {
+    Runtime rt = cpu_runtime();
+    Array x = tandem::single(ramp(rt, 64, 32));
+    (void)x.gather().get();                 // a materialised single input
+    Array row = ramp(rt, 1, 32);            // expanded over the rows, counted at its own size
+    const auto regions = plan({tandem::exp(x) * row});
+    ASSERT_EQ(regions.size(), 1u);
+    const Region& r = regions[0];
+    EXPECT_EQ(r.kind, RegionKind::elementwise);
+    std::vector<std::int64_t> in = r.cost.input_bytes;
+    std::sort(in.begin(), in.end());
+    EXPECT_EQ(in, (std::vector<std::int64_t>{32 * 8, 64 * 32 * 4}));
+    EXPECT_EQ(r.cost.output_bytes, std::vector<std::int64_t>{64 * 32 * 4});
+    EXPECT_EQ(ops(r, CostClass::transcendental, DType::f32), 64 * 32);
+    EXPECT_EQ(ops(r, CostClass::simple, DType::f32), 64 * 32);
+    EXPECT_EQ(ops(r, CostClass::transcendental, DType::f64) + ops(r, CostClass::simple, DType::f64), 0);
+}
+
+TEST(RegionCost, ReductionCountsItsStepsLinesAndTail) {
+    Runtime rt = cpu_runtime();
+    Array x = ramp(rt, 100, 30);
+    Array norms = tandem::sqrt(tandem::sum(x * x, 1));  // 1 x 30; the square root is the tail
+    const auto regions = plan({norms});
+    ASSERT_EQ(regions.size(), 1u);
+    const Region& r = regions[0];
+    EXPECT_EQ(r.kind, RegionKind::reduce);
+    ASSERT_EQ(r.tail.size(), 1u);
+    EXPECT_EQ(r.cost.reduce_len, 100);
+    EXPECT_EQ(r.cost.reduce_lines, 30);
+    EXPECT_EQ(r.cost.elements, 3000);
+    EXPECT_EQ(r.cost.input_bytes, std::vector<std::int64_t>{3000 * 8});
+    EXPECT_EQ(r.cost.output_bytes, (std::vector<std::int64_t>{30 * 8, 30 * 8}));  // the sums, the norms
+    EXPECT_EQ(ops(r, CostClass::simple, DType::f64), 3000 + 3000);  // the squares, the sum's steps
+    EXPECT_EQ(ops(r, CostClass::divide, DType::f64), 30);           // the tail's square roots
+}
+
+TEST(RegionCost, ProductCarriesItsExtentsAndType) {
+    Runtime rt = cpu_runtime();
+    Array a = ramp(rt, 20, 40);
+    Array b = ramp(rt, 20, 30);
+    const auto regions = plan({tandem::matmul(tandem::transpose(a), b)});  // a' * b: 40 x 30, k = 20
+    const Region& r = only_of_kind(regions, RegionKind::matmul);
+    EXPECT_EQ(r.cost.m, 40);
+    EXPECT_EQ(r.cost.n, 30);
+    EXPECT_EQ(r.cost.k, 20);
+    EXPECT_EQ(r.cost.flops(), 2 * 40 * 30 * 20);
+    EXPECT_EQ(r.cost.product_dtype, DType::f64);
+    EXPECT_EQ(r.cost.output_bytes, std::vector<std::int64_t>{40 * 30 * 8});
+}
+
+TEST(RegionCost, EveryKindIsSetAndRearrangementsCostTheirBytes) {
+    Runtime rt = cpu_runtime();
+    Array x = ramp(rt, 6, 5);
+    Array t = tandem::transpose(x);
+    Array c = tandem::cumsum(x, 1);
+    Array k = tandem::cat(1, {x, x});
+    Array v = tandem::reshape(x, Shape{5, 6});
+    std::vector<double> idx = {2, 4, 1};
+    Array g = tandem::index(x, rt.array(std::span<const double>(idx), Shape{3, 1}));
+    const auto regions = plan({t, c, k, v, g});
+    EXPECT_EQ(only_of_kind(regions, RegionKind::transpose).cost.output_bytes, std::vector<std::int64_t>{30 * 8});
+    const Region& scan = only_of_kind(regions, RegionKind::scan);
+    EXPECT_EQ(scan.cost.reduce_len, 6);
+    EXPECT_EQ(scan.cost.reduce_lines, 5);
+    EXPECT_EQ(ops(scan, CostClass::simple, DType::f64), 30);
+    EXPECT_EQ(only_of_kind(regions, RegionKind::concat).cost.output_bytes, std::vector<std::int64_t>{60 * 8});
+    EXPECT_EQ(only_of_kind(regions, RegionKind::view).cost.bytes_written(), 0);  // shares its input
+    EXPECT_EQ(only_of_kind(regions, RegionKind::gather).cost.output_bytes, std::vector<std::int64_t>{3 * 8});
+    for (const Region& r : regions) {
+        if (r.kind == RegionKind::scan) continue;
+        for (std::size_t c = 1; c < tandem::detail::kCostClasses; ++c)
+            EXPECT_EQ(r.cost.ops[c][0] + r.cost.ops[c][1], 0) << tandem::detail::region_kind_name(r.kind);
+    }
+}
