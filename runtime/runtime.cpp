@@ -230,13 +230,19 @@ std::vector<std::shared_ptr<detail::Node>> nodes_of(const std::vector<Array>& va
 }
 }  // namespace
 
+// The futures handed to users run their continuations on the runtime's continuation threads
+// (runtime/continuations.hpp); the runtime's own continuations below stay on the completing
+// thread, where they cost no thread hop.
 Future<std::vector<HostArray>> Runtime::gather(const std::vector<Array>& values) {
-    return impl_->scheduler().gather(nodes_of(values, impl_.get(), "gather"), true);
+    return detail::continue_through(impl_->scheduler().gather(nodes_of(values, impl_.get(), "gather"), true),
+                                    impl_->continuations().poster());
 }
 
 Future<std::monostate> Runtime::evaluate(const std::vector<Array>& values) {
-    return impl_->scheduler().gather(nodes_of(values, impl_.get(), "evaluate"), false).then(
-        [](const std::vector<HostArray>&) { return std::monostate{}; });
+    return detail::continue_through(
+        impl_->scheduler().gather(nodes_of(values, impl_.get(), "evaluate"), false).then(
+            [](const std::vector<HostArray>&) { return std::monostate{}; }),
+        impl_->continuations().poster());
 }
 
 void Runtime::wait_idle() { impl_->scheduler().wait_idle(); }
@@ -329,7 +335,10 @@ DType Array::dtype() const { return (detail::runtime_of(*this), node_->dtype); }
 Runtime& Array::runtime() const { return detail::runtime_of(*this).owner(); }
 
 Future<HostArray> Array::gather() const {
-    return runtime().gather({*this}).then([](const std::vector<HostArray>& v) { return v.front(); });
+    detail::RuntimeImpl& rt = detail::runtime_of(*this);
+    return detail::continue_through(
+        rt.scheduler().gather({node_}, true).then([](const std::vector<HostArray>& v) { return v.front(); }),
+        rt.continuations().poster());
 }
 
 std::string Array::describe() const {

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "graph/node.hpp"
+#include "runtime/continuations.hpp"
 #include "runtime/memory.hpp"
 #include "scheduler/scheduler.hpp"
 #include "tandem/config.hpp"
@@ -24,6 +25,7 @@ public:
     NodeTable& nodes() noexcept { return nodes_; }
     HostPool& pool() noexcept { return *pool_; }
     Scheduler& scheduler() noexcept { return *scheduler_; }
+    ContinuationPool& continuations() noexcept { return *continuations_.pool; }
     const CpuTopology& topology() const noexcept { return topology_; }
     int threads() const noexcept { return threads_; }
     const char* cpu_isa() const noexcept { return cpu_->isa(); }
@@ -55,6 +57,12 @@ private:
     std::string device_note_;                // why no device is in use (set by open_device)
     std::unique_ptr<Backend> device_;        // the Vulkan backend, when a device is in use
     std::atomic<std::uint64_t> rng_seed_{0}, rng_stream_{0};
+    /// Stopped (its queue run, its threads joined) after the scheduler is gone and before the
+    /// rest: the last continuations still see the runtime's parts.
+    struct Continuations {
+        std::shared_ptr<ContinuationPool> pool = std::make_shared<ContinuationPool>();
+        ~Continuations() { pool->stop(); }
+    } continuations_;
     std::unique_ptr<Scheduler> scheduler_;  // last: destroyed first, after waiting for its work
 };
 

@@ -226,3 +226,28 @@ TEST(Concurrency, ErrorsInOneThreadDoNotDisturbOthers) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0);
 }
+
+TEST(Concurrency, ContinuationsFromManyThreadsMayGatherAndBlock) {
+    // Continuations run on the runtime's continuation threads (runtime/continuations.hpp): from
+    // eight threads at once, each continuation gathers another value and waits for it there.
+    Runtime rt;
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int id = 0; id < kThreads; ++id) {
+        threads.emplace_back([&rt, &failures, id] {
+            std::vector<tandem::Future<double>> results;
+            for (int round = 0; round < kRounds; ++round) {
+                const double k = id * 100 + round;
+                Array x = rt.linspace(0, 1, 2001) + k;
+                Array y = x * 2.0;
+                results.push_back(x.gather().then([y](const tandem::HostArray& h) { return h.at(0) + y.gather().get().at(2000); }));
+            }
+            for (int round = 0; round < kRounds; ++round) {
+                const double k = id * 100 + round;
+                if (!near(results[static_cast<std::size_t>(round)].get(), k + 2.0 * (1.0 + k))) ++failures;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+}

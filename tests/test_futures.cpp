@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "reference.hpp"
+#include "continuation_cases.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace std::chrono_literals;
@@ -331,4 +332,16 @@ TEST(GatherFuture, OutlivesItsRuntime) {
     const auto& h = f.get();
     ASSERT_EQ(h.numel(), 20000);
     EXPECT_NEAR(h.at(19999), 1.0 + std::sin(1.0), 1e-14);
+}
+
+// ---- continuations run on the runtime's continuation threads (tests/continuation_cases.hpp) ----
+
+TEST(GatherFuture, ContinuationMayBlockOnAnotherValue) {
+    tandem::Runtime rt;
+    continuation_cases::continuation_blocks_on_another_value(rt);
+}
+
+TEST(GatherFuture, BlockedContinuationStallsNothing) {
+    tandem::Runtime rt;
+    continuation_cases::blocked_continuation_stalls_nothing(rt);
 }

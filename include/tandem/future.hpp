@@ -28,9 +28,18 @@ template <class T> class Promise;
 
 namespace detail {
 
+/// Hands a continuation to the threads that should run it (the runtime's continuation threads).
+using Post = std::function<void(std::function<void()>)>;
+
 template <class T>
 class SharedState {
 public:
+    /// Continuations registered before the result arrives run through `post` instead of on the
+    /// thread that sets the result (a device's completion thread must never run user code).
+    void set_post(Post post) {
+        std::lock_guard lock(mutex_);
+        post_ = std::move(post);
+    }
     void set_value(T value) { finish([&] { value_.emplace(std::move(value)); }); }
     void set_error(std::exception_ptr e) { finish([&] { error_ = std::move(e); }); }
 
@@ -53,7 +62,7 @@ public:
         return *value_;
     }
     /// Runs `k` once the state is ready: now, on this thread, if it already is; otherwise on
-    /// the thread that completes it.
+    /// the thread that completes it, or through the state's post function if it has one.
     void on_ready(std::function<void()> k) {
         {
             std::lock_guard lock(mutex_);
@@ -73,15 +82,20 @@ private:
     template <class Store>
     void finish(Store&& store) {
         std::vector<std::function<void()>> ks;
+        Post post;
         {
             std::lock_guard lock(mutex_);
             if (done_) throw Error("tandem::Promise: result set twice");
             store();
             done_ = true;
             ks.swap(continuations_);
+            if (!ks.empty()) post = post_;
         }
         cv_.notify_all();
-        for (auto& k : ks) k();
+        for (auto& k : ks) {
+            if (post) post(std::move(k));
+            else k();
+        }
     }
 
     mutable std::mutex mutex_;
@@ -90,7 +104,11 @@ private:
     std::optional<T> value_;
     std::exception_ptr error_;
     std::vector<std::function<void()>> continuations_;
+    Post post_;
 };
+
+template <class T>
+Future<T> continue_through(const Future<T>& f, Post post);
 
 }  // namespace detail
 
@@ -104,6 +122,7 @@ public:
     void set_error(std::exception_ptr e) const { state_->set_error(std::move(e)); }
 
 private:
+    template <class U> friend Future<U> detail::continue_through(const Future<U>& f, detail::Post post);
     std::shared_ptr<detail::SharedState<T>> state_;
 };
 
@@ -127,8 +146,10 @@ public:
     /// Blocks until ready, then returns the value or rethrows the error.
     const T& get() const { return checked().get(); }
 
-    /// A future of f(value), run without blocking any thread once this one is ready (on the
-    /// thread that completes it). An error here skips f and passes on; an exception thrown by
+    /// A future of f(value), run without blocking any thread once this one is ready: on one of
+    /// the runtime's continuation threads for a future the runtime returned (f may block, even
+    /// on other values of the runtime), on the thread that completes it for a plain Promise's,
+    /// and at once on this thread if this future is ready already. An error here skips f and passes on; an exception thrown by
     /// f becomes the new future's error. If f returns a Future<U>, the result is Future<U>;
     /// if it returns void, Future<std::monostate>.
     template <class F>
@@ -161,6 +182,7 @@ private:
     template <class U> friend class Future;
     template <class U> friend class Promise;
     template <class U> friend Future<std::vector<U>> when_all(std::vector<Future<U>> futures);
+    template <class U> friend Future<U> detail::continue_through(const Future<U>& f, detail::Post post);
 
     template <class X> struct is_future : std::false_type {};
     template <class X> struct is_future<Future<X>> : std::true_type {};
@@ -192,6 +214,22 @@ private:
     }
     std::shared_ptr<detail::SharedState<T>> state_;
 };
+
+namespace detail {
+/// `f`'s result in a future whose continuations run through `post` rather than on the thread
+/// that completes `f` (the runtime hands its futures to users this way).
+template <class T>
+Future<T> continue_through(const Future<T>& f, Post post) {
+    Promise<T> p;
+    p.state_->set_post(std::move(post));
+    auto s = f.state_;
+    f.checked().on_ready([s, p] {
+        if (auto e = s->error()) return p.set_error(e);
+        p.set_value(s->get());
+    });
+    return p.future();
+}
+}  // namespace detail
 
 /// A future that is already ready with `value`.
 template <class T>
