@@ -6,6 +6,7 @@
 #include <exception>
 #include <functional>
 #include <span>
+#include <cstdint>
 #include <string_view>
 
 #include "graph/region.hpp"
@@ -27,10 +28,20 @@ struct Submission {
     std::function<void(std::exception_ptr)> done;
 };
 
+/// What kind of processor a backend runs on (the cost model's defaults follow it).
+enum class DeviceClass : std::uint8_t {
+    host,            ///< the CPU executor itself
+    discrete_gpu,
+    integrated_gpu,
+    virtual_gpu,
+    cpu_device,      ///< a device API implemented on the CPU (lavapipe)
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string_view name() const noexcept = 0;
+    virtual DeviceClass device_class() const noexcept { return DeviceClass::host; }
     /// True for the CPU executor: it reads and writes host copies, and runs on the scheduler's
     /// worker threads; a device backend records work and completes it asynchronously.
     virtual bool on_host() const noexcept = 0;

@@ -207,6 +207,7 @@ private:
 void api(const Options& o) {
     tandem::Config c;
     c.device = "vulkan";
+    c.placement = "gpu";
     tandem::Runtime rt(c);
     for (std::uint32_t n : o.sizes) {
         const tandem::Shape s{n, n};

@@ -769,7 +769,7 @@ int main(int argc, char** argv) {
     try {
         tandem::Config cfg = tandem::Config::from_environment();
         cfg.device = "vulkan";
-        cfg.device_min_elements = 0;
+        cfg.placement = "gpu";
         cfg.pipeline_cache_dir = o.cache_dir;
         const auto t0 = Clock::now();
         tandem::Runtime rt(cfg);

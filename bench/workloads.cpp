@@ -378,7 +378,7 @@ tandem::Config config_for(const std::string& mode) {
         // Forced GPU: a Vulkan device (TANDEM_DEVICE may name which), and every region on it
         // however small (placement keeps only views, long concatenations and short scans on the CPU).
         if (c.device.rfind("vulkan", 0) != 0) c.device = "vulkan";
-        c.device_min_elements = 0;
+        c.placement = "gpu";
     }  // auto: the runtime's own choice (TANDEM_DEVICE, default "auto")
     return c;
 }
@@ -396,7 +396,7 @@ json run_tandem(const Args& a, Size s, json& context) {
     context["tandem_cpu_isa"] = info.cpu_isa;
     context["tandem_cpu_threads"] = info.cpu_threads;
     context["device"] = device_in_use(info);
-    context["device_min_elements"] = rt.config().device_min_elements;
+    context["placement"] = rt.config().placement;
     if (a.mode == "gpu" && context["device"].get<std::string>().rfind("none", 0) == 0)
         throw std::runtime_error("forced GPU mode but no Vulkan device in use: " + info.devices_note);
     tandem::seed(rt, 42);

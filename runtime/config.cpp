@@ -41,6 +41,7 @@ Config Config::from_environment() {
     }
     if (const char* v = env("TANDEM_LOG")) c.log = v;
     if (const char* v = env("TANDEM_DEVICE")) c.device = v;
+    if (const char* v = env("TANDEM_PLACEMENT")) c.placement = v;
     if (const char* v = env("TANDEM_DEVICE_MIN_ELEMENTS"))
         c.device_min_elements = parse_int("TANDEM_DEVICE_MIN_ELEMENTS", v, 0, std::int64_t{1} << 62);
     if (const char* v = env("TANDEM_VULKAN_VALIDATION")) c.vulkan_validation = parse_int("TANDEM_VULKAN_VALIDATION", v, 0, 1) != 0;
@@ -71,6 +72,9 @@ void Config::validate() const {
     if (!device_ok)
         throw ConfigError("device (TANDEM_DEVICE / Config::device) = '" + device +
                           "': expected auto, cpu, vulkan, vulkan:<index> or vulkan:<name substring>");
+    if (placement != "auto" && placement != "cpu" && placement != "gpu")
+        throw ConfigError("placement (TANDEM_PLACEMENT / Config::placement) = '" + placement +
+                          "': expected auto, cpu or gpu");
     if (device_min_elements < 0)
         throw ConfigError("Config::device_min_elements = " + std::to_string(device_min_elements) + ": must be >= 0");
     if (reduction_workgroup != 0 &&
@@ -87,8 +91,9 @@ void Config::validate() const {
     while (!rest.empty()) {
         auto comma = rest.find(',');
         std::string topic = rest.substr(0, comma);
-        if (topic != "graph" && topic != "exec" && topic != "gpu" && !topic.empty())
-            throw ConfigError("log topic '" + topic + "' (TANDEM_LOG / Config::log): expected graph, exec or gpu");
+        if (topic != "graph" && topic != "exec" && topic != "gpu" && topic != "placement" && !topic.empty())
+            throw ConfigError("log topic '" + topic +
+                              "' (TANDEM_LOG / Config::log): expected graph, exec, gpu or placement");
         rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
 }

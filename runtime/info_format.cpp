@@ -89,6 +89,7 @@ std::string to_text(const RuntimeInfo& info) {
         if (!info.devices_note.empty()) line(out, "", "in use: none: " + info.devices_note);
     }
     if (!info.pipeline_cache.empty()) line(out, "Pipelines", info.pipeline_cache);
+    if (!info.placement.empty()) line(out, "Placement", info.placement);
     return out.str();
 }
 
@@ -118,6 +119,7 @@ std::string to_json(const RuntimeInfo& info) {
         {"devices", info.devices},
         {"devices_note", info.devices_note},
         {"pipeline_cache", info.pipeline_cache},
+        {"placement", info.placement},
     };
     // A CPU model string from firmware is not guaranteed to be UTF-8; replace, never throw.
     return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

@@ -29,12 +29,18 @@ std::size_t pool_limit(const Config& c, const CpuTopology& t) {
     if (c.host_pool_bytes != SIZE_MAX) return c.host_pool_bytes;
     return t.memory_bytes ? static_cast<std::size_t>(t.memory_bytes / 8) : std::size_t{1} << 30;
 }
-SchedulerOptions scheduler_options(const Config& c, int threads) {
+SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* device) {
     SchedulerOptions o;
+    o.profile = default_machine_profile(threads, device ? device->device_class() : DeviceClass::host);
     o.threads = threads;
     o.fuse = c.fusion;
     o.log_graph = c.log.find("graph") != std::string::npos;
     o.log_exec = c.log.find("exec") != std::string::npos;
+    o.log_placement = c.log.find("placement") != std::string::npos;
+    o.placement = c.placement == "cpu"   ? PlacementMode::cpu
+                  : c.placement == "gpu" ? PlacementMode::device
+                                         : PlacementMode::automatic;
+    o.min_device_elements = c.device_min_elements;
     return o;
 }
 }  // namespace
@@ -48,8 +54,7 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
       device_(open_device()),
-      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, device_.get(), config_.device_min_elements,
-                                             scheduler_options(config_, threads_))) {}
+      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, device_.get(), scheduler_options(config_, threads_, device_.get()))) {}
 
 #if TANDEM_WITH_VULKAN
 /// The Vulkan devices of this machine, enumerated once per process (an instance costs tens of
@@ -256,6 +261,7 @@ RuntimeInfo Runtime::info() const {
     i.block_elements = impl_->config().block_elements;
     i.fusion = impl_->config().fusion;
     i.topology = impl_->topology();
+    i.placement = impl_->scheduler().placement_text();
 #if TANDEM_WITH_VULKAN
     std::string why;
     auto* in_use = dynamic_cast<detail::vk::VulkanBackend*>(impl_->device());

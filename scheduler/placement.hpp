@@ -1,37 +1,73 @@
-// Placement: which backend runs a region. With a device present, a region goes to the device
-// when it is large enough to pay for a submission (Config::device_min_elements); the calibrated,
-// transfer-aware cost model (earliest finish time, StarPU's dmda) is the scheduler issue's, and
-// will replace this rule behind the same call.
+// Placement: which executor runs a region. In automatic mode, the earliest predicted finish
+// (StarPU's dmda): for the CPU and the device, when the executor is free, when each input can be
+// there (its producer's predicted finish, plus a transfer where it has no valid copy on that
+// side, plus the wait for the device's queue when the host needs a device value), the region's
+// compute time from its cost summary (scheduler/cost_model.hpp), and for the device the download
+// of outputs a host sink wants. Close calls stay where most of the inputs' bytes are, so a chain
+// does not flip between executors. Forced modes put every region on one side.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backends/backend.hpp"
+#include "scheduler/cost_model.hpp"
 
 namespace tandem::detail {
 
+enum class PlacementMode : std::uint8_t {
+    automatic,  ///< the cost model
+    cpu,        ///< every region on the CPU (a device may be open)
+    device,     ///< every region the device can take (of at least min_device_elements elements)
+};
+
+/// Where one input of a region is, as placement sees it.
+struct InputSite {
+    std::int64_t bytes = 0;
+    bool on_host = false;    ///< it has (or its producer will give it) a host copy
+    bool on_device = false;  ///< it has (or its producer will give it) a device copy
+    double ready_s = 0;      ///< predicted seconds from now until it exists (0: it does)
+};
+
+struct PlacementQuery {
+    const Region* region = nullptr;
+    std::vector<InputSite> inputs;
+    std::int64_t bytes_to_host = 0;  ///< outputs a host sink (a gather) wants back
+};
+
 struct PlacementDecision {
     Backend* backend = nullptr;
-    const char* reason = "";  ///< for TANDEM_LOG=exec
+    const char* reason = "";  ///< for TANDEM_LOG=exec and =placement
+    /// Predicted seconds from now until it finishes on the chosen executor, and on each
+    /// (-1: not considered).
+    double finish_s = 0, cpu_s = -1, device_s = -1;
 };
 
 class Placement {
 public:
-    /// `device` may be null (CPU only). Regions of at least `min_device_elements` elements go
-    /// to the device.
-    Placement(Backend& cpu, Backend* device, std::int64_t min_device_elements);
-    PlacementDecision place(const Region& region) const;
+    /// `device` may be null (CPU only).
+    Placement(Backend& cpu, Backend* device, PlacementMode mode, std::int64_t min_device_elements,
+              MachineProfile profile);
+    /// `cpu_free_s`, `device_free_s`: seconds from now until each executor has done the work
+    /// already placed on it.
+    PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s) const;
+    /// The predicted compute seconds of a region on the CPU or the device (for logs and traces).
+    double compute_s(const Region& r, bool on_device) const;
     Backend& cpu() const noexcept { return *cpu_; }
-    Backend* device() const noexcept { return device_; }
+    Backend* device() const noexcept { return device_; }  ///< null without one (even when disabled)
+    PlacementMode mode() const noexcept { return mode_; }
+    const MachineProfile& profile() const noexcept { return profile_; }
     /// Sends no more work to the device (after it was lost).
     void disable_device() noexcept { device_enabled_.store(false); }
 
 private:
     Backend* cpu_;
     Backend* device_;
+    PlacementMode mode_;
     std::int64_t min_device_elements_;
+    MachineProfile profile_;
     std::atomic<bool> device_enabled_{true};
 };
 

@@ -69,11 +69,22 @@ bool is_device_error(const std::exception_ptr& e) {
 
 }  // namespace
 
-Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, std::int64_t min_device_elements,
-                     const SchedulerOptions& options)
-    : nodes_(nodes), placement_(cpu, device, min_device_elements), options_(options), workers_(options.threads) {}
+Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const SchedulerOptions& options)
+    : nodes_(nodes), placement_(cpu, device, options.placement, options.min_device_elements, options.profile),
+      options_(options), workers_(options.threads) {}
 
 Scheduler::~Scheduler() { wait_idle(); }
+
+std::string Scheduler::placement_text() const {
+    if (!placement_.device()) return "cpu (no device)";
+    const MachineProfile& p = placement_.profile();
+    switch (placement_.mode()) {
+        case PlacementMode::cpu: return "cpu (forced: TANDEM_PLACEMENT=cpu)";
+        case PlacementMode::device: return "gpu (forced: TANDEM_PLACEMENT=gpu)";
+        case PlacementMode::automatic: break;
+    }
+    return "auto: earliest predicted finish; rates from " + p.source + " (" + p.cpu.name + "; " + p.device.name + ")";
+}
 
 void Scheduler::wait_idle() {
     std::unique_lock lock(mutex_);
@@ -120,18 +131,67 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
             const auto t_jobs = std::chrono::steady_clock::now();
             std::vector<JobPtr> jobs;
             std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
+            // Placement's view of the plan: where each output will be and when (seconds from now).
+            using Clock = std::chrono::steady_clock;
+            const Clock::time_point now = Clock::now();
+            auto ahead = [&](Clock::time_point t) { return std::max(0.0, std::chrono::duration<double>(t - now).count()); };
+            double cpu_free = ahead(cpu_free_at_), device_free = ahead(device_free_at_);
+            std::unordered_map<const Node*, InputSite> site;
+            auto site_of = [&](const std::shared_ptr<Node>& in) {
+                if (auto it = site.find(in.get()); it != site.end()) return it->second;
+                InputSite s;
+                s.bytes = in->shape.numel() * static_cast<std::int64_t>(dtype_size(in->dtype));
+                if (in->eval.pending) {  // in flight from an earlier plan
+                    s.on_host = in->eval.pending->backend->on_host();
+                    s.on_device = !s.on_host;
+                } else if (in->eval.value) {
+                    s.on_host = in->eval.value->host() != nullptr;
+                    s.on_device = in->eval.value->device() != nullptr;
+                }
+                return s;
+            };
             for (Region& r : regions) {
                 auto job = std::make_shared<Job>();
                 job->region = std::move(r);
-                job->placement = placement_.place(job->region);
-                if (job->region.kind == RegionKind::view && placement_.device() != nullptr) {
+                PlacementQuery query;
+                query.region = &job->region;
+                for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
+                for (std::size_t j = 0; j < job->region.outputs.size(); ++j)
+                    if (to_host && wanted_set.count(job->region.outputs[j].node.get()))
+                        query.bytes_to_host += job->region.cost.output_bytes.empty() ? 0 : job->region.cost.output_bytes[j];
+                job->placement = placement_.place(query, cpu_free, device_free);
+                if (job->region.kind == RegionKind::view && placement_.device() != nullptr && !query.inputs[0].on_host) {
                     // A view of a device value stays with it: as a CPU job it would wait for the
                     // device to finish and make its producer download (a sync per power step).
-                    const Node* in = job->region.inputs[0].get();
-                    const bool from_device =
-                        in->eval.pending ? !in->eval.pending->backend->on_host()
-                                         : in->eval.value && in->eval.value->device() && !in->eval.value->host();
-                    if (from_device) job->placement = {placement_.device(), "a view of a device value"};
+                    job->placement = {placement_.device(), "a view of a device value"};
+                }
+                const bool on_device = !job->placement.backend->on_host();
+                if (job->region.kind == RegionKind::view) {
+                    site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
+                } else {
+                    if (on_device) device_free = std::max(device_free, job->placement.finish_s);
+                    else cpu_free = std::max(cpu_free, job->placement.finish_s);
+                    for (auto& o : job->region.outputs) {
+                        InputSite s;
+                        s.bytes = o.node->shape.numel() * static_cast<std::int64_t>(dtype_size(o.node->dtype));
+                        s.on_host = !on_device;
+                        s.on_device = on_device;
+                        s.ready_s = job->placement.finish_s;
+                        site[o.node.get()] = s;
+                    }
+                }
+                if (options_.log_placement) {
+                    const RegionCost& c = job->region.cost;
+                    const PlacementDecision& d = job->placement;
+                    char predicted[96] = "";
+                    if (d.cpu_s >= 0 && d.device_s >= 0)
+                        std::snprintf(predicted, sizeof predicted, "; finish cpu %.3f ms, device %.3f ms", 1e3 * d.cpu_s,
+                                      1e3 * d.device_s);
+                    std::fprintf(stderr, "[tandem placement] %s %s %s: reads %.3g MB, writes %.3g MB%s -> %s (%s)\n",
+                                 region_kind_name(job->region.kind), job->region.shape.to_string().c_str(),
+                                 job->region.summary().c_str(), static_cast<double>(c.bytes_read()) / 1e6,
+                                 static_cast<double>(c.bytes_written()) / 1e6, predicted,
+                                 std::string(d.backend->name()).c_str(), d.reason);
                 }
                 job->completion = std::make_shared<Completion>();
                 job->completion->backend = job->placement.backend;
@@ -148,6 +208,9 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 jobs.push_back(std::move(job));
                 ++in_flight_;
             }
+            cpu_free_at_ = std::max(cpu_free_at_, now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cpu_free)));
+            device_free_at_ =
+                std::max(device_free_at_, now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(device_free)));
             // A device output that a CPU region of this plan reads comes back in the same
             // submission, instead of in a blocking download later.
             for (auto& job : jobs) {

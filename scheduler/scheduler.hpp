@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -41,14 +42,16 @@ struct SchedulerOptions {
     bool fuse = true;
     bool log_graph = false;
     bool log_exec = false;
+    bool log_placement = false;
+    PlacementMode placement = PlacementMode::automatic;
+    std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
+    MachineProfile profile;                ///< the cost model's rates
 };
 
 class Scheduler {
 public:
-    /// `device` may be null; regions of at least `min_device_elements` elements go there.
-    /// `nodes`: where the graph a finished region no longer needs is buried.
-    Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, std::int64_t min_device_elements,
-              const SchedulerOptions& options);
+    /// `device` may be null. `nodes`: where the graph a finished region no longer needs is buried.
+    Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const SchedulerOptions& options);
     /// Waits for the work in flight.
     ~Scheduler();
 
@@ -63,6 +66,8 @@ public:
         return f();
     }
     void add_metrics(Metrics& m) const;
+    /// "auto: earliest predicted finish (cost model: built-in defaults for ...)", for `tandem info`.
+    std::string placement_text() const;
 
 private:
     struct Job {
@@ -100,6 +105,8 @@ private:
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
     std::uint64_t plan_mark_ = 0;  // marks the nodes of the plan being made (under the lock)
+    /// When each executor will have done the work placed on it so far, as predicted (under the lock).
+    std::chrono::steady_clock::time_point cpu_free_at_{}, device_free_at_{};
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
         elements_{0};
     WorkQueue workers_;  // last: its threads stop before the rest is destroyed

@@ -407,6 +407,20 @@ TEST(Errors, ConfigFromEnvironment) {
         }
     }
     {
+        EnvVar e("TANDEM_PLACEMENT", "fastest");
+        try {
+            (void)tandem::Config::from_environment();
+            ADD_FAILURE() << "no ConfigError";
+        } catch (const tandem::ConfigError& err) {
+            EXPECT_TRUE(contains(err.what(), "TANDEM_PLACEMENT")) << err.what();
+            EXPECT_TRUE(contains(err.what(), "fastest")) << err.what();
+        }
+    }
+    {
+        EnvVar e("TANDEM_PLACEMENT", "gpu");
+        EXPECT_EQ(tandem::Config::from_environment().placement, "gpu");
+    }
+    {
         EnvVar e1("TANDEM_CPU_THREADS", "3");
         EnvVar e2("TANDEM_FUSION", "0");
         EnvVar e3("TANDEM_BLOCK_ELEMENTS", "4096");
@@ -417,8 +431,9 @@ TEST(Errors, ConfigFromEnvironment) {
     }
     {
         // with none of the variables set, the defaults
-        EnvVar u5("TANDEM_HOST_POOL_MB", nullptr), u6("TANDEM_LOG", nullptr);
+        EnvVar u5("TANDEM_HOST_POOL_MB", nullptr), u6("TANDEM_LOG", nullptr), u7("TANDEM_PLACEMENT", nullptr);
         auto d = tandem::Config::from_environment();
+        EXPECT_EQ(d.placement, "auto");
         EXPECT_EQ(d.cpu_threads, 0);
         EXPECT_TRUE(d.fusion);
         EXPECT_EQ(d.block_elements, 2048);

@@ -1,5 +1,5 @@
 // Every elementwise op on the Vulkan device, through the public API: a GPU runtime
-// (Config::device = "vulkan", device_min_elements = 0; lavapipe in CI, the Khronos validation
+// (Config::device = "vulkan", placement = "gpu"; lavapipe in CI, the Khronos validation
 // layer on) against a CPU-only runtime fed the same inputs. Every binary and unary op, where and
 // the casts, in double, single, mixed and logical, over the shape patterns of
 // test_elementwise.cpp (implicit expansion, scalars, N-D, empty) and plain-number operands, on

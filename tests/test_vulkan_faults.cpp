@@ -1,5 +1,5 @@
 // Errors and faults on the Vulkan device, through the public API (Config::device = "vulkan",
-// device_min_elements = 0; lavapipe in CI, the Khronos validation layer on):
+// placement = "gpu"; lavapipe in CI, the Khronos validation layer on):
 //  - NaN converted to logical on the GPU: the error reaches the future, naming the op; in a
 //    multi-output gather the outputs that do not depend on it stay correct, and the runtime goes on;
 //  - injected faults (Config::test_fault: compile, oom, device_lost, submit_failed): the work

@@ -1,5 +1,5 @@
 // Random fused trees and multi-output plans on the Vulkan device, through the public API: a GPU
-// runtime (Config::device = "vulkan", device_min_elements = 0; lavapipe in CI, the Khronos
+// runtime (Config::device = "vulkan", placement = "gpu"; lavapipe in CI, the Khronos
 // validation layer on) against a CPU-only runtime fed the same inputs:
 //  - random fused trees (random_trees.hpp), the root and an inner node gathered together:
 //    bit-identical without transcendental ops; trees of ops with bounded derivatives (sin, tanh,

@@ -15,7 +15,7 @@ namespace tvk {
 inline tandem::Config gpu_config() {
     tandem::Config c;
     c.device = "vulkan";
-    c.device_min_elements = 0;  // every region goes to the device
+    c.placement = "gpu";  // every region goes to the device
     c.vulkan_validation = true;
     c.pipeline_cache_dir = "none";
     return c;

@@ -353,6 +353,14 @@ std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
     return arr;
 }
 
+DeviceClass VulkanBackend::device_class() const noexcept {
+    const std::string& t = context_->description().type;
+    if (t == "discrete") return DeviceClass::discrete_gpu;
+    if (t == "integrated") return DeviceClass::integrated_gpu;
+    if (t == "cpu") return DeviceClass::cpu_device;
+    return DeviceClass::virtual_gpu;
+}
+
 void VulkanBackend::submit(Submission s) {
     const Region& r = *s.region;
     if (lost_) throw DeviceLost("vulkan: the device was lost earlier; no more work is sent to it");

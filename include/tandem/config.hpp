@@ -31,9 +31,13 @@ struct TANDEM_API Config {
     /// executor is faster), "cpu", "vulkan" (the best Vulkan device, lavapipe included; failing
     /// to open one is an error), "vulkan:<index>" or "vulkan:<name substring>". TANDEM_DEVICE.
     std::string device = "auto";
-    /// Regions with fewer elements than this stay on the CPU (a device submission costs tens of
-    /// microseconds). 0 sends every region to the device. TANDEM_DEVICE_MIN_ELEMENTS.
-    std::int64_t device_min_elements = 1 << 16;
+    /// Which executor runs each region when a device is open: "auto" (the cost model: the
+    /// earliest predicted finish, counting transfers; scheduler/placement.hpp), "cpu" (all on
+    /// the CPU) or "gpu" (every region the device can take). TANDEM_PLACEMENT.
+    std::string placement = "auto";
+    /// Regions with fewer elements than this always stay on the CPU (0: no floor; with
+    /// placement "gpu", a way to keep the small ones off the device). TANDEM_DEVICE_MIN_ELEMENTS.
+    std::int64_t device_min_elements = 0;
     /// Run Vulkan with the Khronos validation layer and synchronization validation; messages
     /// are counted in Metrics::validation_messages. TANDEM_VULKAN_VALIDATION=0|1.
     bool vulkan_validation = false;
@@ -60,7 +64,9 @@ struct TANDEM_API Config {
     std::string test_fault;
     /// Comma-separated log topics written to stderr: "graph" (regions of each plan),
     /// "exec" (each region run, with its host time), "gpu" (each dispatch and copy's GPU time,
-    /// from timestamp queries, with its region and its start on the queue's clock). TANDEM_LOG.
+    /// from timestamp queries, with its region and its start on the queue's clock), "placement"
+    /// (each region's predicted finish on the CPU and the device, and the executor chosen).
+    /// TANDEM_LOG.
     std::string log;
 
     /// Defaults overridden by the TANDEM_* environment variables.

@@ -47,6 +47,7 @@ struct RuntimeInfo {
     std::vector<std::string> devices;
     std::string devices_note;         ///< why no device is in use, when none is
     std::string pipeline_cache;       ///< its directory and counters, when a device is in use
+    std::string placement;            ///< the placement mode and where the cost model's rates come from
 };
 
 /// Counters since the runtime started.

@@ -1,0 +1,118 @@
+#include "scheduler/cost_model.hpp"
+
+#include <algorithm>
+
+namespace tandem::detail {
+
+namespace {
+
+constexpr std::size_t kSimple = static_cast<std::size_t>(CostClass::simple);
+constexpr std::size_t kDivide = static_cast<std::size_t>(CostClass::divide);
+constexpr std::size_t kTranscendental = static_cast<std::size_t>(CostClass::transcendental);
+constexpr std::size_t kRandom = static_cast<std::size_t>(CostClass::random);
+
+/// Every rate of `p` times `f` (a slower or faster relative of a profile).
+ExecutorProfile scaled(ExecutorProfile p, double f) {
+    p.bytes_per_s *= f;
+    for (auto& c : p.ops_per_s)
+        for (auto& r : c) r *= f;
+    for (auto& r : p.flops_per_s) r *= f;
+    return p;
+}
+
+}  // namespace
+
+// The CPU's rates per thread, from the block interpreter's measured passes (docs/benchmarks.md,
+// issue 9's CPU runs on AVX2 and AVX-512 machines): simple ops at a few per nanosecond, SLEEF's
+// vector functions at about one, Philox normals at half of that, OpenBLAS near its peak.
+ExecutorProfile default_cpu_profile(int threads) {
+    const double t = std::max(1, threads);
+    ExecutorProfile p;
+    p.name = "cpu (" + std::to_string(static_cast<int>(t)) + " threads)";
+    p.launch_s = 3e-6;
+    p.bytes_per_s = std::min(8e9 * t, 80e9);
+    p.ops_per_s[kSimple] = {4e9 * t, 8e9 * t};
+    p.ops_per_s[kDivide] = {1e9 * t, 2e9 * t};
+    p.ops_per_s[kTranscendental] = {0.8e9 * t, 1.2e9 * t};
+    p.ops_per_s[kRandom] = {0.5e9 * t, 0.5e9 * t};
+    p.flops_per_s = {25e9 * t, 50e9 * t};
+    return p;
+}
+
+// Devices: a discrete GPU's rates are set between a workstation card and a data-centre one (an
+// H100 streams 3 TB/s and does f64 at 34 TFLOP/s; a consumer card does f64 at 1/64 of its f32
+// rate), so the defaults send it what any GPU wins and calibration settles the rest.
+ExecutorProfile default_device_profile(DeviceClass kind, int cpu_threads) {
+    ExecutorProfile p;
+    switch (kind) {
+        case DeviceClass::cpu_device:
+            // A Vulkan driver on the CPU (lavapipe): the same cores through a slower compiler.
+            p = scaled(default_cpu_profile(cpu_threads), 0.5);
+            p.name = "Vulkan on the CPU";
+            p.launch_s = 30e-6;
+            return p;
+        case DeviceClass::host:
+        case DeviceClass::discrete_gpu:
+            p.name = "discrete GPU";
+            p.launch_s = 5e-6;
+            p.bytes_per_s = 1.5e12;
+            p.ops_per_s[kSimple] = {1e12, 4e12};
+            p.ops_per_s[kDivide] = {2e11, 1e12};
+            p.ops_per_s[kTranscendental] = {1e11, 1e12};
+            p.ops_per_s[kRandom] = {5e11, 5e11};
+            p.flops_per_s = {5e12, 2e13};
+            return p;
+        case DeviceClass::integrated_gpu:
+        case DeviceClass::virtual_gpu:
+            p = scaled(default_device_profile(DeviceClass::discrete_gpu, cpu_threads), 0.1);
+            p.name = kind == DeviceClass::integrated_gpu ? "integrated GPU" : "virtual GPU";
+            p.launch_s = 10e-6;
+            return p;
+    }
+    return p;
+}
+
+LinkProfile default_link_profile(DeviceClass kind) {
+    LinkProfile l;
+    switch (kind) {
+        case DeviceClass::host:
+        case DeviceClass::discrete_gpu:
+            l.upload_bytes_per_s = l.download_bytes_per_s = 20e9;  // PCIe 4 x16, pinned staging
+            l.latency_s = 10e-6;
+            l.sync_s = 50e-6;
+            return l;
+        case DeviceClass::integrated_gpu:
+        case DeviceClass::virtual_gpu:
+        case DeviceClass::cpu_device:
+            l.upload_bytes_per_s = l.download_bytes_per_s = 10e9;  // a memcpy
+            l.latency_s = 5e-6;
+            l.sync_s = kind == DeviceClass::cpu_device ? 100e-6 : 50e-6;
+            return l;
+    }
+    return l;
+}
+
+MachineProfile default_machine_profile(int cpu_threads, DeviceClass device) {
+    return {default_cpu_profile(cpu_threads), default_device_profile(device, cpu_threads), default_link_profile(device)};
+}
+
+double compute_seconds(const RegionCost& c, const ExecutorProfile& p) {
+    const double memory = static_cast<double>(c.bytes_read() + c.bytes_written()) / p.bytes_per_s;
+    double arithmetic = 0;
+    for (std::size_t k = 1; k < kCostClasses; ++k)
+        for (std::size_t t = 0; t < 2; ++t)
+            if (c.ops[k][t]) arithmetic += static_cast<double>(c.ops[k][t]) / p.ops_per_s[k][t];
+    double product = 0;
+    if (c.k) product = static_cast<double>(c.flops()) / p.flops_per_s[c.product_dtype == DType::f32 ? 1 : 0];
+    return p.launch_s + std::max(memory, arithmetic) + product;
+}
+
+double upload_seconds(std::int64_t bytes, const LinkProfile& l) {
+    return l.latency_s + static_cast<double>(bytes) / l.upload_bytes_per_s;
+}
+
+double download_seconds(std::int64_t bytes, const LinkProfile& l) {
+    return l.latency_s + static_cast<double>(bytes) / l.download_bytes_per_s;
+}
+
+}  // namespace tandem::detail

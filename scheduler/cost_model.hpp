@@ -1,0 +1,62 @@
+// The cost model: how long a region takes on an executor, from its cost summary (RegionCost,
+// filled in by fusion) and a profile of the executor (how fast it streams bytes, does each class
+// of element operation, multiplies matrices, and what a region costs to start), plus what moving
+// its inputs there costs (the link between host and device: bandwidth each way, latency, and the
+// wait for the device's queue when the host needs a value computed there).
+//
+// The profiles come from `tandem calibrate` when it has run on this machine; until then from
+// built-in defaults by the kind of executor (a CPU with N threads, a discrete GPU, an integrated
+// one, a Vulkan driver running on the CPU). Defaults are deliberately plain numbers: they decide
+// the obvious cases (a region of a few elements, a pass over gigabytes) and leave the close ones
+// to calibration.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "backends/backend.hpp"
+#include "graph/region.hpp"
+
+namespace tandem::detail {
+
+/// How fast one executor does each kind of work.
+struct ExecutorProfile {
+    std::string name;             ///< "cpu (2 threads)", "discrete GPU", ... for logs
+    double launch_s = 0;          ///< fixed cost of one region: a CPU job, a dispatch in a batch
+    double bytes_per_s = 1;       ///< streaming memory bandwidth (reads + writes)
+    /// Element operations per second by cost class and compute type ([class][0: f64, 1: f32]).
+    std::array<std::array<double, 2>, kCostClasses> ops_per_s{};
+    std::array<double, 2> flops_per_s{1, 1};  ///< matrix products: f64, f32
+};
+
+/// The link between the host and a device.
+struct LinkProfile {
+    double upload_bytes_per_s = 1, download_bytes_per_s = 1;
+    double latency_s = 0;  ///< a copy's fixed cost
+    /// What the host waits when it needs a value the device computes: the device's batch sent,
+    /// run and completed, the waiting thread woken (a round trip).
+    double sync_s = 0;
+};
+
+/// Built-in profiles, used until calibration replaces them.
+ExecutorProfile default_cpu_profile(int threads);
+ExecutorProfile default_device_profile(DeviceClass kind, int cpu_threads);
+LinkProfile default_link_profile(DeviceClass kind);
+
+/// The profiles placement uses: the CPU's, the device's and the link between them.
+struct MachineProfile {
+    ExecutorProfile cpu, device;
+    LinkProfile link;
+    std::string source = "built-in defaults";  ///< or the calibration file it came from
+};
+MachineProfile default_machine_profile(int cpu_threads, DeviceClass device);
+
+/// Seconds to run region `r` on executor `p` once its inputs are there: the start, then the
+/// larger of its memory traffic and its arithmetic (they overlap), then a product's flops.
+double compute_seconds(const RegionCost& c, const ExecutorProfile& p);
+/// Seconds to bring `bytes` to the device (upload) or to the host (download, with the wait for
+/// the device's queue when the value is computed there).
+double upload_seconds(std::int64_t bytes, const LinkProfile& l);
+double download_seconds(std::int64_t bytes, const LinkProfile& l);
+
+}  // namespace tandem::detail

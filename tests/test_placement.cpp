@@ -1,0 +1,225 @@
+// Placement against a fixed cost table (scheduler/placement.hpp, scheduler/cost_model.hpp):
+// deterministic decisions for regions that fusion makes from graphs built with the public API,
+// with their inputs put on one side or the other by hand. Covers the earliest-finish rule, the
+// transfers and the wait for the device, consumers on the host, a busy executor, the close-call
+// rule that keeps a chain where its data is, and the forced modes and fixed rules.
+#include <gtest/gtest.h>
+
+#include <unordered_set>
+#include <vector>
+
+#include "graph/fusion.hpp"
+#include "scheduler/placement.hpp"
+#include "tandem/tandem.hpp"
+
+using tandem::Array;
+using tandem::Runtime;
+using tandem::Shape;
+using namespace tandem::detail;
+
+namespace {
+
+struct FakeBackend : Backend {
+    FakeBackend(bool host) : host_(host) {}
+    std::string_view name() const noexcept override { return host_ ? "cpu" : "device"; }
+    bool on_host() const noexcept override { return host_; }
+    void submit(Submission) override {}
+    bool host_;
+};
+
+/// Round numbers: a CPU at 10 GB/s, a device at 1 TB/s behind a 10 GB/s link with a 50 us
+/// round trip.
+MachineProfile fixed_profile() {
+    MachineProfile m;
+    m.cpu.name = "cpu";
+    m.cpu.launch_s = 1e-6;
+    m.cpu.bytes_per_s = 10e9;
+    m.cpu.ops_per_s[1] = {4e9, 8e9};
+    m.cpu.ops_per_s[2] = {1e9, 2e9};
+    m.cpu.ops_per_s[3] = {0.5e9, 1e9};
+    m.cpu.ops_per_s[4] = {0.5e9, 0.5e9};
+    m.cpu.flops_per_s = {50e9, 100e9};
+    m.device.name = "device";
+    m.device.launch_s = 10e-6;
+    m.device.bytes_per_s = 1e12;
+    m.device.ops_per_s[1] = {1e12, 2e12};
+    m.device.ops_per_s[2] = {2e11, 1e12};
+    m.device.ops_per_s[3] = {1e11, 1e12};
+    m.device.ops_per_s[4] = {5e11, 5e11};
+    m.device.flops_per_s = {5e12, 2e13};
+    m.link.upload_bytes_per_s = m.link.download_bytes_per_s = 10e9;
+    m.link.latency_s = 10e-6;
+    m.link.sync_s = 50e-6;
+    return m;
+}
+
+Runtime cpu_runtime() {
+    tandem::Config c;
+    c.device = "cpu";
+    return Runtime(c);
+}
+
+/// The one region fusion makes for `target` (every node not computed yet, as the scheduler plans).
+Region region_of(const Array& target) {
+    static std::uint64_t mark = std::uint64_t{1} << 61;
+    ++mark;
+    std::vector<Node*> order;
+    std::unordered_set<Node*> seen;
+    auto visit = [&](auto&& self, Node* n) -> void {
+        if (n->eval.value || !seen.insert(n).second) return;
+        for (auto& in : n->inputs) self(self, in.get());
+        n->plan_mark = mark;
+        n->plan_index = order.size();
+        order.push_back(n);
+    };
+    visit(visit, target.node().get());
+    auto regions = fuse(order, {target.node().get()}, mark, {true});
+    EXPECT_EQ(regions.size(), 1u);
+    return std::move(regions.back());
+}
+
+Array data(Runtime& rt, std::int64_t n) {
+    std::vector<double> v(static_cast<std::size_t>(n), 0.5);
+    return rt.array(std::span<const double>(v), Shape{n, 1});
+}
+
+/// A query for `r` with every input on one side, ready now.
+PlacementQuery query(const Region& r, bool inputs_on_device, bool output_to_host) {
+    PlacementQuery q;
+    q.region = &r;
+    for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+        InputSite s;
+        s.bytes = r.cost.input_bytes[k];
+        s.on_host = !inputs_on_device;
+        s.on_device = inputs_on_device;
+        q.inputs.push_back(s);
+    }
+    if (output_to_host) q.bytes_to_host = r.cost.bytes_written();
+    return q;
+}
+
+struct Fixture {
+    FakeBackend cpu{true}, device{false};
+    Placement automatic{cpu, &device, PlacementMode::automatic, 0, fixed_profile()};
+};
+
+}  // namespace
+
+TEST(Placement, HeavyArithmeticGoesToTheDeviceLightWorkStaysHome) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    const std::int64_t n = 10'000'000;
+    Array x = data(rt, n);
+    // 3 transcendentals an element: 60 ms on this CPU, 80 MB each way over the link (16 ms).
+    const Region heavy = region_of(tandem::exp(tandem::sin(x)) * tandem::cos(x));
+    auto d = f.automatic.place(query(heavy, false, true), 0, 0);
+    EXPECT_EQ(d.backend, &f.device) << d.reason;
+    EXPECT_GT(d.cpu_s, d.device_s);
+    // A plain sum of 10 elements: a round trip costs more than the work.
+    const Region tiny = region_of(tandem::sum(data(rt, 10) * 2.0));
+    d = f.automatic.place(query(tiny, false, true), 0, 0);
+    EXPECT_EQ(d.backend, &f.cpu) << d.reason;
+    EXPECT_LT(d.cpu_s, d.device_s);
+}
+
+TEST(Placement, TransfersDecideLightWork) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    Array x = data(rt, 1'000'000);
+    const Region light = region_of(x * 2.0 + 1.0);  // 16 MB of traffic, 2 simple ops an element
+    // On the host with a host consumer: moving 8 MB each way costs more than 1.6 ms of CPU work.
+    EXPECT_EQ(f.automatic.place(query(light, false, true), 0, 0).backend, &f.cpu);
+    // Already on the device, feeding device work: downloading it would cost more.
+    EXPECT_EQ(f.automatic.place(query(light, true, false), 0, 0).backend, &f.device);
+    // A tiny step of a chain that lives on the device stays there: no sync, no transfer.
+    const Region step = region_of(data(rt, 16) / 3.0);
+    EXPECT_EQ(f.automatic.place(query(step, true, false), 0, 0).backend, &f.device);
+}
+
+TEST(Placement, ABusyExecutorAndLateInputsCount) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    Array x = data(rt, 10'000'000);
+    const Region heavy = region_of(tandem::exp(tandem::sin(x)) * tandem::cos(x));
+    EXPECT_EQ(f.automatic.place(query(heavy, false, false), 0, 0).backend, &f.device);
+    // The device has a second of work queued: the CPU finishes first.
+    auto d = f.automatic.place(query(heavy, false, false), 0, 1.0);
+    EXPECT_EQ(d.backend, &f.cpu) << d.reason;
+    EXPECT_GT(d.device_s, 1.0);
+    // An input that only exists in 2 s delays both sides alike.
+    PlacementQuery late = query(heavy, false, false);
+    late.inputs[0].ready_s = 2.0;
+    d = f.automatic.place(late, 0, 0);
+    EXPECT_GT(d.cpu_s, 2.0);
+    EXPECT_GT(d.device_s, 2.0);
+    EXPECT_EQ(d.backend, &f.device);
+}
+
+TEST(Placement, CloseCallsStayWithTheirInputs) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    Array x = data(rt, 1'000'000);
+    const Region r = region_of(tandem::sqrt(x) + 1.0);
+    // Equal rates on both sides and a free link: the two predictions are within 10%.
+    MachineProfile same = fixed_profile();
+    same.device = same.cpu;
+    same.link.latency_s = same.link.sync_s = 0;
+    same.link.upload_bytes_per_s = same.link.download_bytes_per_s = 1e18;
+    Placement p(f.cpu, &f.device, PlacementMode::automatic, 0, same);
+    auto on_device = p.place(query(r, true, false), 0, 0);
+    EXPECT_EQ(on_device.backend, &f.device) << on_device.reason;
+    auto on_host = p.place(query(r, false, false), 0, 0);
+    EXPECT_EQ(on_host.backend, &f.cpu) << on_host.reason;
+    EXPECT_NEAR(on_device.cpu_s, on_device.device_s, 0.1 * on_device.cpu_s);
+}
+
+TEST(Placement, ProductsArePricedByTheirFlops) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    std::vector<double> v(512 * 512, 0.25);
+    Array a = rt.array(std::span<const double>(v), Shape{512, 512});
+    const Region big = region_of(tandem::matmul(a, a));  // 268 MFLOP: 5.4 ms here, 54 us there
+    auto d = f.automatic.place(query(big, false, true), 0, 0);
+    EXPECT_EQ(big.kind, RegionKind::matmul);
+    EXPECT_EQ(d.backend, &f.device) << d.reason;
+    std::vector<double> w(4 * 4, 0.25);
+    Array s = rt.array(std::span<const double>(w), Shape{4, 4});
+    EXPECT_EQ(f.automatic.place(query(region_of(tandem::matmul(s, s)), false, true), 0, 0).backend, &f.cpu);
+}
+
+TEST(Placement, ForcedModesFloorsAndFixedRules) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    const Region tiny = region_of(data(rt, 10) * 2.0);
+    Placement to_device(f.cpu, &f.device, PlacementMode::device, 0, fixed_profile());
+    EXPECT_EQ(to_device.place(query(tiny, false, true), 0, 0).backend, &f.device);
+    Placement floored(f.cpu, &f.device, PlacementMode::device, 100, fixed_profile());
+    EXPECT_EQ(floored.place(query(tiny, false, true), 0, 0).backend, &f.cpu);
+    Array x = data(rt, 10'000'000);
+    const Region heavy = region_of(tandem::exp(tandem::sin(x)) * tandem::cos(x));
+    Placement to_cpu(f.cpu, &f.device, PlacementMode::cpu, 0, fixed_profile());
+    EXPECT_EQ(to_cpu.place(query(heavy, false, false), 0, 0).backend, &f.cpu);
+    Placement no_device(f.cpu, nullptr, PlacementMode::automatic, 0, fixed_profile());
+    EXPECT_EQ(no_device.place(query(heavy, false, false), 0, 0).backend, &f.cpu);
+    Placement lost(f.cpu, &f.device, PlacementMode::device, 0, fixed_profile());
+    lost.disable_device();
+    EXPECT_EQ(lost.place(query(heavy, false, false), 0, 0).backend, &f.cpu);
+    const Region view = region_of(tandem::reshape(x, Shape{1, 10'000'000}));
+    EXPECT_EQ(view.kind, RegionKind::view);
+    EXPECT_EQ(to_device.place(query(view, true, false), 0, 0).backend, &f.cpu);  // the scheduler keeps it with its input
+}
+
+TEST(Placement, DefaultProfilesAreOrdered) {
+    // The built-in defaults (until calibration): a discrete GPU streams and computes faster than
+    // the CPU, a Vulkan driver on the CPU slower than the CPU executor itself.
+    const MachineProfile gpu = default_machine_profile(16, DeviceClass::discrete_gpu);
+    const MachineProfile cpu_device = default_machine_profile(16, DeviceClass::cpu_device);
+    EXPECT_GT(gpu.device.bytes_per_s, gpu.cpu.bytes_per_s);
+    for (std::size_t c = 1; c < kCostClasses; ++c)
+        for (std::size_t t = 0; t < 2; ++t) {
+            EXPECT_GT(gpu.device.ops_per_s[c][t], gpu.cpu.ops_per_s[c][t]) << c << " " << t;
+            EXPECT_LT(cpu_device.device.ops_per_s[c][t], cpu_device.cpu.ops_per_s[c][t]) << c << " " << t;
+        }
+    EXPECT_GT(cpu_device.device.launch_s, cpu_device.cpu.launch_s);
+    EXPECT_GT(gpu.link.sync_s, 0);
+}
