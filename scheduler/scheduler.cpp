@@ -75,6 +75,18 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const Sche
 
 Scheduler::~Scheduler() { wait_idle(); }
 
+void Scheduler::charge(Job& job, bool on_device, double seconds) {
+    job.charged_s = seconds;
+    (on_device ? device_outstanding_s_ : cpu_outstanding_s_) += seconds;
+}
+
+void Scheduler::discharge(Job& job) {
+    if (job.charged_s == 0) return;
+    double& outstanding = job.placement.backend->on_host() ? cpu_outstanding_s_ : device_outstanding_s_;
+    outstanding = std::max(0.0, outstanding - job.charged_s);
+    job.charged_s = 0;
+}
+
 std::string Scheduler::placement_text() const {
     if (!placement_.device()) return "cpu (no device)";
     const MachineProfile& p = placement_.profile();
@@ -132,10 +144,8 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
             std::vector<JobPtr> jobs;
             std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
             // Placement's view of the plan: where each output will be and when (seconds from now).
-            using Clock = std::chrono::steady_clock;
-            const Clock::time_point now = Clock::now();
-            auto ahead = [&](Clock::time_point t) { return std::max(0.0, std::chrono::duration<double>(t - now).count()); };
-            double cpu_free = ahead(cpu_free_at_), device_free = ahead(device_free_at_);
+            // The executors are free once the work placed on them is done; within the plan, a
+            // region's inputs exist when their producers' predicted finish says.
             std::unordered_map<const Node*, InputSite> site;
             auto site_of = [&](const std::shared_ptr<Node>& in) {
                 if (auto it = site.find(in.get()); it != site.end()) return it->second;
@@ -159,7 +169,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 for (std::size_t j = 0; j < job->region.outputs.size(); ++j)
                     if (to_host && wanted_set.count(job->region.outputs[j].node.get()))
                         query.bytes_to_host += job->region.cost.output_bytes.empty() ? 0 : job->region.cost.output_bytes[j];
-                job->placement = placement_.place(query, cpu_free, device_free);
+                job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_);
                 if (job->region.kind == RegionKind::view && placement_.device() != nullptr && !query.inputs[0].on_host) {
                     // A view of a device value stays with it: as a CPU job it would wait for the
                     // device to finish and make its producer download (a sync per power step).
@@ -169,8 +179,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 if (job->region.kind == RegionKind::view) {
                     site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
                 } else {
-                    if (on_device) device_free = std::max(device_free, job->placement.finish_s);
-                    else cpu_free = std::max(cpu_free, job->placement.finish_s);
+                    charge(*job, on_device, placement_.compute_s(job->region, on_device));
                     for (auto& o : job->region.outputs) {
                         InputSite s;
                         s.bytes = o.node->shape.numel() * static_cast<std::int64_t>(dtype_size(o.node->dtype));
@@ -208,9 +217,6 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 jobs.push_back(std::move(job));
                 ++in_flight_;
             }
-            cpu_free_at_ = std::max(cpu_free_at_, now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cpu_free)));
-            device_free_at_ =
-                std::max(device_free_at_, now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(device_free)));
             // A device output that a CPU region of this plan reads comes back in the same
             // submission, instead of in a blocking download later.
             for (auto& job : jobs) {
@@ -484,7 +490,9 @@ void Scheduler::record_on_device(const JobPtr& job) {
 
 void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    discharge(*job);
     job->placement = {&placement_.cpu(), "fallback from the device"};
+    charge(*job, false, placement_.compute_s(job->region, false));
     job->completion->backend = job->placement.backend;
     for (auto& out : job->region.outputs) out.node->eval.value = nullptr;
     std::fill(job->wanted_on_host.begin(), job->wanted_on_host.end(), true);
@@ -516,6 +524,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             }
             if (error && is_data_error(error) && r.outputs.size() > 1) requeue = true;
         }
+        discharge(*job);
         if (requeue) {
             const char* why = !error                 ? " after an input was recomputed"
                               : is_data_error(error) ? " to find which of its outputs the data error concerns"

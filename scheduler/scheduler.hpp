@@ -73,6 +73,7 @@ private:
     struct Job {
         Region region;
         PlacementDecision placement;
+        double charged_s = 0;  ///< predicted compute seconds counted in its executor's outstanding work
         std::shared_ptr<Completion> completion;
         std::size_t waiting = 0;              // inputs not yet ready for this placement
         std::vector<bool> wanted_on_host;     // outputs a host sink wants back
@@ -105,8 +106,12 @@ private:
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
     std::uint64_t plan_mark_ = 0;  // marks the nodes of the plan being made (under the lock)
-    /// When each executor will have done the work placed on it so far, as predicted (under the lock).
-    std::chrono::steady_clock::time_point cpu_free_at_{}, device_free_at_{};
+    /// Predicted compute seconds of the work placed on each executor and not finished yet
+    /// (under the lock). Counted per job and taken back when it completes, so a misprediction
+    /// lasts only as long as the work it is about, never accumulates.
+    double cpu_outstanding_s_ = 0, device_outstanding_s_ = 0;
+    void charge(Job& job, bool on_device, double seconds);
+    void discharge(Job& job);
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
         elements_{0};
     WorkQueue workers_;  // last: its threads stop before the rest is destroyed
