@@ -51,7 +51,10 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, d
         if (in.on_device) bytes_on_device += in.bytes;
     }
     const double cpu_start = std::max(cpu_free_s, ready + to_host + (host_waits_for_device ? link.sync_s : 0.0));
-    const double dev_start = std::max(device_free_s, ready + to_device);
+    // A device that runs on the host's cores (lavapipe) is free only when the CPU is too.
+    const double device_free = device_->device_class() == DeviceClass::cpu_device ? std::max(device_free_s, cpu_free_s)
+                                                                                   : device_free_s;
+    const double dev_start = std::max(device_free, ready + to_device);
     cpu.cpu_s = dev.cpu_s = cpu_start + compute_s(region, false);
     double device_finish = dev_start + compute_s(region, true);
     if (q.bytes_to_host > 0) device_finish += link.sync_s + download_seconds(q.bytes_to_host, link);

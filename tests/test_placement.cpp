@@ -20,11 +20,13 @@ using namespace tandem::detail;
 namespace {
 
 struct FakeBackend : Backend {
-    FakeBackend(bool host) : host_(host) {}
+    explicit FakeBackend(bool host, DeviceClass cls = DeviceClass::discrete_gpu) : host_(host), class_(cls) {}
     std::string_view name() const noexcept override { return host_ ? "cpu" : "device"; }
     bool on_host() const noexcept override { return host_; }
+    DeviceClass device_class() const noexcept override { return host_ ? DeviceClass::host : class_; }
     void submit(Submission) override {}
     bool host_;
+    DeviceClass class_;
 };
 
 /// Round numbers: a CPU at 10 GB/s, a device at 1 TB/s behind a 10 GB/s link with a 50 us
@@ -153,6 +155,23 @@ TEST(Placement, ABusyExecutorAndLateInputsCount) {
     EXPECT_GT(d.cpu_s, 2.0);
     EXPECT_GT(d.device_s, 2.0);
     EXPECT_EQ(d.backend, &f.device);
+}
+
+TEST(Placement, ADeviceOnTheHostsCoresIsNoEscapeFromABusyCpu) {
+    // lavapipe runs on the CPU's cores: work queued on the CPU delays it as much.
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu(true), lavapipe(false, DeviceClass::cpu_device);
+    MachineProfile same = fixed_profile();
+    same.device = same.cpu;  // as fast as the CPU executor, even
+    Placement p(cpu, &lavapipe, PlacementMode::automatic, 0, same);
+    const Region r = region_of(data(rt, 1'000'000) * 2.0);
+    auto d = p.place(query(r, false, false), 1.0, 0);
+    EXPECT_EQ(d.backend, &cpu) << d.reason;
+    EXPECT_GT(d.device_s, 1.0);
+    // A GPU with the same rates is a way out.
+    FakeBackend gpu(false, DeviceClass::discrete_gpu);
+    Placement q(cpu, &gpu, PlacementMode::automatic, 0, same);
+    EXPECT_EQ(q.place(query(r, false, false), 1.0, 0).backend, &gpu);
 }
 
 TEST(Placement, CloseCallsStayWithTheirInputs) {

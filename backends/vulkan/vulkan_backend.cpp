@@ -116,9 +116,12 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
     b->pipelines_ = std::make_unique<PipelineCache>(c, options.pipeline_cache_dir, [](const std::string& m) {
         std::fprintf(stderr, "[tandem] pipeline cache: %s\n", m.c_str());
     });
-    b->pipelines_->warm_up();
-    b->gemm_ = std::make_unique<Gemm>(c, *b->pipelines_);
     const DeviceDescription& d = c.description();
+    // Warming up compiles every cached pipeline on a background thread. A driver that runs on the
+    // CPU (lavapipe) would compile them on the cores the CPU executor computes on, for seconds
+    // after start, whether or not any region goes there: its pipelines are built when first used.
+    if (d.type != "cpu") b->pipelines_->warm_up();
+    b->gemm_ = std::make_unique<Gemm>(c, *b->pipelines_);
     b->codegen_.max_push_bytes = std::min<std::uint32_t>(d.max_push_constants, 128);
     // NVIDIA: subgroups of 32, lavapipe: 8; a workgroup of several subgroups, a few elements each.
     b->codegen_.workgroup_size = std::min<std::uint32_t>(256, std::max<std::uint32_t>(64, d.max_workgroup_invocations / 4));
