@@ -7,6 +7,7 @@
 #include <functional>
 #include <span>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "graph/region.hpp"
@@ -42,6 +43,9 @@ public:
     virtual ~Backend() = default;
     virtual std::string_view name() const noexcept = 0;
     virtual DeviceClass device_class() const noexcept { return DeviceClass::host; }
+    /// What a calibration of this device is valid for: its name, driver and pipeline-cache UUID
+    /// ("" for the CPU executor).
+    virtual std::string identity() const { return ""; }
     /// True for the CPU executor: it reads and writes host copies, and runs on the scheduler's
     /// worker threads; a device backend records work and completes it asynchronously.
     virtual bool on_host() const noexcept = 0;

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tandem/calibration.hpp"
 #include "tandem/config.hpp"
 #include "tandem/error.hpp"
 #include "tandem/runtime.hpp"
@@ -32,6 +33,25 @@ int run_info(bool json) {
     return 0;
 }
 
+int run_calibrate(bool quick, const std::string& output) {
+    tandem::CalibrateOptions o;
+    o.quick = quick;
+    o.output = output;
+    o.progress = [](double done, const std::string& what) {
+        constexpr int kWidth = 30;
+        const int filled = static_cast<int>(done * kWidth + 0.5);
+        std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
+                  << std::string(static_cast<std::size_t>(kWidth - filled), ' ') << "] " << static_cast<int>(done * 100 + 0.5)
+                  << "% " << what << std::string(20, ' ') << std::flush;
+    };
+    const tandem::CalibrationResult r = tandem::calibrate(tandem::Config::from_environment(), o);
+    std::cerr << '\n';
+    std::cout << "Calibrated in " << static_cast<int>(r.seconds + 0.5) << " s for " << r.machine << "\n" << r.rates;
+    if (!r.crossovers.empty()) std::cout << "Placement (auto) by the measured rates:\n" << r.crossovers;
+    std::cout << "Written to " << r.path << " (every runtime on this machine reads it at start)\n";
+    return 0;
+}
+
 /// CLI11 checks for the missing subcommand before it looks at leftover words, so `tandem bogus`
 /// and `tandem --bogus` would both say "A subcommand is required"; name the word instead.
 std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
@@ -52,6 +72,14 @@ int main(int argc, char** argv) {
     CLI::App* info = app.add_subcommand("info", "Show the runtime's settings, the CPU and the devices");
     info->add_flag("--json", json, "Print a JSON document instead of text");
 
+    bool quick = false;
+    std::string output;
+    CLI::App* calibrate = app.add_subcommand(
+        "calibrate", "Measure this machine for the placement cost model and save it (TANDEM_CALIBRATION or "
+                     "$XDG_CONFIG_HOME/tandem/calibration.json)");
+    calibrate->add_flag("--quick", quick, "Fewer, smaller measurements (seconds instead of a minute)");
+    calibrate->add_option("--output", output, "Write the calibration to this file instead");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success& e) {  // --help, --help-all, --version
@@ -64,6 +92,7 @@ int main(int argc, char** argv) {
 
     try {
         if (info->parsed()) return run_info(json);
+        if (calibrate->parsed()) return run_calibrate(quick, output);
     } catch (const tandem::Error& e) {
         std::cerr << "tandem: " << e.what() << '\n';
         return kExitError;

@@ -42,6 +42,7 @@ Config Config::from_environment() {
     if (const char* v = env("TANDEM_LOG")) c.log = v;
     if (const char* v = env("TANDEM_DEVICE")) c.device = v;
     if (const char* v = env("TANDEM_PLACEMENT")) c.placement = v;
+    if (const char* v = env("TANDEM_CALIBRATION")) c.calibration_file = v;
     if (const char* v = env("TANDEM_DEVICE_MIN_ELEMENTS"))
         c.device_min_elements = parse_int("TANDEM_DEVICE_MIN_ELEMENTS", v, 0, std::int64_t{1} << 62);
     if (const char* v = env("TANDEM_VULKAN_VALIDATION")) c.vulkan_validation = parse_int("TANDEM_VULKAN_VALIDATION", v, 0, 1) != 0;

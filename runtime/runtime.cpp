@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "calibrate/calibration_file.hpp"
 #include "runtime/topology.hpp"
 #if TANDEM_WITH_VULKAN
 #include "backends/vulkan/vulkan_backend.hpp"
@@ -29,9 +30,13 @@ std::size_t pool_limit(const Config& c, const CpuTopology& t) {
     if (c.host_pool_bytes != SIZE_MAX) return c.host_pool_bytes;
     return t.memory_bytes ? static_cast<std::size_t>(t.memory_bytes / 8) : std::size_t{1} << 30;
 }
-SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* device) {
+SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* device, const CpuTopology& topology) {
     SchedulerOptions o;
     o.profile = default_machine_profile(threads, device ? device->device_class() : DeviceClass::host);
+    // The measured rates, where they matter: a device open and placement left to the model.
+    if (device && c.placement == "auto")
+        o.profile = load_profile(c.calibration_file.empty() ? default_calibration_path() : c.calibration_file,
+                                 machine_key(topology, threads, device), std::move(o.profile));
     o.threads = threads;
     o.fuse = c.fusion;
     o.log_graph = c.log.find("graph") != std::string::npos;
@@ -54,7 +59,7 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
       device_(open_device()),
-      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, device_.get(), scheduler_options(config_, threads_, device_.get()))) {}
+      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, device_.get(), scheduler_options(config_, threads_, device_.get(), topology_))) {}
 
 #if TANDEM_WITH_VULKAN
 /// The Vulkan devices of this machine, enumerated once per process (an instance costs tens of

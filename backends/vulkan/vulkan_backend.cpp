@@ -356,6 +356,17 @@ std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
     return arr;
 }
 
+std::string VulkanBackend::identity() const {
+    const DeviceDescription& d = context_->description();
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string uuid;
+    for (std::uint8_t b : d.pipeline_cache_uuid) {
+        uuid += kHex[b >> 4];
+        uuid += kHex[b & 15];
+    }
+    return d.name + " (" + d.driver + ", " + uuid + ")";
+}
+
 DeviceClass VulkanBackend::device_class() const noexcept {
     const std::string& t = context_->description().type;
     if (t == "discrete") return DeviceClass::discrete_gpu;

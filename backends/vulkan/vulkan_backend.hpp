@@ -61,6 +61,7 @@ public:
     std::string_view name() const noexcept override { return "vulkan"; }
     bool on_host() const noexcept override { return false; }
     DeviceClass device_class() const noexcept override;
+    std::string identity() const override;
     void submit(Submission s) override;
     void flush() override;
     void download(Value& v) override;

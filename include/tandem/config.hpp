@@ -35,6 +35,11 @@ struct TANDEM_API Config {
     /// earliest predicted finish, counting transfers; scheduler/placement.hpp), "cpu" (all on
     /// the CPU) or "gpu" (every region the device can take). TANDEM_PLACEMENT.
     std::string placement = "auto";
+    /// The cost model's rates, measured by `tandem calibrate`: "" = the default place
+    /// ($XDG_CONFIG_HOME/tandem/calibration.json, else ~/.config/tandem/calibration.json), a
+    /// path, or "none" (the built-in defaults). A file that is corrupt, of another version or of
+    /// another machine is reported once and ignored. TANDEM_CALIBRATION.
+    std::string calibration_file;
     /// Regions with fewer elements than this always stay on the CPU (0: no floor; with
     /// placement "gpu", a way to keep the small ones off the device). TANDEM_DEVICE_MIN_ELEMENTS.
     std::int64_t device_min_elements = 0;

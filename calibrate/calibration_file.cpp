@@ -1,0 +1,209 @@
+#include "calibrate/calibration_file.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tandem/error.hpp"
+
+namespace tandem::detail {
+
+namespace {
+
+using json = nlohmann::json;
+constexpr const char* kFormat = "tandem calibration";
+constexpr const char* kClassNames[kCostClasses] = {"none", "simple", "divide", "transcendental", "random"};
+
+json profile_json(const ExecutorProfile& p) {
+    json ops = json::object();
+    for (std::size_t c = 1; c < kCostClasses; ++c) ops[kClassNames[c]] = {p.ops_per_s[c][0], p.ops_per_s[c][1]};
+    return {{"name", p.name},
+            {"launch_s", p.launch_s},
+            {"bytes_per_s", p.bytes_per_s},
+            {"ops_per_s", ops},
+            {"flops_per_s", {p.flops_per_s[0], p.flops_per_s[1]}}};
+}
+
+/// A rate the model divides by: finite and positive.
+double rate(const json& j, const std::string& where) {
+    if (!j.is_number()) throw std::runtime_error(where + " is not a number");
+    const double v = j.get<double>();
+    if (!std::isfinite(v) || v <= 0) throw std::runtime_error(where + " = " + j.dump() + ": expected a positive rate");
+    return v;
+}
+
+ExecutorProfile profile_from(const json& j, const std::string& where) {
+    ExecutorProfile p;
+    p.name = j.at("name").get<std::string>();
+    p.launch_s = j.at("launch_s").get<double>();
+    if (!std::isfinite(p.launch_s) || p.launch_s < 0) throw std::runtime_error(where + ".launch_s must be >= 0");
+    p.bytes_per_s = rate(j.at("bytes_per_s"), where + ".bytes_per_s");
+    for (std::size_t c = 1; c < kCostClasses; ++c) {
+        const json& pair = j.at("ops_per_s").at(kClassNames[c]);
+        for (std::size_t t = 0; t < 2; ++t)
+            p.ops_per_s[c][t] = rate(pair.at(t), where + ".ops_per_s." + kClassNames[c]);
+    }
+    for (std::size_t t = 0; t < 2; ++t) p.flops_per_s[t] = rate(j.at("flops_per_s").at(t), where + ".flops_per_s");
+    return p;
+}
+
+std::string iso_utc(std::int64_t unix_s) {
+    const std::time_t t = static_cast<std::time_t>(unix_s);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+    return buf;
+}
+
+std::string age_text(std::int64_t created_unix_s) {
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::int64_t s = std::max<std::int64_t>(0, now - created_unix_s);
+    if (s < 3600) return std::to_string(s / 60) + " min old";
+    if (s < 2 * 86400) return std::to_string(s / 3600) + " h old";
+    return std::to_string(s / 86400) + " days old";
+}
+
+/// One message per process and path: runtimes are created often (tests create hundreds).
+void report_once(const std::string& path, const std::string& message) {
+    static std::mutex mutex;
+    static std::set<std::string> said;
+    std::lock_guard lock(mutex);
+    if (said.insert(path).second) std::fprintf(stderr, "[tandem] %s\n", message.c_str());
+}
+
+}  // namespace
+
+std::string MachineKey::to_string() const {
+    return cpu + ", " + std::to_string(cpu_threads) + " threads" + (device.empty() ? ", no device" : ", " + device);
+}
+
+MachineKey machine_key(const CpuTopology& topology, int cpu_threads, const Backend* device) {
+    return {topology.model.empty() ? "unknown CPU" : topology.model, cpu_threads, device ? device->identity() : ""};
+}
+
+std::string default_calibration_path() {
+    if (const char* p = std::getenv("TANDEM_CALIBRATION"); p && *p) return p;
+    if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/tandem/calibration.json";
+    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.config/tandem/calibration.json";
+    return "";
+}
+
+std::string to_json(const Calibration& c) {
+    json doc = {{"format", kFormat},
+                {"version", kCalibrationVersion},
+                {"created_unix_s", c.created_unix_s},
+                {"created", iso_utc(c.created_unix_s)},
+                {"machine", {{"cpu", c.machine.cpu}, {"cpu_threads", c.machine.cpu_threads}, {"device", c.machine.device}}},
+                {"cpu", profile_json(c.profile.cpu)},
+                {"device", c.has_device ? profile_json(c.profile.device) : json(nullptr)},
+                {"link",
+                 c.has_device ? json{{"upload_bytes_per_s", c.profile.link.upload_bytes_per_s},
+                                     {"download_bytes_per_s", c.profile.link.download_bytes_per_s},
+                                     {"latency_s", c.profile.link.latency_s},
+                                     {"sync_s", c.profile.link.sync_s}}
+                              : json(nullptr)}};
+    return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+Calibration calibration_from_json(const std::string& text, const std::string& what) {
+    json doc;
+    try {
+        doc = json::parse(text);
+    } catch (const json::exception& e) {
+        throw ConfigError("calibration file " + what + " is not valid JSON (" + e.what() + ")");
+    }
+    try {
+        if (!doc.is_object() || doc.value("format", "") != kFormat)
+            throw std::runtime_error("not a Tandem calibration (no \"format\": \"" + std::string(kFormat) + "\")");
+        const int version = doc.at("version").get<int>();
+        if (version != kCalibrationVersion)
+            throw std::runtime_error("version " + std::to_string(version) + ", this Tandem reads version " +
+                                     std::to_string(kCalibrationVersion) + " (run `tandem calibrate` again)");
+        Calibration c;
+        c.created_unix_s = doc.at("created_unix_s").get<std::int64_t>();
+        const json& m = doc.at("machine");
+        c.machine = {m.at("cpu").get<std::string>(), m.at("cpu_threads").get<int>(), m.at("device").get<std::string>()};
+        c.profile.cpu = profile_from(doc.at("cpu"), "cpu");
+        c.has_device = !doc.at("device").is_null();
+        if (c.has_device) {
+            c.profile.device = profile_from(doc.at("device"), "device");
+            const json& l = doc.at("link");
+            c.profile.link.upload_bytes_per_s = rate(l.at("upload_bytes_per_s"), "link.upload_bytes_per_s");
+            c.profile.link.download_bytes_per_s = rate(l.at("download_bytes_per_s"), "link.download_bytes_per_s");
+            c.profile.link.latency_s = l.at("latency_s").get<double>();
+            c.profile.link.sync_s = l.at("sync_s").get<double>();
+            if (!(c.profile.link.latency_s >= 0) || !(c.profile.link.sync_s >= 0))
+                throw std::runtime_error("link.latency_s and link.sync_s must be >= 0");
+        }
+        return c;
+    } catch (const ConfigError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw ConfigError("calibration file " + what + ": " + e.what());
+    }
+}
+
+void write_calibration(const Calibration& c, const std::string& path) {
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    std::error_code ec;
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    if (ec) throw ConfigError("calibration file " + path + ": cannot create its directory (" + ec.message() + ")");
+    const fs::path tmp = target.string() + ".tmp" + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << to_json(c);
+        if (!out.flush()) throw ConfigError("calibration file " + path + ": cannot write " + tmp.string());
+    }
+    fs::rename(tmp, target, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw ConfigError("calibration file " + path + ": cannot replace it (" + ec.message() + ")");
+    }
+}
+
+MachineProfile load_profile(const std::string& path, const MachineKey& machine, MachineProfile defaults) {
+    const std::string no_file = "built-in defaults (no calibration: run `tandem calibrate`)";
+    if (path.empty() || path == "none") {
+        defaults.source = path == "none" ? "built-in defaults (TANDEM_CALIBRATION=none)" : no_file;
+        return defaults;
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        defaults.source = no_file;
+        return defaults;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+        Calibration c = calibration_from_json(text.str(), path);
+        if (!(c.machine == machine))
+            throw ConfigError("calibration file " + path + " was measured on another machine (" + c.machine.to_string() +
+                              "; this is " + machine.to_string() + ")");
+        MachineProfile p = c.profile;
+        if (!c.has_device) {  // measured without a device: its rates stay the defaults
+            p.device = defaults.device;
+            p.link = defaults.link;
+        }
+        p.source = "calibration " + path + " (" + iso_utc(c.created_unix_s) + ", " + age_text(c.created_unix_s) + ")";
+        return p;
+    } catch (const ConfigError& e) {
+        report_once(path, std::string(e.what()) + "; using the built-in defaults (`tandem calibrate` writes a new one)");
+        defaults.source = "built-in defaults (the calibration file cannot be used: " + std::string(e.what()) + ")";
+        return defaults;
+    }
+}
+
+}  // namespace tandem::detail

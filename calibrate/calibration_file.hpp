@@ -1,0 +1,54 @@
+// The calibration file: the cost model's rates measured on this machine by `tandem calibrate`,
+// as versioned JSON keyed by the machine (the CPU model and the executor's threads; the device's
+// name, driver and pipeline-cache UUID). The runtime loads it at start; a file that is missing,
+// corrupt, of another version or of another machine is reported (once per process and path)
+// and the built-in defaults are used instead, until `tandem calibrate` writes a good one.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "scheduler/cost_model.hpp"
+#include "tandem/runtime.hpp"
+
+namespace tandem::detail {
+
+inline constexpr int kCalibrationVersion = 1;
+
+/// What a calibration is valid for.
+struct MachineKey {
+    std::string cpu;        ///< CPU model
+    int cpu_threads = 0;    ///< the CPU executor's threads
+    std::string device;     ///< "" without a device, else its name, driver and UUID
+    friend bool operator==(const MachineKey&, const MachineKey&) = default;
+    std::string to_string() const;
+};
+
+/// This machine's key: the CPU's model (hwloc's), the executor's threads, the device's identity.
+MachineKey machine_key(const CpuTopology& topology, int cpu_threads, const Backend* device);
+
+struct Calibration {
+    MachineKey machine;
+    MachineProfile profile;       ///< without a device: only cpu is meaningful
+    bool has_device = false;
+    std::int64_t created_unix_s = 0;
+};
+
+/// $TANDEM_CALIBRATION if set, else $XDG_CONFIG_HOME/tandem/calibration.json, else
+/// ~/.config/tandem/calibration.json ("" when none of them can be formed).
+std::string default_calibration_path();
+
+std::string to_json(const Calibration& c);
+/// Throws ConfigError naming `what` (the file) and the problem.
+Calibration calibration_from_json(const std::string& text, const std::string& what);
+
+/// Writes atomically (a temporary file renamed over it), creating the directory.
+void write_calibration(const Calibration& c, const std::string& path);
+
+/// The profile for `machine`: from the file at `path` when it is good and for this machine,
+/// with its source and age in profile.source; else `defaults`, with the reason in
+/// profile.source (and, for a file that exists but cannot be used, one message on stderr).
+MachineProfile load_profile(const std::string& path, const MachineKey& machine, MachineProfile defaults);
+
+}  // namespace tandem::detail

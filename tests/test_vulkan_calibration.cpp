@@ -1,0 +1,62 @@
+// A runtime with a device and automatic placement reads the calibration file for its machine
+// (lavapipe here; calibrate/calibration_file.hpp): its rates decide placement, `tandem info`
+// names the file; a file of another machine leaves the built-in defaults.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "calibrate/calibration_file.hpp"
+#include "runtime/runtime_impl.hpp"
+#include "vulkan_runtime.hpp"
+
+namespace fs = std::filesystem;
+using namespace tandem::detail;
+
+TEST(VulkanCalibration, TheRuntimeReadsItsMachinesCalibration) {
+    const fs::path dir = fs::temp_directory_path() / ("tandem-vk-calibration-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string path = (dir / "calibration.json").string();
+    tandem::Config c = tvk::gpu_config();
+    c.placement = "auto";
+    c.calibration_file = path;
+    MachineKey key;
+    {
+        auto probe = tvk::open_gpu(c);  // no file yet: the defaults
+        EXPECT_NE(probe->info().placement.find("built-in defaults"), std::string::npos) << probe->info().placement;
+        RuntimeImpl& impl = probe->impl();
+        key = machine_key(impl.topology(), impl.threads(), impl.device());
+    }
+    // A calibration that makes the device far faster than the CPU: even a small region goes there.
+    Calibration cal;
+    cal.machine = key;
+    cal.has_device = true;
+    cal.created_unix_s = 1'790'000'000;
+    cal.profile = default_machine_profile(key.cpu_threads, DeviceClass::discrete_gpu);
+    cal.profile.link.sync_s = 1e-6;
+    cal.profile.link.latency_s = 1e-7;
+    write_calibration(cal, path);
+    {
+        auto rt = tvk::open_gpu(c);
+        EXPECT_NE(rt->info().placement.find("calibration " + path), std::string::npos) << rt->info().placement;
+        std::vector<double> v(100000, 0.5);
+        auto x = rt->array(std::span<const double>(v), tandem::Shape{100000, 1});
+        auto h = tandem::sum(tandem::exp(x)).gather().get();
+        EXPECT_NEAR(h.at(0), 100000 * std::exp(0.5), 1e-6);
+        EXPECT_GT(rt->metrics().device_regions, 0u) << "the calibrated rates put it on the device";
+    }
+    // The same file for another machine: ignored, the defaults (which keep work off lavapipe).
+    cal.machine.cpu_threads += 1;
+    write_calibration(cal, path);
+    {
+        auto rt = tvk::open_gpu(c);
+        EXPECT_NE(rt->info().placement.find("cannot be used"), std::string::npos) << rt->info().placement;
+        std::vector<double> v(100000, 0.5);
+        auto x = rt->array(std::span<const double>(v), tandem::Shape{100000, 1});
+        (void)tandem::sum(tandem::exp(x)).gather().get();
+        EXPECT_EQ(rt->metrics().device_regions, 0u) << "lavapipe's default rates keep this on the CPU";
+    }
+    fs::remove_all(dir);
+}
