@@ -13,7 +13,8 @@ double Placement::compute_s(const Region& r, bool on_device) const {
     return compute_seconds(r.cost, on_device ? profile_.device : profile_.cpu);
 }
 
-PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, double device_free_s) const {
+PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, double device_free_s,
+                                   double link_free_s) const {
     const Region& region = *q.region;
     PlacementDecision cpu{cpu_, ""};
     if (region.kind == RegionKind::view) return cpu.reason = "a view: shares its input's value", cpu;
@@ -50,17 +51,21 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, d
         if (in.on_host) bytes_on_host += in.bytes;
         if (in.on_device) bytes_on_device += in.bytes;
     }
-    const double cpu_start = std::max(cpu_free_s, ready + to_host + (host_waits_for_device ? link.sync_s : 0.0));
+    // Transfers queue behind those already placed on the link (one copy at a time).
+    const double cpu_start =
+        std::max(cpu_free_s, std::max(ready, to_host > 0 ? link_free_s : 0.0) + to_host + (host_waits_for_device ? link.sync_s : 0.0));
     // A device that runs on the host's cores (lavapipe) is free only when the CPU is too.
     const double device_free = device_->device_class() == DeviceClass::cpu_device ? std::max(device_free_s, cpu_free_s)
                                                                                    : device_free_s;
-    const double dev_start = std::max(device_free, ready + to_device);
+    const double dev_start = std::max(device_free, std::max(ready, to_device > 0 ? link_free_s : 0.0) + to_device);
     cpu.cpu_s = dev.cpu_s = cpu_start + compute_s(region, false);
     double device_finish = dev_start + compute_s(region, true);
     if (q.bytes_to_host > 0) device_finish += link.sync_s + download_seconds(q.bytes_to_host, link);
     cpu.device_s = dev.device_s = device_finish;
     cpu.finish_s = cpu.cpu_s;
     dev.finish_s = dev.device_s;
+    cpu.transfer_s = to_host;
+    dev.transfer_s = to_device + (q.bytes_to_host > 0 ? download_seconds(q.bytes_to_host, link) : 0.0);
 
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
     // stay with the inputs (no flip-flopping along a chain).

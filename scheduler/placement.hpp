@@ -43,6 +43,7 @@ struct PlacementDecision {
     /// Predicted seconds from now until it finishes on the chosen executor, and on each
     /// (-1: not considered).
     double finish_s = 0, cpu_s = -1, device_s = -1;
+    double transfer_s = 0;  ///< predicted seconds of link traffic the chosen executor needs
 };
 
 class Placement {
@@ -50,9 +51,9 @@ public:
     /// `device` may be null (CPU only).
     Placement(Backend& cpu, Backend* device, PlacementMode mode, std::int64_t min_device_elements,
               MachineProfile profile);
-    /// `cpu_free_s`, `device_free_s`: seconds from now until each executor has done the work
-    /// already placed on it.
-    PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s) const;
+    /// `cpu_free_s`, `device_free_s`, `link_free_s`: seconds from now until each executor, and
+    /// the link between them, has done the work (the transfers) already placed on it.
+    PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s, double link_free_s = 0) const;
     /// The predicted compute seconds of a region on the CPU or the device (for logs and traces).
     double compute_s(const Region& r, bool on_device) const;
     Backend& cpu() const noexcept { return *cpu_; }

@@ -75,12 +75,16 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const Sche
 
 Scheduler::~Scheduler() { wait_idle(); }
 
-void Scheduler::charge(Job& job, bool on_device, double seconds) {
+void Scheduler::charge(Job& job, bool on_device, double seconds, double link_seconds) {
     job.charged_s = seconds;
     (on_device ? device_outstanding_s_ : cpu_outstanding_s_) += seconds;
+    job.charged_link_s = link_seconds;
+    link_outstanding_s_ += link_seconds;
 }
 
 void Scheduler::discharge(Job& job) {
+    link_outstanding_s_ = std::max(0.0, link_outstanding_s_ - job.charged_link_s);
+    job.charged_link_s = 0;
     if (job.charged_s == 0) return;
     double& outstanding = job.placement.backend->on_host() ? cpu_outstanding_s_ : device_outstanding_s_;
     outstanding = std::max(0.0, outstanding - job.charged_s);
@@ -169,7 +173,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 for (std::size_t j = 0; j < job->region.outputs.size(); ++j)
                     if (to_host && wanted_set.count(job->region.outputs[j].node.get()))
                         query.bytes_to_host += job->region.cost.output_bytes.empty() ? 0 : job->region.cost.output_bytes[j];
-                job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_);
+                job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
                 if (job->region.kind == RegionKind::view && placement_.device() != nullptr && !query.inputs[0].on_host) {
                     // A view of a device value stays with it: as a CPU job it would wait for the
                     // device to finish and make its producer download (a sync per power step).
@@ -179,7 +183,14 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 if (job->region.kind == RegionKind::view) {
                     site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
                 } else {
-                    charge(*job, on_device, placement_.compute_s(job->region, on_device));
+                    charge(*job, on_device, placement_.compute_s(job->region, on_device), job->placement.transfer_s);
+                    // Its inputs now have (or will have) a copy on its side: later regions of the
+                    // plan that read them need no transfer of their own.
+                    for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
+                        InputSite moved = query.inputs[k];
+                        (on_device ? moved.on_device : moved.on_host) = true;
+                        site[job->region.inputs[k].get()] = moved;
+                    }
                     for (auto& o : job->region.outputs) {
                         InputSite s;
                         s.bytes = o.node->shape.numel() * static_cast<std::int64_t>(dtype_size(o.node->dtype));

@@ -73,7 +73,8 @@ private:
     struct Job {
         Region region;
         PlacementDecision placement;
-        double charged_s = 0;  ///< predicted compute seconds counted in its executor's outstanding work
+        double charged_s = 0;       ///< predicted compute seconds counted in its executor's outstanding work
+        double charged_link_s = 0;  ///< predicted transfer seconds counted in the link's
         std::shared_ptr<Completion> completion;
         std::size_t waiting = 0;              // inputs not yet ready for this placement
         std::vector<bool> wanted_on_host;     // outputs a host sink wants back
@@ -109,8 +110,8 @@ private:
     /// Predicted compute seconds of the work placed on each executor and not finished yet
     /// (under the lock). Counted per job and taken back when it completes, so a misprediction
     /// lasts only as long as the work it is about, never accumulates.
-    double cpu_outstanding_s_ = 0, device_outstanding_s_ = 0;
-    void charge(Job& job, bool on_device, double seconds);
+    double cpu_outstanding_s_ = 0, device_outstanding_s_ = 0, link_outstanding_s_ = 0;
+    void charge(Job& job, bool on_device, double seconds, double link_seconds = 0);
     void discharge(Job& job);
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
         elements_{0};

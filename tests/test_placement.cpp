@@ -174,6 +174,23 @@ TEST(Placement, ADeviceOnTheHostsCoresIsNoEscapeFromABusyCpu) {
     EXPECT_EQ(q.place(query(r, false, false), 1.0, 0).backend, &gpu);
 }
 
+TEST(Placement, TransfersQueueOnTheLink) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    Array x = data(rt, 10'000'000);
+    const Region heavy = region_of(tandem::exp(tandem::sin(x)) * tandem::cos(x));
+    // 80 MB to upload (8 ms here): the device still wins on a free link...
+    auto d = f.automatic.place(query(heavy, false, false), 0, 0, 0);
+    EXPECT_EQ(d.backend, &f.device) << d.reason;
+    EXPECT_NEAR(d.transfer_s, 8e-3 + 10e-6, 1e-6);  // what the scheduler charges to the link
+    // ...not behind a second of copies already queued there.
+    d = f.automatic.place(query(heavy, false, false), 0, 0, 1.0);
+    EXPECT_EQ(d.backend, &f.cpu) << d.reason;
+    EXPECT_GT(d.device_s, 1.0);
+    // Data already on the device needs no copy: the queue does not matter.
+    EXPECT_EQ(f.automatic.place(query(heavy, true, false), 0, 0, 1.0).backend, &f.device);
+}
+
 TEST(Placement, CloseCallsStayWithTheirInputs) {
     Runtime rt = cpu_runtime();
     Fixture f;
