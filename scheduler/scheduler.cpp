@@ -390,6 +390,7 @@ void Scheduler::run_on_host(const JobPtr& job) {
         return complete(job, error, {}, false);
     }
     auto t0 = std::chrono::steady_clock::now();
+    job->started = t0;
     std::vector<std::exception_ptr> per_output(r.outputs.size());
     if (!error) {
         try {
@@ -451,6 +452,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
     for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
     Backend* const device = job->placement.backend;
     const auto t0 = std::chrono::steady_clock::now();
+    job->started = t0;
     try {
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
                         [this, job](std::exception_ptr e) { complete(job, e, {}, true); }});
@@ -534,6 +536,16 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                 requeue = true;
             }
             if (error && is_data_error(error) && r.outputs.size() > 1) requeue = true;
+        }
+        if (options_.log_placement && r.kind != RegionKind::view && job->charged_s > 0) {
+            // The prediction against what happened: a CPU region's run, a device region's time
+            // from its recording to its completion (its batch's wait included).
+            const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - job->started).count();
+            std::fprintf(stderr, "[tandem placement] done %s %s on %s: predicted %.3f ms, %s %.3f ms%s\n",
+                         region_kind_name(r.kind), r.shape.to_string().c_str(),
+                         std::string(job->placement.backend->name()).c_str(), 1e3 * job->charged_s,
+                         job->placement.backend->on_host() ? "ran" : "recorded to done", 1e3 * took,
+                         error ? " (failed)" : "");
         }
         discharge(*job);
         if (requeue) {

@@ -75,6 +75,8 @@ private:
         PlacementDecision placement;
         double charged_s = 0;       ///< predicted compute seconds counted in its executor's outstanding work
         double charged_link_s = 0;  ///< predicted transfer seconds counted in the link's
+        /// When it started running (CPU) or was recorded (device), for TANDEM_LOG=placement.
+        std::chrono::steady_clock::time_point started{};
         std::shared_ptr<Completion> completion;
         std::size_t waiting = 0;              // inputs not yet ready for this placement
         std::vector<bool> wanted_on_host;     // outputs a host sink wants back
