@@ -770,7 +770,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 r.kind = RegionKind::matmul;
                 r.trans_a = n->attr[0] != 0;
                 r.trans_b = n->attr[1] != 0;
-                r.matmul_precision = static_cast<std::uint8_t>(n->attr[2]);  // graph/linalg.cpp
+                r.matmul_precision = static_cast<std::uint8_t>(n->attr[2]);  // api/linalg.cpp
                 r.inputs = n->inputs;
                 if (chain_index[m] == kOutside) {
                     r.outputs.push_back({0, pending[m]->shared_from_this()});

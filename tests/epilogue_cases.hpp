@@ -69,7 +69,7 @@ inline void check_chains(tandem::Runtime& fused, tandem::Runtime& plain, std::mt
                 const auto [got, regions] = run(fused);
                 const auto [want, plain_regions] = run(plain);
                 EXPECT_TRUE(tref::same_values(got, want));
-                // 1 x k times k x n is a vector product: a reduction (graph/linalg.cpp), its chain
+                // 1 x k times k x n is a vector product: a reduction (api/linalg.cpp), its chain
                 // its tail when the chain reads nothing else, else a region after it.
                 if (m == 1) EXPECT_EQ(regions, ch.product_only ? 1u : 2u) << "after a vector product";
                 else if (ch.folds) EXPECT_EQ(regions, 1u) << "the chain folds into the product's region";
