@@ -40,6 +40,7 @@ Config Config::from_environment() {
             throw ConfigError(std::string("TANDEM_CPU_ISA='") + v + "': expected auto, avx512, avx2 or baseline");
     }
     if (const char* v = env("TANDEM_LOG")) c.log = v;
+    if (const char* v = env("TANDEM_TRACE")) c.trace_file = v;
     if (const char* v = env("TANDEM_DEVICE")) c.device = v;
     if (const char* v = env("TANDEM_PLACEMENT")) c.placement = v;
     if (const char* v = env("TANDEM_CALIBRATION")) c.calibration_file = v;

@@ -42,6 +42,7 @@ SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* 
     o.log_graph = c.log.find("graph") != std::string::npos;
     o.log_exec = c.log.find("exec") != std::string::npos;
     o.log_placement = c.log.find("placement") != std::string::npos;
+    o.trace_file = c.trace_file;
     o.placement = c.placement == "cpu"   ? PlacementMode::cpu
                   : c.placement == "gpu" ? PlacementMode::device
                                          : PlacementMode::automatic;

@@ -71,7 +71,8 @@ bool is_device_error(const std::exception_ptr& e) {
 
 Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const SchedulerOptions& options)
     : nodes_(nodes), placement_(cpu, device, options.placement, options.min_device_elements, options.profile),
-      options_(options), workers_(options.threads) {}
+      options_(options), trace_(options.trace_file.empty() ? nullptr : std::make_unique<Trace>(options.trace_file)),
+      workers_(options.threads) {}
 
 Scheduler::~Scheduler() { wait_idle(); }
 
@@ -536,6 +537,11 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                 requeue = true;
             }
             if (error && is_data_error(error) && r.outputs.size() > 1) requeue = true;
+        }
+        if (trace_ && r.kind != RegionKind::view && job->started != std::chrono::steady_clock::time_point{}) {
+            std::string name = std::string(region_kind_name(r.kind)) + " " + r.shape.to_string() + " " + r.summary();
+            if (name.size() > 120) name = name.substr(0, 117) + "...";
+            trace_->region(name, job->started, !job->placement.backend->on_host());
         }
         if (options_.log_placement && r.kind != RegionKind::view && job->charged_s > 0) {
             // The prediction against what happened: a CPU region's run, a device region's time

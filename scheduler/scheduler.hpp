@@ -19,6 +19,7 @@
 
 #include "graph/fusion.hpp"
 #include "scheduler/placement.hpp"
+#include "scheduler/trace.hpp"
 #include "scheduler/work_queue.hpp"
 #include "tandem/future.hpp"
 #include "tandem/host_array.hpp"
@@ -43,6 +44,7 @@ struct SchedulerOptions {
     bool log_graph = false;
     bool log_exec = false;
     bool log_placement = false;
+    std::string trace_file;  ///< TANDEM_TRACE: "" = no trace
     PlacementMode placement = PlacementMode::automatic;
     std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
     MachineProfile profile;                ///< the cost model's rates
@@ -117,6 +119,7 @@ private:
     void discharge(Job& job);
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
         elements_{0};
+    std::unique_ptr<Trace> trace_;  // written once the work in flight is done
     WorkQueue workers_;  // last: its threads stop before the rest is destroyed
 };
 

@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -59,4 +62,38 @@ TEST(VulkanCalibration, TheRuntimeReadsItsMachinesCalibration) {
         EXPECT_EQ(rt->metrics().device_regions, 0u) << "lavapipe's default rates keep this on the CPU";
     }
     fs::remove_all(dir);
+}
+
+TEST(VulkanTrace, RegionsOfBothExecutorsAreTraced) {
+    // TANDEM_TRACE (Config::trace_file): the regions of a plan split between the CPU (the small
+    // ones, below device_min_elements) and the device, each on its lane, written at the end.
+    const fs::path file = fs::temp_directory_path() / ("tandem-trace-" + std::to_string(::getpid()) + ".json");
+    {
+        tandem::Config c = tvk::gpu_config();
+        c.device_min_elements = 1000;
+        c.trace_file = file.string();
+        auto rt = tvk::open_gpu(c);
+        std::vector<double> v(300 * 40, 0.25);
+        auto big = rt->array(std::span<const double>(v), tandem::Shape{300, 40});
+        auto col = tandem::sum(tandem::exp(big) * 2.0, 1);  // 300 x 40 on the device, 1 x 40 result
+        std::vector<double> w(40, 1.0);
+        auto row = rt->array(std::span<const double>(w), tandem::Shape{1, 40});
+        auto small = tandem::sqrt(col) + row;                  // 1 x 40, reads host data: on the CPU
+        auto h = small.gather().get();
+        EXPECT_NEAR(h.at(0), std::sqrt(300 * 2 * std::exp(0.25)) + 1.0, 1e-9);
+        tvk::expect_device_clean(*rt);
+    }
+    std::ifstream in(file);
+    ASSERT_TRUE(in) << "no trace written to " << file;
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    bool device_lane = false, cpu_lane = false;
+    for (const auto& e : doc.at("traceEvents")) {
+        if (e.at("ph") != "X") continue;
+        EXPECT_GE(e.at("dur").get<double>(), 0.0);
+        EXPECT_GE(e.at("ts").get<double>(), 0.0);
+        (e.at("tid").get<int>() == 0 ? device_lane : cpu_lane) = true;
+    }
+    EXPECT_TRUE(device_lane) << doc.dump();
+    EXPECT_TRUE(cpu_lane) << doc.dump();
+    fs::remove(file);
 }

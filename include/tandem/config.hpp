@@ -73,6 +73,10 @@ struct TANDEM_API Config {
     /// (each region's predicted finish on the CPU and the device, and the executor chosen).
     /// TANDEM_LOG.
     std::string log;
+    /// A Chrome / Perfetto trace of the regions run (a lane per CPU worker and one for the
+    /// device's queue), written to this file when the runtime is destroyed; "" = none.
+    /// TANDEM_TRACE.
+    std::string trace_file;
 
     /// Defaults overridden by the TANDEM_* environment variables.
     static Config from_environment();

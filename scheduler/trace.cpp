@@ -1,0 +1,42 @@
+#include "scheduler/trace.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace tandem::detail {
+
+void Trace::region(const std::string& name, std::chrono::steady_clock::time_point start, bool on_device) {
+    const auto now = std::chrono::steady_clock::now();
+    // A lane per thread that runs regions: CPU workers; the device's completions share lane 0.
+    thread_local std::map<const Trace*, int> lanes;
+    std::lock_guard lock(mutex_);
+    int lane = 0;
+    if (!on_device) {
+        auto [it, fresh] = lanes.try_emplace(this, 0);
+        if (fresh) it->second = next_lane_++;
+        lane = it->second;
+    }
+    events_.push_back({name, lane, std::chrono::duration<double, std::micro>(start - origin_).count(),
+                       std::chrono::duration<double, std::micro>(now - start).count()});
+}
+
+Trace::~Trace() {
+    using json = nlohmann::json;
+    json events = json::array();
+    std::lock_guard lock(mutex_);
+    events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", 0}, {"name", "thread_name"}, {"args", {{"name", "device queue"}}}});
+    for (int l = 1; l < next_lane_; ++l)
+        events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", l}, {"name", "thread_name"},
+                          {"args", {{"name", "cpu worker " + std::to_string(l)}}}});
+    for (const Event& e : events_)
+        events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", e.lane}, {"name", e.name}, {"ts", e.start_us}, {"dur", e.duration_us}});
+    std::ofstream out(path_, std::ios::trunc);
+    out << json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(0, ' ', false, json::error_handler_t::replace) << '\n';
+    if (!out.flush()) std::fprintf(stderr, "[tandem] TANDEM_TRACE=%s: cannot write the trace\n", path_.c_str());
+}
+
+}  // namespace tandem::detail
