@@ -1,6 +1,7 @@
-// A runtime with a device and automatic placement reads the calibration file for its machine
-// (lavapipe here; calibrate/calibration_file.hpp): its rates decide placement, `tandem info`
-// names the file; a file of another machine leaves the built-in defaults.
+// Placement with a device, end to end (lavapipe here). A runtime with automatic placement reads
+// the calibration file for its machine (calibrate/calibration_file.hpp): its rates decide
+// placement, `tandem info` names the file; a file of another machine leaves the built-in
+// defaults. TANDEM_TRACE records the regions of both executors.
 #include <gtest/gtest.h>
 
 #include <cmath>
