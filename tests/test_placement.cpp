@@ -5,10 +5,9 @@
 // rule that keeps a chain where its data is, and the forced modes and fixed rules.
 #include <gtest/gtest.h>
 
-#include <unordered_set>
 #include <vector>
 
-#include "graph/fusion.hpp"
+#include "plan_helper.hpp"
 #include "scheduler/placement.hpp"
 #include "tandem/tandem.hpp"
 
@@ -63,19 +62,7 @@ Runtime cpu_runtime() {
 
 /// The one region fusion makes for `target` (every node not computed yet, as the scheduler plans).
 Region region_of(const Array& target) {
-    static std::uint64_t mark = std::uint64_t{1} << 61;
-    ++mark;
-    std::vector<Node*> order;
-    std::unordered_set<Node*> seen;
-    auto visit = [&](auto&& self, Node* n) -> void {
-        if (n->eval.value || !seen.insert(n).second) return;
-        for (auto& in : n->inputs) self(self, in.get());
-        n->plan_mark = mark;
-        n->plan_index = order.size();
-        order.push_back(n);
-    };
-    visit(visit, target.node().get());
-    auto regions = fuse(order, {target.node().get()}, mark, {true});
+    auto regions = plan_helper::plan({target});
     EXPECT_EQ(regions.size(), 1u);
     return std::move(regions.back());
 }

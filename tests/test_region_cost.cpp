@@ -6,10 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <unordered_set>
 #include <vector>
 
-#include "graph/fusion.hpp"
+#include "plan_helper.hpp"
 #include "graph/op_table.hpp"
 #include "tandem/tandem.hpp"
 
@@ -31,27 +30,7 @@ Runtime cpu_runtime() {
     return Runtime(c);
 }
 
-/// The regions fusion makes for `targets`: every node not computed yet, inputs before users,
-/// marked as the scheduler marks a plan.
-std::vector<Region> plan(const std::vector<Array>& targets) {
-    static std::uint64_t mark = std::uint64_t{1} << 62;
-    ++mark;
-    std::vector<Node*> order;
-    std::unordered_set<Node*> seen;
-    auto visit = [&](auto&& self, Node* n) -> void {
-        if (n->eval.value || !seen.insert(n).second) return;
-        for (auto& in : n->inputs) self(self, in.get());
-        n->plan_mark = mark;
-        n->plan_index = order.size();
-        order.push_back(n);
-    };
-    std::vector<Node*> wanted;
-    for (const Array& t : targets) {
-        visit(visit, t.node().get());
-        wanted.push_back(t.node().get());
-    }
-    return tandem::detail::fuse(order, wanted, mark, {true});
-}
+std::vector<Region> plan(const std::vector<Array>& targets) { return plan_helper::plan(targets); }
 
 Array ramp(Runtime& rt, std::int64_t rows, std::int64_t cols) {
     std::vector<double> v(static_cast<std::size_t>(rows * cols));
