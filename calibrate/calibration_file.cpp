@@ -174,6 +174,20 @@ void write_calibration(const Calibration& c, const std::string& path) {
     }
 }
 
+void check_writable(const std::string& path) {
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    std::error_code ec;
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    if (ec) throw ConfigError("calibration file " + path + ": cannot create its directory (" + ec.message() + ")");
+    const fs::path probe = target.string() + ".probe" + std::to_string(::getpid());
+    {
+        std::ofstream out(probe, std::ios::binary | std::ios::trunc);
+        if (!out) throw ConfigError("calibration file " + path + ": cannot write in its directory");
+    }
+    fs::remove(probe, ec);
+}
+
 MachineProfile load_profile(const std::string& path, const MachineKey& machine, MachineProfile defaults) {
     const std::string no_file = "built-in defaults (no calibration: run `tandem calibrate`)";
     if (path.empty() || path == "none") {

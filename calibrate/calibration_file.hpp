@@ -45,6 +45,9 @@ Calibration calibration_from_json(const std::string& text, const std::string& wh
 
 /// Writes atomically (a temporary file renamed over it), creating the directory.
 void write_calibration(const Calibration& c, const std::string& path);
+/// Throws the ConfigError write_calibration would, before any measuring: the directory cannot be
+/// made or a file cannot be written there.
+void check_writable(const std::string& path);
 
 /// The profile for `machine`: from the file at `path` when it is good and for this machine,
 /// with its source and age in profile.source; else `defaults`, with the reason in

@@ -248,6 +248,13 @@ std::string crossovers(const detail::MachineProfile& m, detail::DeviceClass devi
 CalibrationResult calibrate(const Config& config, const CalibrateOptions& options) {
     const auto t0 = Clock::now();
     CalibrationResult result;
+    const std::string path = options.output.empty()
+                                 ? (config.calibration_file.empty() || config.calibration_file == "none"
+                                        ? detail::default_calibration_path()
+                                        : config.calibration_file)
+                                 : options.output;
+    if (path.empty()) throw ConfigError("calibration: no place to write it (set TANDEM_CALIBRATION or HOME, or pass an output)");
+    detail::check_writable(path);  // before a minute of measuring, not after
     Config cpu_config = config;
     cpu_config.device = "cpu";
     Runtime cpu(cpu_config);
@@ -291,12 +298,6 @@ CalibrationResult calibrate(const Config& config, const CalibrateOptions& option
         c.profile.device = m.profile(device.impl().device()->identity(), round_trip);
         c.profile.link = m.link(round_trip, c.profile.device.bytes_per_s);
     }
-    const std::string path = options.output.empty()
-                                 ? (config.calibration_file.empty() || config.calibration_file == "none"
-                                        ? detail::default_calibration_path()
-                                        : config.calibration_file)
-                                 : options.output;
-    if (path.empty()) throw ConfigError("calibration: no place to write it (set TANDEM_CALIBRATION or HOME, or pass an output)");
     detail::write_calibration(c, path);
     result.path = path;
     result.machine = c.machine.to_string();

@@ -44,7 +44,13 @@ int run_calibrate(bool quick, const std::string& output) {
                   << std::string(static_cast<std::size_t>(kWidth - filled), ' ') << "] " << static_cast<int>(done * 100 + 0.5)
                   << "% " << what << std::string(20, ' ') << std::flush;
     };
-    const tandem::CalibrationResult r = tandem::calibrate(tandem::Config::from_environment(), o);
+    tandem::CalibrationResult r;
+    try {
+        r = tandem::calibrate(tandem::Config::from_environment(), o);
+    } catch (...) {
+        std::cerr << '\n';  // end the progress line before the message
+        throw;
+    }
     std::cerr << '\n';
     std::cout << "Calibrated in " << static_cast<int>(r.seconds + 0.5) << " s for " << r.machine << "\n" << r.rates;
     if (!r.crossovers.empty()) std::cout << "Placement (auto) by the measured rates:\n" << r.crossovers;

@@ -1,5 +1,6 @@
 #include "scheduler/trace.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -9,14 +10,19 @@
 
 namespace tandem::detail {
 
+Trace::Trace(std::string path) : path_(std::move(path)), origin_(std::chrono::steady_clock::now()) {
+    static std::atomic<std::uint64_t> ids{0};
+    id_ = ++ids;
+}
+
 void Trace::region(const std::string& name, std::chrono::steady_clock::time_point start, bool on_device) {
     const auto now = std::chrono::steady_clock::now();
     // A lane per thread that runs regions: CPU workers; the device's completions share lane 0.
-    thread_local std::map<const Trace*, int> lanes;
+    thread_local std::map<std::uint64_t, int> lanes;  // by id: a later trace may reuse this address
     std::lock_guard lock(mutex_);
     int lane = 0;
     if (!on_device) {
-        auto [it, fresh] = lanes.try_emplace(this, 0);
+        auto [it, fresh] = lanes.try_emplace(id_, 0);
         if (fresh) it->second = next_lane_++;
         lane = it->second;
     }

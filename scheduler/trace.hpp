@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -13,7 +14,7 @@ namespace tandem::detail {
 
 class Trace {
 public:
-    explicit Trace(std::string path) : path_(std::move(path)), origin_(std::chrono::steady_clock::now()) {}
+    explicit Trace(std::string path);
     /// Writes the file (a message on stderr if it cannot).
     ~Trace();
     Trace(const Trace&) = delete;
@@ -34,6 +35,7 @@ private:
     std::mutex mutex_;
     std::vector<Event> events_;
     int next_lane_ = 1;  // 0 is the device queue's
+    std::uint64_t id_;   // unique per trace: a thread's lane numbers are kept per trace id
 };
 
 }  // namespace tandem::detail

@@ -152,3 +152,19 @@ TEST(Calibration, MeasuringWritesAFileTheRuntimeReads) {
     for (std::size_t k = 1; k < kCostClasses; ++k) EXPECT_GT(c.profile.cpu.ops_per_s[k][0], 1e6) << k;
     fs::remove_all(dir);
 }
+
+TEST(Calibration, AnUnwritablePlaceFailsBeforeMeasuring) {
+    tandem::Config config;
+    config.device = "cpu";
+    tandem::CalibrateOptions o;
+    o.output = "/proc/tandem-cannot-write/calibration.json";
+    bool measured = false;
+    o.progress = [&](double, const std::string&) { measured = true; };
+    try {
+        (void)tandem::calibrate(config, o);
+        ADD_FAILURE() << "no ConfigError";
+    } catch (const tandem::ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(o.output), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(measured) << "it measured before finding it could not write";
+}
