@@ -155,19 +155,27 @@ Calibration calibration_from_json(const std::string& text, const std::string& wh
     }
 }
 
+namespace {
+/// `path`'s directory, made if missing (a ConfigError naming the file if it cannot be).
+void make_directory_of(const std::string& path) {
+    const std::filesystem::path target(path);
+    std::error_code ec;
+    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+    if (ec) throw ConfigError("calibration file " + path + ": cannot create its directory (" + ec.message() + ")");
+}
+}  // namespace
+
 void write_calibration(const Calibration& c, const std::string& path) {
     namespace fs = std::filesystem;
-    const fs::path target(path);
-    std::error_code ec;
-    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    if (ec) throw ConfigError("calibration file " + path + ": cannot create its directory (" + ec.message() + ")");
-    const fs::path tmp = target.string() + ".tmp" + std::to_string(::getpid());
+    make_directory_of(path);
+    const fs::path tmp = path + ".tmp" + std::to_string(::getpid());
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         out << to_json(c);
         if (!out.flush()) throw ConfigError("calibration file " + path + ": cannot write " + tmp.string());
     }
-    fs::rename(tmp, target, ec);
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
     if (ec) {
         fs::remove(tmp, ec);
         throw ConfigError("calibration file " + path + ": cannot replace it (" + ec.message() + ")");
@@ -175,17 +183,14 @@ void write_calibration(const Calibration& c, const std::string& path) {
 }
 
 void check_writable(const std::string& path) {
-    namespace fs = std::filesystem;
-    const fs::path target(path);
-    std::error_code ec;
-    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    if (ec) throw ConfigError("calibration file " + path + ": cannot create its directory (" + ec.message() + ")");
-    const fs::path probe = target.string() + ".probe" + std::to_string(::getpid());
+    make_directory_of(path);
+    const std::string probe = path + ".probe" + std::to_string(::getpid());
     {
         std::ofstream out(probe, std::ios::binary | std::ios::trunc);
         if (!out) throw ConfigError("calibration file " + path + ": cannot write in its directory");
     }
-    fs::remove(probe, ec);
+    std::error_code ec;
+    std::filesystem::remove(probe, ec);
 }
 
 MachineProfile load_profile(const std::string& path, const MachineKey& machine, MachineProfile defaults) {
