@@ -94,7 +94,6 @@ MachineKey machine_key(const CpuTopology& topology, int cpu_threads, const Backe
 }
 
 std::string default_calibration_path() {
-    if (const char* p = std::getenv("TANDEM_CALIBRATION"); p && *p) return p;
     if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/tandem/calibration.json";
     if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.config/tandem/calibration.json";
     return "";

@@ -35,7 +35,8 @@ struct Calibration {
     std::int64_t created_unix_s = 0;
 };
 
-/// $TANDEM_CALIBRATION if set, else $XDG_CONFIG_HOME/tandem/calibration.json, else
+/// Where a calibration lives when Config::calibration_file (TANDEM_CALIBRATION) names none:
+/// $XDG_CONFIG_HOME/tandem/calibration.json, else
 /// ~/.config/tandem/calibration.json ("" when none of them can be formed).
 std::string default_calibration_path();
 

@@ -231,14 +231,13 @@ std::string crossovers(const detail::MachineProfile& m, detail::DeviceClass devi
                 for (auto b : c.input_bytes) q.inputs.push_back({b, on_device == 0, on_device == 1, 0});
                 if (on_device == 0) q.bytes_to_host = c.bytes_written();
                 if (placement.place(q, 0, 0).backend == &device) {
-                    from[on_device] = std::to_string(n);
+                    from[on_device] = "from " + std::to_string(n) + " elements";
                     break;
                 }
             }
-            if (from[on_device].empty()) from[on_device] = "never (up to 2^32)";
+            if (from[on_device].empty()) from[on_device] = "never (up to 2^32 elements)";
         }
-        out << "  " << k.name << ": the device from " << from[0] << " elements with host data, from " << from[1]
-            << " with device data\n";
+        out << "  " << k.name << ": the device " << from[0] << " with host data, " << from[1] << " with device data\n";
     }
     return out.str();
 }

@@ -58,6 +58,8 @@ struct Node : std::enable_shared_from_this<Node> {
     /// The constant's value, for op == Constant.
     double constant() const noexcept { return attr[0]; }
     std::string label() const;  ///< "sin 3x4 double", for logs and messages
+    /// The bytes of its value.
+    std::size_t bytes() const noexcept { return static_cast<std::size_t>(shape.numel()) * dtype_size(dtype); }
 };
 
 /// Interns nodes: a lookup table from structure to a weak reference. Input nodes (user data)

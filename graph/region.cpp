@@ -101,9 +101,8 @@ std::string RegionCost::to_string() const {
 
 RegionCost summarize_cost(const Region& r) {
     RegionCost c;
-    auto bytes = [](const Node& n) { return n.shape.numel() * static_cast<std::int64_t>(dtype_size(n.dtype)); };
-    for (const auto& in : r.inputs) c.input_bytes.push_back(bytes(*in));
-    for (const auto& out : r.outputs) c.output_bytes.push_back(bytes(*out.node));
+    for (const auto& in : r.inputs) c.input_bytes.push_back(static_cast<std::int64_t>(in->bytes()));
+    for (const auto& out : r.outputs) c.output_bytes.push_back(static_cast<std::int64_t>(out.node->bytes()));
     c.elements = r.shape.numel();
     auto count = [&](const std::vector<Instr>& program, std::int64_t times) {
         for (const Instr& ins : program)

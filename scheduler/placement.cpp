@@ -16,7 +16,9 @@ double Placement::compute_s(const Region& r, bool on_device) const {
 PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, double device_free_s,
                                    double link_free_s) const {
     const Region& region = *q.region;
+    const double cpu_compute = region.kind == RegionKind::view ? 0.0 : compute_s(region, false);
     PlacementDecision cpu{cpu_, ""};
+    cpu.compute_s = cpu_compute;
     if (region.kind == RegionKind::view) return cpu.reason = "a view: shares its input's value", cpu;
     if (!device_ || !device_enabled_.load()) return cpu.reason = "cpu only", cpu;
     if (mode_ == PlacementMode::cpu) return cpu.reason = "placement forced to the CPU", cpu;
@@ -34,6 +36,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, d
             return cpu.reason = "a scan of too few lines for the device", cpu;
     }
     PlacementDecision dev{device_, ""};
+    dev.compute_s = compute_s(region, true);
     if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
 
     // Earliest finish. The inputs are there when the last one exists, plus the transfers of
@@ -58,8 +61,8 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, d
     const double device_free = device_->device_class() == DeviceClass::cpu_device ? std::max(device_free_s, cpu_free_s)
                                                                                    : device_free_s;
     const double dev_start = std::max(device_free, std::max(ready, to_device > 0 ? link_free_s : 0.0) + to_device);
-    cpu.cpu_s = dev.cpu_s = cpu_start + compute_s(region, false);
-    double device_finish = dev_start + compute_s(region, true);
+    cpu.cpu_s = dev.cpu_s = cpu_start + cpu.compute_s;
+    double device_finish = dev_start + dev.compute_s;
     if (q.bytes_to_host > 0) device_finish += link.sync_s + download_seconds(q.bytes_to_host, link);
     cpu.device_s = dev.device_s = device_finish;
     cpu.finish_s = cpu.cpu_s;

@@ -44,6 +44,7 @@ struct PlacementDecision {
     /// (-1: not considered).
     double finish_s = 0, cpu_s = -1, device_s = -1;
     double transfer_s = 0;  ///< predicted seconds of link traffic the chosen executor needs
+    double compute_s = 0;   ///< predicted compute seconds on the chosen executor (its outstanding work)
 };
 
 class Placement {

@@ -43,7 +43,6 @@ std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targe
     return order;
 }
 
-std::size_t bytes_of(const Node& n) { return static_cast<std::size_t>(n.shape.numel()) * dtype_size(n.dtype); }
 
 /// A failure of the data (a NaN converted to logical): the same on any backend.
 bool is_data_error(const std::exception_ptr& e) {
@@ -155,7 +154,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
             auto site_of = [&](const std::shared_ptr<Node>& in) {
                 if (auto it = site.find(in.get()); it != site.end()) return it->second;
                 InputSite s;
-                s.bytes = in->shape.numel() * static_cast<std::int64_t>(dtype_size(in->dtype));
+                s.bytes = static_cast<std::int64_t>(in->bytes());
                 if (in->eval.pending) {  // in flight from an earlier plan
                     s.on_host = in->eval.pending->backend->on_host();
                     s.on_device = !s.on_host;
@@ -173,7 +172,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
                 for (std::size_t j = 0; j < job->region.outputs.size(); ++j)
                     if (to_host && wanted_set.count(job->region.outputs[j].node.get()))
-                        query.bytes_to_host += job->region.cost.output_bytes.empty() ? 0 : job->region.cost.output_bytes[j];
+                        query.bytes_to_host += static_cast<std::int64_t>(job->region.outputs[j].node->bytes());
                 job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
                 if (job->region.kind == RegionKind::view && placement_.device() != nullptr && !query.inputs[0].on_host) {
                     // A view of a device value stays with it: as a CPU job it would wait for the
@@ -184,7 +183,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 if (job->region.kind == RegionKind::view) {
                     site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
                 } else {
-                    charge(*job, on_device, placement_.compute_s(job->region, on_device), job->placement.transfer_s);
+                    charge(*job, on_device, job->placement.compute_s, job->placement.transfer_s);
                     // Its inputs now have (or will have) a copy on its side: later regions of the
                     // plan that read them need no transfer of their own.
                     for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
@@ -194,7 +193,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                     }
                     for (auto& o : job->region.outputs) {
                         InputSite s;
-                        s.bytes = o.node->shape.numel() * static_cast<std::int64_t>(dtype_size(o.node->dtype));
+                        s.bytes = static_cast<std::int64_t>(o.node->bytes());
                         s.on_host = !on_device;
                         s.on_device = on_device;
                         s.ready_s = job->placement.finish_s;
@@ -403,7 +402,7 @@ void Scheduler::run_on_host(const JobPtr& job) {
     auto run = [&](const Region& region, const std::vector<std::shared_ptr<Value>>& in,
                    std::vector<std::shared_ptr<Value>>& out) {
         out.clear();
-        for (auto& o : region.outputs) out.push_back(std::make_shared<Value>(bytes_of(*o.node)));
+        for (auto& o : region.outputs) out.push_back(std::make_shared<Value>(o.node->bytes()));
         std::exception_ptr e;
         placement_.cpu().submit({&region, in, out, {}, [&](std::exception_ptr x) { e = x; }});
         return e;
@@ -448,7 +447,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
     }
     if (input_error) return complete(job, input_error, {}, false);
     job->outputs.clear();
-    for (auto& o : r.outputs) job->outputs.push_back(std::make_shared<Value>(bytes_of(*o.node)));
+    for (auto& o : r.outputs) job->outputs.push_back(std::make_shared<Value>(o.node->bytes()));
     std::unique_ptr<bool[]> wanted(new bool[job->wanted_on_host.size()]);
     for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
     Backend* const device = job->placement.backend;

@@ -57,8 +57,7 @@ void CpuBackend::submit(Submission s) {
         std::vector<Storage*> out;
         for (std::size_t j = 0; j < r.outputs.size(); ++j) {
             const Node& n = *r.outputs[j].node;
-            std::size_t bytes = static_cast<std::size_t>(n.shape.numel()) * dtype_size(n.dtype);
-            made.push_back(pool_.allocate(bytes, n.label()));
+            made.push_back(pool_.allocate(n.bytes(), n.label()));
             out.push_back(made.back().get());
         }
         execute(r, in, out);

@@ -14,8 +14,9 @@ namespace tandem {
 struct CalibrateOptions {
     /// Fewer and smaller measurements (seconds, not minutes; the rates are rougher).
     bool quick = false;
-    /// Where to write: "" = Config::calibration_file's place (TANDEM_CALIBRATION, else
-    /// $XDG_CONFIG_HOME/tandem/calibration.json, else ~/.config/tandem/calibration.json).
+    /// Where to write: "" = Config::calibration_file (TANDEM_CALIBRATION through
+    /// Config::from_environment), else $XDG_CONFIG_HOME/tandem/calibration.json, else
+    /// ~/.config/tandem/calibration.json.
     std::string output;
     /// Called after each measurement with the fraction done and what was measured.
     std::function<void(double, const std::string&)> progress;

@@ -163,10 +163,7 @@ public:
                 if (auto e = s->error()) return p.set_error(e);
                 try {
                     R inner = f(s->get());
-                    inner.state_->on_ready([inner, p] {
-                        if (auto e = inner.state_->error()) return p.set_error(e);
-                        p.set_value(inner.state_->get());
-                    });
+                    inner.forward_to(p);
                 } catch (...) {
                     p.set_error(std::current_exception());
                 }
@@ -207,6 +204,15 @@ private:
         return p.future();
     }
 
+    /// Hands this future's value or error to `p` once it is there.
+    void forward_to(const Promise<T>& p) const {
+        auto s = state_;
+        checked().on_ready([s, p] {
+            if (auto e = s->error()) return p.set_error(e);
+            p.set_value(s->get());
+        });
+    }
+
     explicit Future(std::shared_ptr<detail::SharedState<T>> s) : state_(std::move(s)) {}
     detail::SharedState<T>& checked() const {
         if (!state_) throw Error("tandem::Future: this future is not valid (default-constructed)");
@@ -222,11 +228,7 @@ template <class T>
 Future<T> continue_through(const Future<T>& f, Post post) {
     Promise<T> p;
     p.state_->set_post(std::move(post));
-    auto s = f.state_;
-    f.checked().on_ready([s, p] {
-        if (auto e = s->error()) return p.set_error(e);
-        p.set_value(s->get());
-    });
+    f.forward_to(p);
     return p.future();
 }
 }  // namespace detail
