@@ -12,6 +12,7 @@
 
 #include "graph/region.hpp"
 #include "scheduler/residency.hpp"
+#include "tandem/runtime.hpp"
 
 namespace tandem::detail {
 
@@ -56,6 +57,13 @@ public:
     virtual void flush() {}
     /// Gives `v` a host copy from its device copy, blocking until it is there (device backends).
     virtual void download(Value& v) { (void)v; }
+    /// Bytes of arrays this device should hold at once by its own account (what its driver says
+    /// the process may use, with headroom); 0 for the CPU executor.
+    virtual std::uint64_t memory_budget() const { return 0; }
+    /// The device's memory, for a budget given as a share of it; 0 for the CPU executor.
+    virtual std::uint64_t memory_bytes() const { return 0; }
+    /// Adds its counters (transfers, kernels, pipelines) to `m`.
+    virtual void add_metrics(Metrics& m) const { (void)m; }
 };
 
 }  // namespace tandem::detail

@@ -1,4 +1,6 @@
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -46,6 +48,7 @@ Config Config::from_environment() {
     if (const char* v = env("TANDEM_CALIBRATION")) c.calibration_file = v;
     if (const char* v = env("TANDEM_DEVICE_MIN_ELEMENTS"))
         c.device_min_elements = parse_int("TANDEM_DEVICE_MIN_ELEMENTS", v, 0, std::int64_t{1} << 62);
+    if (const char* v = env("TANDEM_DEVICE_MEMORY_LIMIT")) c.device_memory_limit = v;
     if (const char* v = env("TANDEM_VULKAN_VALIDATION")) c.vulkan_validation = parse_int("TANDEM_VULKAN_VALIDATION", v, 0, 1) != 0;
     if (const char* v = env("TANDEM_PIPELINE_CACHE_DIR")) c.pipeline_cache_dir = v;
     if (const char* v = env("TANDEM_REDUCTION_WG")) {
@@ -61,7 +64,42 @@ Config Config::from_environment() {
     return c;
 }
 
+std::uint64_t Config::device_memory_limit_bytes(std::uint64_t device_bytes) const {
+    const std::string& t = device_memory_limit;
+    if (t.empty() || t == "auto") return 0;
+    auto bad = [&] {
+        return ConfigError("device memory limit (TANDEM_DEVICE_MEMORY_LIMIT / Config::device_memory_limit) = '" + t +
+                           "': expected auto, a size in bytes with an optional K, M, G or T suffix (\"512M\"), or a "
+                           "share of the device's memory from 1% to 100% (\"50%\")");
+    };
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (errno || end == t.c_str() || !(v > 0)) throw bad();
+    std::string unit(end);
+    if (unit == "%") {
+        if (v < 1 || v > 100) throw bad();
+        return static_cast<std::uint64_t>(static_cast<double>(device_bytes) * v / 100);
+    }
+    if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+    if (unit.size() == 2 && unit[1] == 'i') unit.pop_back();  // "MiB"
+    double scale = 1;
+    if (unit.size() == 1) {
+        const char c = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
+        const std::string units = "KMGT";
+        const auto at = units.find(c);
+        if (at == std::string::npos) throw bad();
+        scale = std::ldexp(1.0, 10 * static_cast<int>(at + 1));
+    } else if (!unit.empty()) {
+        throw bad();
+    }
+    const double bytes = v * scale;
+    if (bytes < 1 || bytes > 1e19) throw bad();
+    return static_cast<std::uint64_t>(bytes);
+}
+
 void Config::validate() const {
+    (void)device_memory_limit_bytes(1);
     if (cpu_threads < 0 || cpu_threads > 4096)
         throw ConfigError("Config::cpu_threads = " + std::to_string(cpu_threads) + ": expected 0 (auto) to 4096");
     if (block_elements < 64 || block_elements > (1 << 20) || block_elements % 16 != 0)
@@ -86,9 +124,10 @@ void Config::validate() const {
     if (two_pass_threshold < 0)
         throw ConfigError("Config::two_pass_threshold (TANDEM_TWO_PASS_THRESHOLD) = " +
                           std::to_string(two_pass_threshold) + ": expected 0 (the default) or a positive length");
-    if (!test_fault.empty() && test_fault != "compile" && test_fault != "oom" && test_fault != "device_lost" &&
-        test_fault != "submit_failed")
-        throw ConfigError("Config::test_fault = '" + test_fault + "': expected compile, oom, device_lost or submit_failed");
+    if (!test_fault.empty() && test_fault != "compile" && test_fault != "oom" && test_fault != "oom_later" &&
+        test_fault != "device_lost" && test_fault != "submit_failed")
+        throw ConfigError("Config::test_fault = '" + test_fault +
+                          "': expected compile, oom, oom_later, device_lost or submit_failed");
     std::string rest = log;
     while (!rest.empty()) {
         auto comma = rest.find(',');

@@ -37,6 +37,10 @@ SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* 
     if (device && c.placement == "auto")
         o.profile = load_profile(c.calibration_file.empty() ? default_calibration_path() : c.calibration_file,
                                  machine_key(topology, threads, device), std::move(o.profile));
+    if (device) {
+        const std::uint64_t limit = c.device_memory_limit_bytes(device->memory_bytes());
+        o.device_memory_budget = limit ? limit : device->memory_budget();
+    }
     o.threads = threads;
     o.fuse = c.fusion;
     o.log_graph = c.log.find("graph") != std::string::npos;
@@ -304,25 +308,7 @@ Metrics Runtime::metrics() const {
     auto s = impl_->pool().stats();
     m.host_bytes_allocated = s.bytes_allocated;
     m.host_pool_hits = s.hits;
-#if TANDEM_WITH_VULKAN
-    if (auto* v = dynamic_cast<detail::vk::VulkanBackend*>(impl_->device())) {
-        auto d = v->stats();
-        m.device_dispatches = d.dispatches;
-        m.device_batches = d.batches;
-        m.upload_bytes = d.upload_bytes;
-        m.download_bytes = d.download_bytes;
-        m.kernel_ms = d.kernel_ms;
-        m.upload_ms = d.upload_ms;
-        m.download_ms = d.download_ms;
-        m.copy_queue_submits = d.copy_queue_submits;
-        auto p = v->pipeline_stats();
-        m.pipeline_hits = p.hits;
-        m.pipeline_disk_hits = p.disk_hits;
-        m.pipeline_misses = p.misses;
-        m.pipeline_compile_ms = p.compile_ms;
-        m.validation_messages = v->context().validation_messages();
-    }
-#endif
+    if (auto* device = impl_->device()) device->add_metrics(m);
     return m;
 }
 

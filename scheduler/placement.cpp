@@ -5,9 +5,9 @@
 namespace tandem::detail {
 
 Placement::Placement(Backend& cpu, Backend* device, PlacementMode mode, std::int64_t min_device_elements,
-                     MachineProfile profile)
+                     MachineProfile profile, std::uint64_t device_memory_budget)
     : cpu_(&cpu), device_(device), mode_(mode), min_device_elements_(min_device_elements),
-      profile_(std::move(profile)) {}
+      profile_(std::move(profile)), device_memory_budget_(device_memory_budget) {}
 
 double Placement::compute_s(const Region& r, bool on_device) const {
     return compute_seconds(r.cost, on_device ? profile_.device : profile_.cpu);
@@ -34,6 +34,14 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, d
             mode_ == PlacementMode::device ? min_device_elements_ : std::max<std::int64_t>(min_device_elements_, 1 << 16);
         if (e.inner * e.outer * 64 < floor)
             return cpu.reason = "a scan of too few lines for the device", cpu;
+    }
+    if (device_memory_budget_ > 0) {
+        // Everything a device region touches must be there at once.
+        std::uint64_t working_set = 0;
+        for (const InputSite& in : q.inputs) working_set += static_cast<std::uint64_t>(in.bytes);
+        for (const Region::Output& o : region.outputs) working_set += o.node->bytes();
+        if (working_set > device_memory_budget_)
+            return cpu.reason = "its inputs and outputs exceed the device's memory budget", cpu;
     }
     PlacementDecision dev{device_, ""};
     dev.compute_s = compute_s(region, true);

@@ -50,8 +50,10 @@ struct PlacementDecision {
 class Placement {
 public:
     /// `device` may be null (CPU only).
+    /// `device_memory_budget`: bytes of device copies the device may hold (0: no limit); a region
+    /// whose inputs and outputs alone exceed it runs on the CPU.
     Placement(Backend& cpu, Backend* device, PlacementMode mode, std::int64_t min_device_elements,
-              MachineProfile profile);
+              MachineProfile profile, std::uint64_t device_memory_budget = 0);
     /// `cpu_free_s`, `device_free_s`, `link_free_s`: seconds from now until each executor, and
     /// the link between them, has done the work (the transfers) already placed on it.
     PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s, double link_free_s = 0) const;
@@ -70,6 +72,7 @@ private:
     PlacementMode mode_;
     std::int64_t min_device_elements_;
     MachineProfile profile_;
+    std::uint64_t device_memory_budget_;
     std::atomic<bool> device_enabled_{true};
 };
 

@@ -1,12 +1,17 @@
 // Residency: where an array's valid copies live. A Value is one array's elements with at most a
 // host copy and a device copy; values are immutable, so a copy once valid stays valid, and a
 // transfer only ever adds a copy. Data stays where it was computed until a consumer elsewhere
-// (a CPU region, a gather) needs it.
+// (a CPU region, a gather) needs it, or until the device's memory budget needs its room: then
+// the least recently used copy that no work in flight uses goes (written back first when it
+// is the only one).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "runtime/memory.hpp"
 
@@ -45,6 +50,56 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<Storage> host_;
     std::shared_ptr<DeviceCopy> device_;
+};
+
+struct ResidencyCounters {
+    std::uint64_t evictions = 0;            ///< device copies dropped to make room
+    std::uint64_t write_backs = 0;          ///< of which were the only copy, downloaded first
+    std::uint64_t evicted_bytes = 0, written_back_bytes = 0;
+    std::uint64_t peak_resident_bytes = 0;  ///< most bytes of device copies counted once room was made
+};
+
+/// The device copies of one device, for its memory budget: their bytes, when each was last
+/// used, and how many regions in flight use it (pins). Thread-safe; never calls out.
+class ResidencyTable {
+public:
+    /// `budget`: bytes of device copies the device may hold (0: no limit).
+    explicit ResidencyTable(std::uint64_t budget) : budget_(budget) {}
+
+    std::uint64_t budget() const noexcept { return budget_; }
+    /// Bytes of the copies counted now (a pinned value about to be uploaded included).
+    std::uint64_t resident_bytes() const;
+    /// `v` is used by a region going to the device: counted (it has, or is about to get, a
+    /// copy there), most recently used, and never chosen to make room until unpinned.
+    void pin(const std::shared_ptr<Value>& v);
+    /// The region that pinned `v` is done with it. A value that never got its copy (its region
+    /// was refused) stops counting.
+    void unpin(const Value& v);
+    /// The least recently used unpinned copies whose room brings the bytes counted to at most
+    /// budget - `bytes`, oldest first, no longer counted: the caller writes back the ones with no
+    /// host copy and drops their device copies (Value::set_device(nullptr)). As many as there are
+    /// when that is not enough. Values that died or lost their copy meanwhile are forgotten.
+    std::vector<std::shared_ptr<Value>> make_room(std::uint64_t bytes);
+    /// Every unpinned copy (after the device ran out of memory anyway).
+    std::vector<std::shared_ptr<Value>> evict_all() { return make_room(UINT64_MAX); }
+    /// What the caller did with a value make_room gave it.
+    void note_eviction(std::uint64_t bytes, bool written_back);
+    ResidencyCounters counters() const;
+
+private:
+    struct Entry {
+        std::weak_ptr<Value> value;
+        std::uint64_t bytes = 0;
+        std::uint64_t last_use = 0;
+        std::uint32_t pins = 0;
+    };
+    void forget(std::unordered_map<const Value*, Entry>::iterator it);  // mutex_ held
+
+    const std::uint64_t budget_;
+    mutable std::mutex mutex_;
+    std::unordered_map<const Value*, Entry> entries_;
+    std::uint64_t clock_ = 0, resident_ = 0;
+    ResidencyCounters counters_;
 };
 
 }  // namespace tandem::detail

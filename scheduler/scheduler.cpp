@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "tandem/error.hpp"
 
@@ -69,8 +70,11 @@ bool is_device_error(const std::exception_ptr& e) {
 }  // namespace
 
 Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const SchedulerOptions& options)
-    : nodes_(nodes), placement_(cpu, device, options.placement, options.min_device_elements, options.profile),
-      options_(options), trace_(options.trace_file.empty() ? nullptr : std::make_unique<Trace>(options.trace_file)),
+    : nodes_(nodes),
+      placement_(cpu, device, options.placement, options.min_device_elements, options.profile,
+                 options.device_memory_budget),
+      options_(options), residency_(device ? std::make_unique<ResidencyTable>(options.device_memory_budget) : nullptr),
+      trace_(options.trace_file.empty() ? nullptr : std::make_unique<Trace>(options.trace_file)),
       workers_(options.threads) {}
 
 Scheduler::~Scheduler() { wait_idle(); }
@@ -453,12 +457,26 @@ void Scheduler::record_on_device(const JobPtr& job) {
     Backend* const device = job->placement.backend;
     const auto t0 = std::chrono::steady_clock::now();
     job->started = t0;
+    // Counted in the device's budget from now (inputs it will upload, outputs it will write),
+    // and never evicted until it completes.
+    job->pinned = inputs;
+    job->pinned.insert(job->pinned.end(), job->outputs.begin(), job->outputs.end());
+    for (auto& v : job->pinned) residency_->pin(v);
+    {
+        std::lock_guard lock(mutex_);
+        ++device_jobs_;
+    }
     try {
+        evict(residency_->make_room(0));
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
                         [this, job](std::exception_ptr e) { complete(job, e, {}, true); }});
     } catch (const std::exception& e) {
         // Refused before anything was recorded (no device memory, a shader that does not
-        // compile): the region runs on the CPU instead, and the log says so.
+        // compile): out of memory, it tries again once room is made; otherwise, or when no
+        // room can be made, the region runs on the CPU instead, and the log says so.
+        unpin(*job);
+        const bool out_of_memory = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
+        if (out_of_memory && retry_after_oom(job)) return;
         std::fprintf(stderr, "[tandem] %s region %s runs on the CPU instead: %s\n",
                      std::string(device->name()).c_str(), r.summary().c_str(), e.what());
         Deferred after;
@@ -501,6 +519,47 @@ void Scheduler::record_on_device(const JobPtr& job) {
     }
 }
 
+void Scheduler::evict(const std::vector<std::shared_ptr<Value>>& victims) {
+    for (auto& v : victims) {
+        const bool only_copy = !v->host();
+        if (only_copy) placement_.device()->download(*v);  // done: nothing in flight uses it
+        v->set_device(nullptr);  // its memory returns once the last batch that read it is done
+        residency_->note_eviction(v->bytes(), only_copy);
+    }
+}
+
+void Scheduler::unpin(Job& job) {
+    if (job.pinned.empty()) return;
+    for (auto& v : job.pinned) residency_->unpin(*v);
+    job.pinned.clear();
+    std::lock_guard lock(mutex_);
+    --device_jobs_;
+}
+
+bool Scheduler::retry_after_oom(const JobPtr& job) {
+    constexpr int kMaxRetries = 8;
+    if (job->memory_retries++ >= kMaxRetries) return false;
+    std::vector<std::shared_ptr<Value>> victims;
+    try {
+        victims = residency_->evict_all();
+        evict(victims);
+    } catch (const std::exception&) {
+        return false;  // a write-back failed: the device is in no state to try again
+    }
+    memory_retries_.fetch_add(1, std::memory_order_relaxed);
+    {
+        std::lock_guard lock(mutex_);
+        // Memory held by work in flight comes back when it completes: wait for that.
+        if (device_jobs_ > 0) {
+            memory_waiters_.push_back(job);
+            return true;
+        }
+    }
+    if (victims.empty()) return false;  // nothing in flight, nothing to evict: it cannot fit
+    launch(job);
+    return true;
+}
+
 void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     discharge(*job);
@@ -519,8 +578,12 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
     Deferred after;
     std::vector<std::shared_ptr<Node>> released;
     bool requeue = false;
+    if (from_device) unpin(*job);
     {
         std::lock_guard lock(mutex_);
+        // Memory this job held may be free now: what ran out of it tries again.
+        if (from_device)
+            for (auto& waiter : std::exchange(memory_waiters_, {})) after.push_back([this, waiter] { launch(waiter); });
         if (from_device) {
             // Recorded after an input that has since failed or gone back to the CPU: its
             // result was computed from garbage. Follow the input.
@@ -611,6 +674,16 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.elements_written = elements_.load(std::memory_order_relaxed);
     m.device_regions = device_regions_.load(std::memory_order_relaxed);
     m.device_fallbacks = fallbacks_.load(std::memory_order_relaxed);
+    m.memory_retries = memory_retries_.load(std::memory_order_relaxed);
+    if (residency_) {
+        const ResidencyCounters c = residency_->counters();
+        m.device_memory_budget = residency_->budget();
+        m.device_peak_resident_bytes = c.peak_resident_bytes;
+        m.evictions = c.evictions;
+        m.write_backs = c.write_backs;
+        m.evicted_bytes = c.evicted_bytes;
+        m.written_back_bytes = c.written_back_bytes;
+    }
 }
 
 }  // namespace tandem::detail

@@ -48,6 +48,7 @@ struct SchedulerOptions {
     PlacementMode placement = PlacementMode::automatic;
     std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
     MachineProfile profile;                ///< the cost model's rates
+    std::uint64_t device_memory_budget = 0;  ///< bytes of arrays the device may hold (0: no limit)
 };
 
 class Scheduler {
@@ -83,6 +84,10 @@ private:
         std::size_t waiting = 0;              // inputs not yet ready for this placement
         std::vector<bool> wanted_on_host;     // outputs a host sink wants back
         std::vector<std::shared_ptr<Value>> outputs;
+        /// Its device inputs and outputs, pinned in the residency table while it is recorded
+        /// and in flight there (empty otherwise).
+        std::vector<std::shared_ptr<Value>> pinned;
+        int memory_retries = 0;  // times the device ran out of memory for it
     };
     using JobPtr = std::shared_ptr<Job>;
 
@@ -103,6 +108,12 @@ private:
     /// Host copies for values that only have a device copy (blocking downloads).
     void ensure_host(const std::vector<std::shared_ptr<Value>>& values);
     void requeue_on_host(const JobPtr& job, Deferred& after);
+    /// Drops the device copies make_room chose, writing back those that are the only copy.
+    void evict(const std::vector<std::shared_ptr<Value>>& victims);
+    void unpin(Job& job);
+    /// After the device ran out of memory for `job`: true if it was parked or relaunched to try
+    /// again (after evicting all it can, or once work in flight frees memory).
+    bool retry_after_oom(const JobPtr& job);
 
     NodeTable& nodes_;
     Placement placement_;
@@ -119,6 +130,10 @@ private:
     void discharge(Job& job);
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
         elements_{0};
+    std::unique_ptr<ResidencyTable> residency_;  // the device's copies (null without a device)
+    std::size_t device_jobs_ = 0;                // recorded on the device, not complete (under the lock)
+    std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
+    std::atomic<std::uint64_t> memory_retries_{0};
     std::unique_ptr<Trace> trace_;  // written once the work in flight is done
     WorkQueue workers_;  // last: its threads stop before the rest is destroyed
 };

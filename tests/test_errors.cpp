@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <functional>
 #include <optional>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "reference.hpp"
@@ -348,6 +350,32 @@ TEST(Errors, ConfigValidate) {
     EXPECT_NO_THROW(b.validate());
     b.block_elements = std::int64_t{1} << 30;
     EXPECT_THROW(b.validate(), tandem::ConfigError);
+}
+
+TEST(Errors, DeviceMemoryLimit) {
+    tandem::Config c;
+    const std::uint64_t gib = std::uint64_t{1} << 30;
+    EXPECT_EQ(c.device_memory_limit_bytes(80 * gib), 0u) << "unset: auto";
+    const std::vector<std::pair<std::string, std::uint64_t>> good = {
+        {"auto", 0},           {"1048576", 1048576}, {"512M", 512u << 20}, {"512MiB", 512u << 20},
+        {"6G", 6 * gib},       {"1.5g", 3 * gib / 2}, {"64KB", 64u << 10}, {"50%", 40 * gib},
+        {"100%", 80 * gib},
+    };
+    for (const auto& [text, bytes] : good) {
+        c.device_memory_limit = text;
+        EXPECT_NO_THROW(c.validate()) << text;
+        EXPECT_EQ(c.device_memory_limit_bytes(80 * gib), bytes) << text;
+    }
+    for (const char* bad : {"0", "-5G", "12X", "lots", "0.5%", "101%", "5GG", "1e30"}) {
+        c.device_memory_limit = bad;
+        try {
+            c.validate();
+            ADD_FAILURE() << "no ConfigError for " << bad;
+        } catch (const tandem::ConfigError& e) {
+            EXPECT_TRUE(contains(e.what(), "TANDEM_DEVICE_MEMORY_LIMIT")) << e.what();
+            EXPECT_TRUE(contains(e.what(), bad)) << e.what();
+        }
+    }
 }
 
 namespace {

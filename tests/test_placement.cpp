@@ -246,3 +246,18 @@ TEST(Placement, DefaultProfilesAreOrdered) {
     EXPECT_GT(cpu_device.device.launch_s, cpu_device.cpu.launch_s);
     EXPECT_GT(gpu.link.sync_s, 0);
 }
+
+TEST(Placement, ARegionLargerThanTheDeviceBudgetStaysOnTheCpu) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, device{false};
+    const std::int64_t n = 1'000'000;  // 8 MB an array: 16 MB read, 8 MB written
+    const Region heavy = region_of(tandem::exp(tandem::sin(data(rt, n))) * data(rt, n));
+    Placement roomy(cpu, &device, PlacementMode::device, 0, fixed_profile(), 24'000'000);
+    EXPECT_EQ(roomy.place(query(heavy, false, true), 0, 0).backend, &device);
+    for (PlacementMode mode : {PlacementMode::automatic, PlacementMode::device}) {
+        Placement tight(cpu, &device, mode, 0, fixed_profile(), 23'999'999);
+        auto d = tight.place(query(heavy, true, false), 0, 0);
+        EXPECT_EQ(d.backend, &cpu) << "it cannot be on the device at once, forced or not";
+        EXPECT_NE(std::string(d.reason).find("memory budget"), std::string::npos) << d.reason;
+    }
+}

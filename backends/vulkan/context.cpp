@@ -586,6 +586,9 @@ void Context::open_device() {
     available.resize(n);
     if (has_extension(available, "VK_KHR_portability_subset")) extensions.push_back("VK_KHR_portability_subset");
     if (coopmat) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    // The driver's estimate of the memory this process may use (the residency budget's default).
+    const bool memory_budget = has_extension(available, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    if (memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
     VkDeviceCreateInfo info{};
     info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
@@ -635,6 +638,18 @@ void Context::open_device() {
     const VkMemoryPropertyFlags readback_flags = memory.memoryTypes[readback_type_].propertyFlags;
     readback_cached_ = (readback_flags & cached) != 0;
     readback_coherent_ = (readback_flags & coherent) != 0;
+
+    const std::uint32_t heap = memory.memoryTypes[device_local_type_].heapIndex;
+    device_heap_bytes_ = memory.memoryHeaps[heap].size;
+    if (memory_budget) {
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{};
+        budget.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT;
+        VkPhysicalDeviceMemoryProperties2 props{};
+        props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2;
+        props.pNext = &budget;
+        vkGetPhysicalDeviceMemoryProperties2(physical_, &props);
+        device_heap_budget_ = std::min<std::uint64_t>(budget.heapBudget[heap], device_heap_bytes_);
+    }
 }
 
 Context::~Context() {

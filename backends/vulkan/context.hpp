@@ -111,6 +111,11 @@ public:
     /// False when readback memory needs vkInvalidateMappedMemoryRanges before the host reads it.
     bool readback_coherent() const noexcept { return readback_coherent_; }
 
+    /// The size of the heap device arrays live in, and what VK_EXT_memory_budget says this process
+    /// may use of it when the device was opened (0 without the extension).
+    std::uint64_t device_heap_bytes() const noexcept { return device_heap_bytes_; }
+    std::uint64_t device_heap_budget() const noexcept { return device_heap_budget_; }
+
     /// Validation messages seen so far (warnings and errors), and the texts of the first few.
     std::uint64_t validation_messages() const noexcept { return validation_count_.load(); }
     std::vector<std::string> validation_texts() const;
@@ -131,6 +136,7 @@ private:
     PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
     std::uint32_t device_local_type_ = 0, upload_type_ = 0, readback_type_ = 0;
     bool readback_cached_ = true, readback_coherent_ = true;
+    std::uint64_t device_heap_bytes_ = 0, device_heap_budget_ = 0;
     std::atomic<std::uint64_t> validation_count_{0};
     mutable std::mutex texts_mutex_;
     std::vector<std::string> validation_texts_;

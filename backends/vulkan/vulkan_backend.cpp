@@ -383,9 +383,10 @@ void VulkanBackend::submit(Submission s) {
             fault_fired_ = true;
             throw ShaderCompileError("injected fault (Config::test_fault = compile): the shader did not compile");
         }
-        if (options_.test_fault == "oom") {
+        if (options_.test_fault == "oom" || (options_.test_fault == "oom_later" && ++fault_countdown_ == 4)) {
             fault_fired_ = true;
-            throw DeviceOutOfMemory("injected fault (Config::test_fault = oom): out of device memory");
+            throw DeviceOutOfMemory("injected fault (Config::test_fault = " + options_.test_fault +
+                                    "): out of device memory");
         }
     }
     switch (r.kind) {
@@ -705,6 +706,30 @@ void VulkanBackend::download(Value& v) {
     v.set_host(std::move(host));
     std::lock_guard slock(stats_mutex_);
     stats_.download_bytes += v.bytes();
+}
+
+std::uint64_t VulkanBackend::memory_budget() const {
+    // Headroom for what is not an array: staging, reduction partials, pipelines, the driver's own.
+    if (const std::uint64_t b = context_->device_heap_budget()) return b / 10 * 9;
+    return context_->device_heap_bytes() / 10 * 8;
+}
+
+void VulkanBackend::add_metrics(Metrics& m) const {
+    const DeviceStats d = stats();
+    m.device_dispatches = d.dispatches;
+    m.device_batches = d.batches;
+    m.upload_bytes = d.upload_bytes;
+    m.download_bytes = d.download_bytes;
+    m.kernel_ms = d.kernel_ms;
+    m.upload_ms = d.upload_ms;
+    m.download_ms = d.download_ms;
+    m.copy_queue_submits = d.copy_queue_submits;
+    const PipelineCacheStats p = pipeline_stats();
+    m.pipeline_hits = p.hits;
+    m.pipeline_disk_hits = p.disk_hits;
+    m.pipeline_misses = p.misses;
+    m.pipeline_compile_ms = p.compile_ms;
+    m.validation_messages = context_->validation_messages();
 }
 
 DeviceStats VulkanBackend::stats() const {

@@ -35,7 +35,7 @@ inline constexpr std::uint32_t kEarlySubmitDispatches = 4;
 struct VulkanOptions {
     ContextOptions context;
     std::string pipeline_cache_dir;  ///< "" = memory only
-    std::string test_fault;          ///< "", "compile", "oom", "device_lost" or "submit_failed" (tests only)
+    std::string test_fault;          ///< Config::test_fault (tests only)
     HostPool* pool = nullptr;        ///< where downloads land
     std::uint32_t reduction_workgroup = 0;  ///< 0: the device's default (Config::reduction_workgroup)
     std::int64_t two_pass_threshold = 0;    ///< 0: the default (Config::two_pass_threshold)
@@ -65,6 +65,9 @@ public:
     void submit(Submission s) override;
     void flush() override;
     void download(Value& v) override;
+    std::uint64_t memory_budget() const override;
+    std::uint64_t memory_bytes() const override { return context_->device_heap_bytes(); }
+    void add_metrics(Metrics& m) const override;
 
     const Context& context() const noexcept { return *context_; }
     DeviceStats stats() const;
@@ -151,6 +154,7 @@ private:
     mutable std::mutex stats_mutex_;
     DeviceStats stats_;
     std::atomic<bool> fault_fired_{false};
+    std::atomic<int> fault_countdown_{0};  // submissions seen, for test_fault "oom_later"
 };
 
 }  // namespace tandem::detail::vk

@@ -43,6 +43,12 @@ struct TANDEM_API Config {
     /// Regions with fewer elements than this always stay on the CPU (0: no floor; with
     /// placement "gpu", a way to keep the small ones off the device). TANDEM_DEVICE_MIN_ELEMENTS.
     std::int64_t device_min_elements = 0;
+    /// Bytes of arrays the device may hold at once; past it, the least recently used copies no
+    /// running work needs are dropped (written back to the host first when they are the only
+    /// copy). "" = auto (90% of what VK_EXT_memory_budget allows this process, else 80% of the
+    /// device's memory), a size ("512M", "6G", "1048576": K, M, G, T are powers of 1024) or a
+    /// share of the device's memory ("50%"). TANDEM_DEVICE_MEMORY_LIMIT.
+    std::string device_memory_limit;
     /// Run Vulkan with the Khronos validation layer and synchronization validation; messages
     /// are counted in Metrics::validation_messages. TANDEM_VULKAN_VALIDATION=0|1.
     bool vulkan_validation = false;
@@ -64,8 +70,9 @@ struct TANDEM_API Config {
     /// $XDG_CACHE_HOME/tandem, else ~/.cache/tandem; "none" = in memory only.
     std::string pipeline_cache_dir;
     /// Tests only: make the device fail once, to test the fallback to the CPU: "compile"
-    /// (a shader that does not compile), "oom" (no device memory), "device_lost" (found when a
-    /// batch completes), "submit_failed" (vkQueueSubmit fails).
+    /// (a shader that does not compile), "oom" (no device memory), "oom_later" (no device memory
+    /// for the fourth region, when earlier results live on the device), "device_lost" (found
+    /// when a batch completes), "submit_failed" (vkQueueSubmit fails).
     std::string test_fault;
     /// Comma-separated log topics written to stderr: "graph" (regions of each plan),
     /// "exec" (each region run, with its host time), "gpu" (each dispatch and copy's GPU time,
@@ -82,6 +89,9 @@ struct TANDEM_API Config {
     static Config from_environment();
     /// Throws ConfigError if a field is out of range.
     void validate() const;
+    /// device_memory_limit in bytes for a device of `device_bytes` of memory (0: auto). Throws
+    /// ConfigError for a malformed limit.
+    std::uint64_t device_memory_limit_bytes(std::uint64_t device_bytes) const;
 };
 
 }  // namespace tandem
