@@ -97,13 +97,21 @@ void Scheduler::discharge(Job& job) {
 
 std::string Scheduler::placement_text() const {
     if (!placement_.device()) return "cpu (no device)";
+    std::string budget;
+    if (residency_->budget() > 0) {
+        char text[64];
+        std::snprintf(text, sizeof text, "; device memory budget %.2f GiB",
+                      static_cast<double>(residency_->budget()) / (1u << 30));
+        budget = text;
+    }
     const MachineProfile& p = placement_.profile();
     switch (placement_.mode()) {
-        case PlacementMode::cpu: return "cpu (forced: TANDEM_PLACEMENT=cpu)";
-        case PlacementMode::device: return "gpu (forced: TANDEM_PLACEMENT=gpu)";
+        case PlacementMode::cpu: return "cpu (forced: TANDEM_PLACEMENT=cpu)" + budget;
+        case PlacementMode::device: return "gpu (forced: TANDEM_PLACEMENT=gpu)" + budget;
         case PlacementMode::automatic: break;
     }
-    return "auto: earliest predicted finish; rates from " + p.source + " (" + p.cpu.name + "; " + p.device.name + ")";
+    return "auto: earliest predicted finish; rates from " + p.source + " (" + p.cpu.name + "; " + p.device.name + ")" +
+           budget;
 }
 
 void Scheduler::wait_idle() {
