@@ -28,6 +28,9 @@ struct Submission {
     /// returns (another thread's flush may send the batch), never under a lock the backend's
     /// flush() takes.
     std::function<void(std::exception_ptr)> done;
+    /// Device backends, optional: called before `done` with the seconds the device spent on the
+    /// region's kernels (timestamp queries), when the device can tell.
+    std::function<void(double)> measured;
 };
 
 /// What kind of processor a backend runs on (the cost model's defaults follow it).

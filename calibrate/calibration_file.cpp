@@ -113,6 +113,14 @@ std::string to_json(const Calibration& c) {
                                      {"latency_s", c.profile.link.latency_s},
                                      {"sync_s", c.profile.link.sync_s}}
                               : json(nullptr)}};
+    // What runs taught the model since: observed / predicted time per region signature.
+    json history = json::array();
+    for (const auto& e : c.profile.history.entries()) {
+        char sig[24];
+        std::snprintf(sig, sizeof sig, "%016llx", static_cast<unsigned long long>(e.signature));
+        history.push_back({{"signature", sig}, {"executor", e.on_device ? "device" : "cpu"}, {"ratios", e.ratios}});
+    }
+    doc["history"] = std::move(history);
     return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -145,6 +153,23 @@ Calibration calibration_from_json(const std::string& text, const std::string& wh
             c.profile.link.sync_s = l.at("sync_s").get<double>();
             if (!(c.profile.link.latency_s >= 0) || !(c.profile.link.sync_s >= 0))
                 throw std::runtime_error("link.latency_s and link.sync_s must be >= 0");
+        }
+        if (auto h = doc.find("history"); h != doc.end() && !h->is_null()) {  // optional: files from before have none
+            for (const json& e : *h) {
+                PerformanceHistory::Entry entry;
+                const std::string sig = e.at("signature").get<std::string>();
+                std::size_t used = 0;
+                entry.signature = std::stoull(sig, &used, 16);
+                if (used != sig.size()) throw std::runtime_error("history: signature '" + sig + "' is not hexadecimal");
+                const std::string executor = e.at("executor").get<std::string>();
+                if (executor != "cpu" && executor != "device")
+                    throw std::runtime_error("history: executor '" + executor + "', expected cpu or device");
+                entry.on_device = executor == "device";
+                entry.ratios = e.at("ratios").get<std::vector<double>>();
+                for (double r : entry.ratios)
+                    if (!(r > 0) || !std::isfinite(r)) throw std::runtime_error("history: a ratio must be a positive number");
+                c.profile.history.add(entry);
+            }
         }
         return c;
     } catch (const ConfigError&) {
@@ -216,11 +241,29 @@ MachineProfile load_profile(const std::string& path, const MachineKey& machine, 
             p.link = defaults.link;
         }
         p.source = "calibration " + path + " (" + iso_utc(c.created_unix_s) + ", " + age_text(c.created_unix_s) + ")";
+        if (p.history.size() > 0) p.source += ", refined by " + std::to_string(p.history.size()) + " kinds of region run";
+        p.file = path;
         return p;
     } catch (const ConfigError& e) {
         report_once(path, std::string(e.what()) + "; using the built-in defaults (`tandem calibrate` writes a new one)");
         defaults.source = "built-in defaults (the calibration file cannot be used: " + std::string(e.what()) + ")";
         return defaults;
+    }
+}
+
+void save_history(const std::string& path, const MachineKey& machine, const PerformanceHistory& history) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return;  // removed meanwhile: nothing to refine
+    std::stringstream text;
+    text << in.rdbuf();
+    in.close();
+    try {
+        Calibration c = calibration_from_json(text.str(), path);
+        if (!(c.machine == machine)) return;  // replaced by another machine's meanwhile
+        c.profile.history = history;
+        write_calibration(c, path);
+    } catch (const ConfigError& e) {
+        report_once(path + " (history)", std::string(e.what()) + "; what this run learned is not kept");
     }
 }
 

@@ -55,4 +55,9 @@ void check_writable(const std::string& path);
 /// profile.source (and, for a file that exists but cannot be used, one message on stderr).
 MachineProfile load_profile(const std::string& path, const MachineKey& machine, MachineProfile defaults);
 
+/// Replaces the history in the calibration file at `path` (when it is still a good one for
+/// `machine`) with `history`: what a runtime learned, for the next one. A failure is reported
+/// once on stderr, never thrown (it runs as a runtime goes away).
+void save_history(const std::string& path, const MachineKey& machine, const PerformanceHistory& history);
+
 }  // namespace tandem::detail

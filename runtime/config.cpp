@@ -46,6 +46,8 @@ Config Config::from_environment() {
     if (const char* v = env("TANDEM_DEVICE")) c.device = v;
     if (const char* v = env("TANDEM_PLACEMENT")) c.placement = v;
     if (const char* v = env("TANDEM_CALIBRATION")) c.calibration_file = v;
+    if (const char* v = env("TANDEM_PLACEMENT_LEARNING"))
+        c.placement_learning = parse_int("TANDEM_PLACEMENT_LEARNING", v, 0, 1) != 0;
     if (const char* v = env("TANDEM_DEVICE_MIN_ELEMENTS"))
         c.device_min_elements = parse_int("TANDEM_DEVICE_MIN_ELEMENTS", v, 0, std::int64_t{1} << 62);
     if (const char* v = env("TANDEM_DEVICE_MEMORY_LIMIT")) c.device_memory_limit = v;

@@ -51,6 +51,7 @@ SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* 
                   : c.placement == "gpu" ? PlacementMode::device
                                          : PlacementMode::automatic;
     o.min_device_elements = c.device_min_elements;
+    o.learn = c.placement_learning && o.placement == PlacementMode::automatic && device != nullptr;
     return o;
 }
 }  // namespace
@@ -65,6 +66,13 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
       device_(open_device()),
       scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, device_.get(), scheduler_options(config_, threads_, device_.get(), topology_))) {}
+
+RuntimeImpl::~RuntimeImpl() {
+    scheduler_->wait_idle();
+    auto [history, runs] = scheduler_->history();
+    if (runs > 0 && config_.placement_learning && !scheduler_->calibration_file().empty())
+        save_history(scheduler_->calibration_file(), machine_key(topology_, threads_, device_.get()), history);
+}
 
 #if TANDEM_WITH_VULKAN
 /// The Vulkan devices of this machine, enumerated once per process (an instance costs tens of

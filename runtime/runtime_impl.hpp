@@ -19,6 +19,8 @@ namespace tandem::detail {
 class RuntimeImpl {
 public:
     RuntimeImpl(Runtime& owner, Config config);
+    /// Waits for the work in flight, then keeps what the cost model learned in its calibration file.
+    ~RuntimeImpl();
 
     Runtime& owner() noexcept { return owner_; }
     const Config& config() const noexcept { return config_; }

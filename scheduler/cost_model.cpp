@@ -1,6 +1,8 @@
 #include "scheduler/cost_model.hpp"
 
 #include <algorithm>
+#include <tuple>
+#include <cmath>
 
 namespace tandem::detail {
 
@@ -95,7 +97,11 @@ LinkProfile default_link_profile(DeviceClass kind) {
 }
 
 MachineProfile default_machine_profile(int cpu_threads, DeviceClass device) {
-    return {default_cpu_profile(cpu_threads), default_device_profile(device, cpu_threads), default_link_profile(device)};
+    MachineProfile m;
+    m.cpu = default_cpu_profile(cpu_threads);
+    m.device = default_device_profile(device, cpu_threads);
+    m.link = default_link_profile(device);
+    return m;
 }
 
 double compute_seconds(const RegionCost& c, const ExecutorProfile& p) {
@@ -115,6 +121,50 @@ double upload_seconds(std::int64_t bytes, const LinkProfile& l) {
 
 double download_seconds(std::int64_t bytes, const LinkProfile& l) {
     return l.latency_s + static_cast<double>(bytes) / l.download_bytes_per_s;
+}
+
+std::uint64_t region_signature(const RegionCost& c, RegionKind kind) {
+    // Fields side by side: kind (8 bits), the op classes present per type (2 x 8), the size class.
+    std::uint64_t classes = 0;
+    for (std::size_t k = 1; k < kCostClasses; ++k)
+        for (std::size_t t = 0; t < 2; ++t)
+            if (c.ops[k][t]) classes |= std::uint64_t{1} << (8 * t + k);
+    const double size = c.k ? static_cast<double>(c.flops()) : static_cast<double>(std::max<std::int64_t>(c.elements, 1));
+    const auto size_class = static_cast<std::uint64_t>(std::max(0, std::ilogb(size) / 2));
+    std::uint64_t product = c.k ? 1 + static_cast<std::uint64_t>(c.product_dtype == DType::f32) + 2 * c.product_precision : 0;
+    return static_cast<std::uint64_t>(kind) | classes << 8 | product << 24 | size_class << 32;
+}
+
+void PerformanceHistory::observe(std::uint64_t signature, bool on_device, double predicted_s, double observed_s) {
+    if (!(predicted_s > 0) || !(observed_s > 0) || !std::isfinite(observed_s)) return;
+    const double ratio = std::clamp(observed_s / predicted_s, 1 / kMaxCorrection, kMaxCorrection);
+    auto& samples = ratios_[on_device][signature];
+    samples.push_back(ratio);
+    if (samples.size() > kSamples) samples.pop_front();
+}
+
+double PerformanceHistory::correction(std::uint64_t signature, bool on_device) const {
+    auto it = ratios_[on_device].find(signature);
+    if (it == ratios_[on_device].end() || it->second.size() < kMinSamples) return 1;
+    std::vector<double> v(it->second.begin(), it->second.end());
+    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    if (v.size() % 2) return *mid;
+    return 0.5 * (*mid + *std::max_element(v.begin(), mid));
+}
+
+std::vector<PerformanceHistory::Entry> PerformanceHistory::entries() const {
+    std::vector<Entry> out;
+    for (int d = 0; d < 2; ++d)
+        for (const auto& [sig, samples] : ratios_[d])
+            out.push_back({sig, d == 1, std::vector<double>(samples.begin(), samples.end())});
+    std::sort(out.begin(), out.end(),
+              [](const Entry& a, const Entry& b) { return std::tie(a.on_device, a.signature) < std::tie(b.on_device, b.signature); });
+    return out;
+}
+
+void PerformanceHistory::add(const Entry& e) {
+    for (double r : e.ratios) observe(e.signature, e.on_device, 1.0, r);
 }
 
 }  // namespace tandem::detail

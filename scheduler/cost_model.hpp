@@ -12,7 +12,11 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <deque>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "graph/region.hpp"
@@ -43,11 +47,46 @@ ExecutorProfile default_cpu_profile(int threads);
 ExecutorProfile default_device_profile(DeviceClass kind, int cpu_threads);
 LinkProfile default_link_profile(DeviceClass kind);
 
+/// What a region is, for learning from its runs: its kind, the compute types and the classes of
+/// its element operations, and its size to a factor of 4 (elements, or a product's flops). Regions
+/// of one signature take alike long per second the model predicts.
+std::uint64_t region_signature(const RegionCost& c, RegionKind kind);
+
+/// The model refined by what happened (StarPU's history-based models): per region signature and
+/// executor, the ratios of observed to predicted compute time of the last kSamples runs; once
+/// kMinSamples are known, their median (robust to an outlier run) scales the prediction. Not
+/// thread-safe (the scheduler's lock guards it).
+class PerformanceHistory {
+public:
+    static constexpr std::size_t kSamples = 16, kMinSamples = 3;
+    static constexpr double kMaxCorrection = 64;  ///< a ratio is clamped to [1/64, 64]
+
+    /// A run of a region of `signature` on the CPU (on_device false) or the device.
+    void observe(std::uint64_t signature, bool on_device, double predicted_s, double observed_s);
+    /// The factor the prediction is multiplied by (1: not enough runs seen).
+    double correction(std::uint64_t signature, bool on_device) const;
+    std::size_t size() const noexcept { return ratios_[0].size() + ratios_[1].size(); }
+
+    /// For the calibration file.
+    struct Entry {
+        std::uint64_t signature = 0;
+        bool on_device = false;
+        std::vector<double> ratios;  ///< oldest first
+    };
+    std::vector<Entry> entries() const;
+    void add(const Entry& e);
+
+private:
+    std::unordered_map<std::uint64_t, std::deque<double>> ratios_[2];
+};
+
 /// The profiles placement uses: the CPU's, the device's and the link between them.
 struct MachineProfile {
     ExecutorProfile cpu, device;
     LinkProfile link;
     std::string source = "built-in defaults";  ///< or the calibration file it came from
+    std::string file;                          ///< that file's path ("" for the defaults)
+    PerformanceHistory history;                ///< what earlier runs taught (kept in the file)
 };
 MachineProfile default_machine_profile(int cpu_threads, DeviceClass device);
 

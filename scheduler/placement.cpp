@@ -9,8 +9,19 @@ Placement::Placement(Backend& cpu, Backend* device, PlacementMode mode, std::int
     : cpu_(&cpu), device_(device), mode_(mode), min_device_elements_(min_device_elements),
       profile_(std::move(profile)), device_memory_budget_(device_memory_budget) {}
 
-double Placement::compute_s(const Region& r, bool on_device) const {
+double Placement::model_s(const Region& r, bool on_device) const {
     return compute_seconds(r.cost, on_device ? profile_.device : profile_.cpu);
+}
+
+double Placement::compute_s(const Region& r, bool on_device) const {
+    const double s = model_s(r, on_device);
+    if (profile_.history.size() == 0) return s;
+    return s * profile_.history.correction(region_signature(r.cost, r.kind), on_device);
+}
+
+void Placement::learn(const Region& r, bool on_device, double observed_s) {
+    ++learned_;
+    profile_.history.observe(region_signature(r.cost, r.kind), on_device, model_s(r, on_device), observed_s);
 }
 
 PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, double device_free_s,

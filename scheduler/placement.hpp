@@ -57,8 +57,15 @@ public:
     /// `cpu_free_s`, `device_free_s`, `link_free_s`: seconds from now until each executor, and
     /// the link between them, has done the work (the transfers) already placed on it.
     PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s, double link_free_s = 0) const;
-    /// The predicted compute seconds of a region on the CPU or the device (for logs and traces).
+    /// The predicted compute seconds of a region on the CPU or the device: the model's, scaled by
+    /// what runs of regions like it taught (PerformanceHistory).
     double compute_s(const Region& r, bool on_device) const;
+    /// The model's alone, unrefined: what an observed time is compared with.
+    double model_s(const Region& r, bool on_device) const;
+    /// A region ran: its compute took `observed_s` on that executor (under the scheduler's lock).
+    void learn(const Region& r, bool on_device, double observed_s);
+    const PerformanceHistory& history() const noexcept { return profile_.history; }
+    std::uint64_t runs_learned() const noexcept { return learned_; }  ///< learn() calls so far
     Backend& cpu() const noexcept { return *cpu_; }
     Backend* device() const noexcept { return device_; }  ///< null without one (even when disabled)
     PlacementMode mode() const noexcept { return mode_; }
@@ -73,6 +80,7 @@ private:
     std::int64_t min_device_elements_;
     MachineProfile profile_;
     std::uint64_t device_memory_budget_;
+    std::uint64_t learned_ = 0;
     std::atomic<bool> device_enabled_{true};
 };
 

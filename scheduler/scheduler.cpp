@@ -416,9 +416,10 @@ void Scheduler::run_on_host(const JobPtr& job) {
         out.clear();
         for (auto& o : region.outputs) out.push_back(std::make_shared<Value>(o.node->bytes()));
         std::exception_ptr e;
-        placement_.cpu().submit({&region, in, out, {}, [&](std::exception_ptr x) { e = x; }});
+        placement_.cpu().submit({&region, in, out, {}, [&](std::exception_ptr x) { e = x; }, {}});
         return e;
     };
+    const auto t_compute = std::chrono::steady_clock::now();  // after the downloads it waited for
     if (!error) {
         error = run(r, inputs, job->outputs);
         if (error && r.outputs.size() > 1 && is_data_error(error)) {
@@ -435,6 +436,7 @@ void Scheduler::run_on_host(const JobPtr& job) {
             error = nullptr;
         }
     }
+    if (!error) job->observed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compute).count();
     if (options_.log_exec) {
         double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         std::fprintf(stderr, "[tandem exec] %s %s (%zu ops) on cpu: %.3f ms%s\n", r.shape.to_string().c_str(),
@@ -477,7 +479,8 @@ void Scheduler::record_on_device(const JobPtr& job) {
     try {
         evict(residency_->make_room(0));
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
-                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); }});
+                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); },
+                        [job](double seconds) { job->observed_s = seconds; }});
     } catch (const std::exception& e) {
         // Refused before anything was recorded (no device memory, a shader that does not
         // compile): out of memory, it tries again once room is made; otherwise, or when no
@@ -624,6 +627,12 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                          error ? " (failed)" : "");
         }
         discharge(*job);
+        if (options_.learn && !error && !requeue && job->observed_s > 0) {
+            // The model learns how long regions like this one take there. A device region's
+            // kernels are timed on the device; its dispatch cost is the model's own.
+            const bool on_device = !job->placement.backend->on_host();
+            placement_.learn(r, on_device, job->observed_s + (on_device ? placement_.profile().device.launch_s : 0.0));
+        }
         if (requeue) {
             const char* why = !error                 ? " after an input was recomputed"
                               : is_data_error(error) ? " to find which of its outputs the data error concerns"
@@ -674,6 +683,11 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
     if (--in_flight_ == 0) idle_.notify_all();
 }
 
+std::pair<PerformanceHistory, std::uint64_t> Scheduler::history() const {
+    std::lock_guard lock(mutex_);
+    return {placement_.history(), placement_.runs_learned()};
+}
+
 void Scheduler::add_metrics(Metrics& m) const {
     m.plans = plans_.load(std::memory_order_relaxed);
     m.regions_executed = regions_.load(std::memory_order_relaxed);
@@ -683,6 +697,10 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.device_regions = device_regions_.load(std::memory_order_relaxed);
     m.device_fallbacks = fallbacks_.load(std::memory_order_relaxed);
     m.memory_retries = memory_retries_.load(std::memory_order_relaxed);
+    {
+        std::lock_guard lock(mutex_);
+        m.runs_learned = placement_.runs_learned();
+    }
     if (residency_) {
         const ResidencyCounters c = residency_->counters();
         m.device_memory_budget = residency_->budget();

@@ -48,6 +48,7 @@ struct SchedulerOptions {
     PlacementMode placement = PlacementMode::automatic;
     std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
     MachineProfile profile;                ///< the cost model's rates
+    bool learn = true;                     ///< refine the model with observed times (automatic placement)
     std::uint64_t device_memory_budget = 0;  ///< bytes of arrays the device may hold (0: no limit)
 };
 
@@ -69,6 +70,10 @@ public:
         return f();
     }
     void add_metrics(Metrics& m) const;
+    /// What the model learned (with what it started from), and from how many runs this session.
+    std::pair<PerformanceHistory, std::uint64_t> history() const;
+    /// The calibration file the model's rates came from ("" for the built-in defaults).
+    const std::string& calibration_file() const noexcept { return placement_.profile().file; }
     /// "auto: earliest predicted finish (cost model: built-in defaults for ...)", for `tandem info`.
     std::string placement_text() const;
 
@@ -88,6 +93,9 @@ private:
         /// and in flight there (empty otherwise).
         std::vector<std::shared_ptr<Value>> pinned;
         int memory_retries = 0;  // times the device ran out of memory for it
+        /// Seconds its compute took (a CPU run; a device region's kernels, from timestamp
+        /// queries), 0 when unknown: what the model learns from.
+        double observed_s = 0;
     };
     using JobPtr = std::shared_ptr<Job>;
 
@@ -118,7 +126,7 @@ private:
     NodeTable& nodes_;
     Placement placement_;
     SchedulerOptions options_;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
     std::uint64_t plan_mark_ = 0;  // marks the nodes of the plan being made (under the lock)

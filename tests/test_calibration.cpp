@@ -168,3 +168,40 @@ TEST(Calibration, AnUnwritablePlaceFailsBeforeMeasuring) {
     }
     EXPECT_FALSE(measured) << "it measured before finding it could not write";
 }
+
+TEST(Calibration, TheLearnedHistoryRoundTripsAndIsSavedIntoItsFile) {
+    Calibration c = sample();
+    c.profile.history.add({0x1234, false, {2.0, 2.5, 3.0}});
+    c.profile.history.add({0xabc, true, {0.5}});
+    const Calibration back = calibration_from_json(to_json(c), "test");
+    EXPECT_EQ(back.profile.history.size(), 2u);
+    EXPECT_EQ(back.profile.history.correction(0x1234, false), 2.5);
+    EXPECT_EQ(back.profile.history.correction(0xabc, true), 1.0) << "one run is not enough to trust";
+    // A file of before the history: loads with none.
+    std::string text = to_json(sample());
+    const auto at = text.find("\"history\"");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(calibration_from_json(text.replace(at, 9, "\"unused\""), "old").profile.history.size(), 0u);
+    // A bad one is a bad file.
+    std::string bad = to_json(c);
+    bad.replace(bad.find("\"cpu\"", bad.find("\"executor\"")), 5, "\"gpu\"");
+    EXPECT_THROW((void)calibration_from_json(bad, "bad"), tandem::ConfigError);
+
+    // save_history: what a runtime learned replaces the file's history, for its machine only.
+    const fs::path dir = temp_dir("history");
+    const std::string path = (dir / "calibration.json").string();
+    write_calibration(sample(), path);
+    PerformanceHistory learned;
+    for (double r : {4.0, 5.0, 6.0}) learned.observe(0x77, true, 1.0, r);
+    save_history(path, sample().machine, learned);
+    MachineProfile p = load_profile(path, sample().machine, default_machine_profile(8, DeviceClass::discrete_gpu));
+    EXPECT_EQ(p.history.correction(0x77, true), 5.0);
+    EXPECT_EQ(p.file, path);
+    EXPECT_NE(p.source.find("refined by 1 kind"), std::string::npos) << p.source;
+    MachineKey other = sample().machine;
+    other.cpu_threads = 1;
+    save_history(path, other, PerformanceHistory{});  // another machine's runtime: leaves it alone
+    p = load_profile(path, sample().machine, default_machine_profile(8, DeviceClass::discrete_gpu));
+    EXPECT_EQ(p.history.size(), 1u);
+    fs::remove_all(dir);
+}

@@ -261,3 +261,49 @@ TEST(Placement, ARegionLargerThanTheDeviceBudgetStaysOnTheCpu) {
         EXPECT_NE(std::string(d.reason).find("memory budget"), std::string::npos) << d.reason;
     }
 }
+
+TEST(PerformanceHistory, TheMedianOfTheLastRunsScalesThePrediction) {
+    PerformanceHistory h;
+    EXPECT_EQ(h.correction(7, false), 1.0);
+    h.observe(7, false, 1e-3, 2e-3);
+    h.observe(7, false, 1e-3, 3e-3);
+    EXPECT_EQ(h.correction(7, false), 1.0) << "two runs are not enough";
+    h.observe(7, false, 1e-3, 1.0);  // an outlier (a page fault storm): the median ignores it
+    EXPECT_DOUBLE_EQ(h.correction(7, false), 3.0);
+    EXPECT_EQ(h.correction(7, true), 1.0) << "per executor";
+    EXPECT_EQ(h.correction(8, false), 1.0) << "per signature";
+    for (int i = 0; i < 40; ++i) h.observe(7, false, 1e-3, 0.5e-3);  // only the last 16 count
+    EXPECT_DOUBLE_EQ(h.correction(7, false), 0.5);
+    h.observe(9, true, 1e-6, 1.0);
+    h.observe(9, true, 1e-6, 1.0);
+    h.observe(9, true, 1e-6, 1.0);
+    EXPECT_EQ(h.correction(9, true), PerformanceHistory::kMaxCorrection) << "clamped";
+    h.observe(9, true, 0, 1.0);  // nothing to learn from a zero prediction or a bad time
+    h.observe(9, true, 1, -1.0);
+    EXPECT_EQ(h.entries().size(), 2u);
+}
+
+TEST(PerformanceHistory, SignaturesSeparateKindsTypesAndSizes) {
+    Runtime rt = cpu_runtime();
+    auto sig = [](const Region& r) { return region_signature(r.cost, r.kind); };
+    const Region a = region_of(tandem::exp(data(rt, 1100)) + 1.0);
+    EXPECT_EQ(sig(a), sig(region_of(tandem::exp(data(rt, 1500)) * 3.0))) << "alike, within a factor of 4 in size";
+    EXPECT_NE(sig(a), sig(region_of(tandem::exp(data(rt, 100000)) + 1.0))) << "another size class";
+    EXPECT_NE(sig(a), sig(region_of(data(rt, 1100) + 1.0))) << "no transcendental";
+    EXPECT_NE(sig(a), sig(region_of(tandem::sum(tandem::exp(data(rt, 1100)))))) << "a reduction";
+}
+
+TEST(Placement, WhatRunsTaughtMovesTheDecision) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, device{false};
+    // Light work on host data: the model keeps it home (the link costs more than the work).
+    const Region light = region_of(data(rt, 1'000'000) * 2.0 + 1.0);
+    Placement p(cpu, &device, PlacementMode::automatic, 0, fixed_profile());
+    EXPECT_EQ(p.place(query(light, false, true), 0, 0).backend, &cpu);
+    // But it ran 50x slower than predicted, three times (a slow CPU, a busy machine):
+    for (int i = 0; i < 3; ++i) p.learn(light, false, 50 * p.model_s(light, false));
+    EXPECT_DOUBLE_EQ(p.compute_s(light, false), 50 * p.model_s(light, false));
+    auto d = p.place(query(light, false, true), 0, 0);
+    EXPECT_EQ(d.backend, &device) << d.reason;
+    EXPECT_EQ(p.runs_learned(), 3u);
+}

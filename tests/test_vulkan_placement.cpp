@@ -98,3 +98,49 @@ TEST(VulkanTrace, RegionsOfBothExecutorsAreTraced) {
     EXPECT_TRUE(cpu_lane) << doc.dump();
     fs::remove(file);
 }
+
+TEST(VulkanCalibration, WhatARuntimeLearnsIsKeptForTheNext) {
+    const fs::path dir = fs::temp_directory_path() / ("tandem-vk-history-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string path = (dir / "calibration.json").string();
+    tandem::Config c = tvk::gpu_config();
+    c.placement = "auto";
+    c.calibration_file = path;
+    Calibration cal;
+    {
+        auto probe = tvk::open_gpu(c);
+        RuntimeImpl& impl = probe->impl();
+        cal.machine = machine_key(impl.topology(), impl.threads(), impl.device());
+        cal.profile = default_machine_profile(impl.threads(), DeviceClass::cpu_device);
+    }
+    cal.has_device = true;
+    cal.created_unix_s = 1'790'000'000;
+    // Rates that send large regions to the device and keep small ones home: both executors run.
+    cal.profile.cpu.ops_per_s[static_cast<std::size_t>(CostClass::transcendental)] = {1e7, 1e7};
+    write_calibration(cal, path);
+    auto run = [&](tandem::Config config) {
+        auto rt = tvk::open_gpu(config);
+        std::vector<double> big(200000, 0.5), small(10, 0.25);
+        for (int i = 0; i < 4; ++i) {
+            auto x = rt->array(std::span<const double>(big), tandem::Shape{200000, 1});
+            auto y = rt->array(std::span<const double>(small), tandem::Shape{10, 1});
+            auto h = rt->gather({tandem::sum(tandem::exp(x)), tandem::sum(y * 2.0)}).get();
+            EXPECT_NEAR(h[0].at(0), 200000 * std::exp(0.5), 1e-6);
+            EXPECT_EQ(h[1].at(0), 5.0);
+        }
+        rt->wait_idle();
+        const auto m = rt->metrics();
+        EXPECT_GT(m.device_regions, 0u);
+        return std::pair{m.runs_learned, rt->info().placement};
+    };
+    tandem::Config fixed = c;
+    fixed.placement_learning = false;
+    EXPECT_EQ(run(fixed).first, 0u) << "learning off: nothing learned";
+    EXPECT_EQ(load_profile(path, cal.machine, cal.profile).history.size(), 0u) << "and nothing written";
+    EXPECT_GE(run(c).first, 8u) << "every region run on either side is learned from";
+    const MachineProfile after = load_profile(path, cal.machine, cal.profile);
+    EXPECT_GE(after.history.size(), 2u) << "at least a device and a CPU signature kept in the file";
+    const auto [runs, text] = run(c);
+    EXPECT_NE(text.find("refined by"), std::string::npos) << "the next runtime starts from it: " << text;
+    fs::remove_all(dir);
+}

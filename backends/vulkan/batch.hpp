@@ -95,6 +95,7 @@ struct VulkanBackend::Batch {
         std::shared_ptr<DeviceArray> args;
         std::vector<std::pair<std::shared_ptr<DeviceArray>, std::shared_ptr<Value>>> readbacks;
         std::function<void()> check;  // data-dependent faults (bad subscripts): throws to fail the region
+        std::function<void(double)> measured;  // Submission::measured
     };
     std::vector<Item> items;
     std::vector<std::shared_ptr<void>> keep;  // staging and arrays the recorded work reads

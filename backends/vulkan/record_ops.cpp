@@ -249,7 +249,7 @@ void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<De
     buffer_barrier(b.cmd, *out, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    Batch::Item item{std::move(s.done), &r, nullptr, {}, std::move(check)};
+    Batch::Item item{std::move(s.done), &r, nullptr, {}, std::move(check), std::move(s.measured)};
     if (!s.wanted_on_host.empty() && s.wanted_on_host[0]) {
         auto rb = readback_heap_->allocate(out->bytes());
         VkBufferCopy region{out->offset(), rb->offset(), out->bytes()};

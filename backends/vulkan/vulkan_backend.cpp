@@ -492,7 +492,7 @@ void VulkanBackend::submit(Submission s) {
         buffer_barrier(b.cmd, *o, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    Batch::Item item{std::move(s.done), &r, args, {}, {}};
+    Batch::Item item{std::move(s.done), &r, args, {}, {}, std::move(s.measured)};
     for (std::size_t j = 0; j < outs.size(); ++j) {
         if (j >= s.wanted_on_host.size() || !s.wanted_on_host[j]) continue;
         auto rb = readback_heap_->allocate(outs[j]->bytes());
@@ -617,14 +617,18 @@ void VulkanBackend::complete_loop() {
                 DeviceLost("injected fault (Config::test_fault = device_lost): VK_ERROR_DEVICE_LOST"));
         }
         const DeviceDescription& d = context_->description();
+        std::unordered_map<const Region*, double> region_ms;  // each region's kernels
         if (!error && b->queries && !b->spans.empty()) {
             std::vector<std::uint64_t> ts(2 * b->spans.size());
             if (vkGetQueryPoolResults(context_->device(), b->queries.get(), 0, static_cast<std::uint32_t>(ts.size()),
                                       ts.size() * sizeof(std::uint64_t), ts.data(), sizeof(std::uint64_t),
                                       VK_QUERY_RESULT_64_BIT) == VK_SUCCESS) {
                 double ms[3] = {0, 0, 0};
-                for (std::size_t i = 0; i < b->spans.size(); ++i)
-                    ms[static_cast<int>(b->spans[i])] += ms_between(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits, d);
+                for (std::size_t i = 0; i < b->spans.size(); ++i) {
+                    const double span_ms = ms_between(ts[2 * i], ts[2 * i + 1], d.timestamp_valid_bits, d);
+                    ms[static_cast<int>(b->spans[i])] += span_ms;
+                    if (b->spans[i] == Span::kernel && b->span_regions[i]) region_ms[b->span_regions[i]] += span_ms;
+                }
                 for (Span k : {Span::kernel, Span::upload, Span::download}) add_time(k, ms[static_cast<int>(k)]);
                 if (options_.log_gpu) log_spans(*b, ts);
             }
@@ -647,6 +651,8 @@ void VulkanBackend::complete_loop() {
                     e = std::current_exception();
                 }
             }
+            if (!e && item.measured)
+                if (auto it = region_ms.find(item.region); it != region_ms.end()) item.measured(1e-3 * it->second);
             item.done(e);
         }
         if (!b->submitted) {

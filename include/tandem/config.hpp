@@ -40,6 +40,11 @@ struct TANDEM_API Config {
     /// path, or "none" (the built-in defaults). A file that is corrupt, of another version or of
     /// another machine is reported once and ignored. TANDEM_CALIBRATION.
     std::string calibration_file;
+    /// With automatic placement, refine the cost model with the observed time of each region run
+    /// (per kind of region and size, on each executor), and keep what was learned in the
+    /// calibration file for the next runtime (off: the calibrated rates alone, nothing written).
+    /// TANDEM_PLACEMENT_LEARNING=0|1.
+    bool placement_learning = true;
     /// Regions with fewer elements than this always stay on the CPU (0: no floor; with
     /// placement "gpu", a way to keep the small ones off the device). TANDEM_DEVICE_MIN_ELEMENTS.
     std::int64_t device_min_elements = 0;
