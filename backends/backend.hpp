@@ -3,6 +3,7 @@
 // same submission) and gives every output a copy on its side.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <span>
@@ -42,6 +43,18 @@ enum class DeviceClass : std::uint8_t {
     cpu_device,      ///< a device API implemented on the CPU (lavapipe)
 };
 
+/// Work of a backend that is no region: a copy between host and device, or a kernel's build.
+/// Host times: from when the backend started it to when it saw it done.
+struct Activity {
+    enum class Kind : std::uint8_t { upload, download, compile };
+    Kind kind = Kind::upload;
+    std::chrono::steady_clock::time_point start, end;
+    std::uint64_t bytes = 0;  ///< a copy's
+    double device_ms = -1;    ///< a copy's own time on the device (timestamp queries; -1: unknown)
+    bool from_disk = false;   ///< a build whose SPIR-V came from the disk cache (no compile)
+};
+using ActivitySink = std::function<void(const Activity&)>;
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -67,6 +80,9 @@ public:
     virtual std::uint64_t memory_bytes() const { return 0; }
     /// Adds its counters (transfers, kernels, pipelines) to `m`.
     virtual void add_metrics(Metrics& m) const { (void)m; }
+    /// Where to report its copies and kernel builds (for TANDEM_TRACE). Set once, before the
+    /// first submission; called from any of its threads.
+    virtual void set_activity_sink(ActivitySink sink) { (void)sink; }
 };
 
 }  // namespace tandem::detail

@@ -74,8 +74,10 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const Sche
       placement_(cpu, device, options.placement, options.min_device_elements, options.profile,
                  options.device_memory_budget),
       options_(options), residency_(device ? std::make_unique<ResidencyTable>(options.device_memory_budget) : nullptr),
-      trace_(options.trace_file.empty() ? nullptr : std::make_unique<Trace>(options.trace_file)),
-      workers_(options.threads) {}
+      trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
+      workers_(options.threads) {
+    if (trace_ && device) device->set_activity_sink([trace = trace_](const Activity& a) { trace->activity(a); });
+}
 
 Scheduler::~Scheduler() { wait_idle(); }
 

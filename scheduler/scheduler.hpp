@@ -142,7 +142,9 @@ private:
     std::size_t device_jobs_ = 0;                // recorded on the device, not complete (under the lock)
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
     std::atomic<std::uint64_t> memory_retries_{0};
-    std::unique_ptr<Trace> trace_;  // written once the work in flight is done
+    /// Written once the work in flight is done and the device has let go of it (its copies and
+    /// builds are reported from its own threads, until it goes).
+    std::shared_ptr<Trace> trace_;
     WorkQueue workers_;  // last: its threads stop before the rest is destroyed
 };
 

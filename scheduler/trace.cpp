@@ -30,6 +30,22 @@ void Trace::region(const std::string& name, std::chrono::steady_clock::time_poin
                        std::chrono::duration<double, std::micro>(now - start).count()});
 }
 
+void Trace::activity(const Activity& a) {
+    Event e;
+    switch (a.kind) {
+        case Activity::Kind::upload: e.name = "upload"; break;
+        case Activity::Kind::download: e.name = "download"; break;
+        case Activity::Kind::compile: e.name = a.from_disk ? "kernel from the disk cache" : "kernel compile"; break;
+    }
+    e.lane = a.kind == Activity::Kind::compile ? kCompileLane : kTransferLane;
+    e.start_us = std::chrono::duration<double, std::micro>(a.start - origin_).count();
+    e.duration_us = std::chrono::duration<double, std::micro>(a.end - a.start).count();
+    e.bytes = a.bytes;
+    e.device_ms = a.device_ms;
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(e));
+}
+
 Trace::~Trace() {
     using json = nlohmann::json;
     json events = json::array();
@@ -38,8 +54,16 @@ Trace::~Trace() {
     for (int l = 1; l < next_lane_; ++l)
         events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", l}, {"name", "thread_name"},
                           {"args", {{"name", "cpu worker " + std::to_string(l)}}}});
-    for (const Event& e : events_)
-        events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", e.lane}, {"name", e.name}, {"ts", e.start_us}, {"dur", e.duration_us}});
+    events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", kTransferLane}, {"name", "thread_name"}, {"args", {{"name", "transfers"}}}});
+    events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", kCompileLane}, {"name", "thread_name"}, {"args", {{"name", "kernel builds"}}}});
+    for (const Event& e : events_) {
+        json x = {{"ph", "X"}, {"pid", 1}, {"tid", e.lane}, {"name", e.name}, {"ts", e.start_us}, {"dur", e.duration_us}};
+        if (e.lane == kTransferLane) {
+            x["args"] = {{"bytes", e.bytes}};
+            if (e.device_ms >= 0) x["args"]["device_ms"] = e.device_ms;
+        }
+        events.push_back(std::move(x));
+    }
     std::ofstream out(path_, std::ios::trunc);
     out << json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(0, ' ', false, json::error_handler_t::replace) << '\n';
     if (!out.flush()) std::fprintf(stderr, "[tandem] TANDEM_TRACE=%s: cannot write the trace\n", path_.c_str());

@@ -1,7 +1,11 @@
 // TANDEM_TRACE: a Chrome / Perfetto trace (JSON, "X" events) of the regions a runtime ran, one
 // lane per CPU worker thread and one for the device's queue (a device region spans its recording
-// to its completion, its batch's wait included), written when the runtime is destroyed. Open it
-// in https://ui.perfetto.dev or chrome://tracing to see the CPU and the GPU busy together.
+// to its completion, its batch's wait included), with a lane for the copies between host and
+// device that have submissions of their own (large uploads and readbacks, blocking downloads:
+// from their submission to when the host saw them done, their own device time in the event's
+// arguments) and one for kernel builds (compiles and disk-cache loads), written when the runtime
+// is destroyed. Open it in https://ui.perfetto.dev or chrome://tracing to see the CPU and the GPU
+// busy together.
 #pragma once
 
 #include <chrono>
@@ -9,6 +13,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "backends/backend.hpp"
 
 namespace tandem::detail {
 
@@ -23,12 +29,17 @@ public:
     /// A region from `start` to now: on the calling thread's lane (a CPU worker), or on the
     /// device lane.
     void region(const std::string& name, std::chrono::steady_clock::time_point start, bool on_device);
+    /// A copy or a kernel build, on its lane (thread-safe: a backend's threads call it).
+    void activity(const Activity& a);
 
 private:
+    static constexpr int kTransferLane = 1000, kCompileLane = 1001;
     struct Event {
         std::string name;
         int lane;
         double start_us, duration_us;
+        std::uint64_t bytes = 0;
+        double device_ms = -1;
     };
     std::string path_;
     std::chrono::steady_clock::time_point origin_;

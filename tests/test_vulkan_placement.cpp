@@ -1,7 +1,8 @@
 // Placement with a device, end to end (lavapipe here). A runtime with automatic placement reads
 // the calibration file for its machine (calibrate/calibration_file.hpp): its rates decide
 // placement, `tandem info` names the file; a file of another machine leaves the built-in
-// defaults. TANDEM_TRACE records the regions of both executors.
+// defaults, and what a runtime learned from its runs is kept there for the next. TANDEM_TRACE
+// records the regions of both executors, the copies and the kernel builds.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,20 +83,36 @@ TEST(VulkanTrace, RegionsOfBothExecutorsAreTraced) {
         auto small = tandem::sqrt(col) + row;                  // 1 x 40, reads host data: on the CPU
         auto h = small.gather().get();
         EXPECT_NEAR(h.at(0), std::sqrt(300 * 2 * std::exp(0.25)) + 1.0, 1e-9);
+        // 2 MiB up and 2 MiB down: copies with submissions of their own, on the transfers lane.
+        std::vector<double> large(256 * 1024, 1.5);
+        auto l = rt->array(std::span<const double>(large), tandem::Shape{256 * 1024, 1});
+        EXPECT_EQ((l * 2.0).gather().get().at(7), 3.0);
         tvk::expect_device_clean(*rt);
     }
     std::ifstream in(file);
     ASSERT_TRUE(in) << "no trace written to " << file;
     const nlohmann::json doc = nlohmann::json::parse(in);
-    bool device_lane = false, cpu_lane = false;
+    bool device_lane = false, cpu_lane = false, upload = false, download = false, compile = false;
     for (const auto& e : doc.at("traceEvents")) {
         if (e.at("ph") != "X") continue;
         EXPECT_GE(e.at("dur").get<double>(), 0.0);
         EXPECT_GE(e.at("ts").get<double>(), 0.0);
-        (e.at("tid").get<int>() == 0 ? device_lane : cpu_lane) = true;
+        const int lane = e.at("tid").get<int>();
+        const std::string name = e.at("name").get<std::string>();
+        if (lane == 1000) {  // transfers
+            EXPECT_EQ(e.at("args").at("bytes").get<std::uint64_t>(), 2u << 20) << e.dump();
+            (name == "upload" ? upload : download) = true;
+        } else if (lane == 1001) {  // kernel builds
+            EXPECT_EQ(name, "kernel compile") << "the pipeline cache is in memory: every build compiles";
+            compile = true;
+        } else {
+            (lane == 0 ? device_lane : cpu_lane) = true;
+        }
     }
     EXPECT_TRUE(device_lane) << doc.dump();
     EXPECT_TRUE(cpu_lane) << doc.dump();
+    EXPECT_TRUE(upload && download) << doc.dump();
+    EXPECT_TRUE(compile) << doc.dump();
     fs::remove(file);
 }
 

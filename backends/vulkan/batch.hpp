@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -75,6 +76,8 @@ struct VulkanBackend::CopyJob {
     Span kind = Span::upload;
     std::uint64_t signal = 0;                  // on upload_timeline_ or download_timeline_
     std::vector<std::shared_ptr<void>> keep;   // staging the copies read
+    std::uint64_t bytes = 0;                   // copied, for the activity sink
+    std::chrono::steady_clock::time_point submitted{};  // by the host (submit_copy)
 };
 
 struct VulkanBackend::Batch {

@@ -135,6 +135,7 @@ struct PipelineCache::Impl {
     std::set<std::string> reported;
 
     std::thread warm;
+    PipelineCache::BuildObserver observer;  // set before the first get()
     std::atomic<bool> stopping{false};
 
     Impl(const Context& c, std::string d, std::function<void(const std::string&)> r)
@@ -364,12 +365,14 @@ struct PipelineCache::Impl {
         if (!from_disk) spirv = compile_compute_shader(k.glsl);
         ComputePipeline p = create(*spirv, k.push_bytes);
         if (!from_disk && !file.empty()) store_spv(file, *spirv, key_hash, k.push_bytes);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        const auto end = std::chrono::steady_clock::now();
+        const double ms = std::chrono::duration<double, std::milli>(end - start).count();
         {
             std::lock_guard lock(mutex);
             ++(from_disk ? stats.disk_hits : stats.misses);
             stats.compile_ms += ms;
         }
+        if (observer) observer(start, end, from_disk);
         return insert(hash, p, key_hash);
     }
 
@@ -407,6 +410,8 @@ PipelineCache::PipelineCache(const Context& context, std::string directory,
 PipelineCache::~PipelineCache() = default;
 
 const ComputePipeline& PipelineCache::get(const Kernel& kernel) { return impl_->get(kernel); }
+
+void PipelineCache::set_build_observer(BuildObserver observer) { impl_->observer = std::move(observer); }
 
 void PipelineCache::warm_up() {
     if (impl_->dir.empty() || impl_->warm.joinable()) return;

@@ -7,6 +7,7 @@
 // cannot be written is reported once and the cache works in memory.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +49,11 @@ public:
     /// The pipeline for `kernel`: from memory, else from disk SPIR-V, else compiled (and
     /// written to disk). Throws ShaderCompileError or DeviceError. Thread-safe.
     const ComputePipeline& get(const Kernel& kernel);
+    /// Called after get() built a pipeline (compiled, or from disk SPIR-V), with its host time.
+    /// Set before the first get().
+    using BuildObserver = std::function<void(std::chrono::steady_clock::time_point start,
+                                             std::chrono::steady_clock::time_point end, bool from_disk)>;
+    void set_build_observer(BuildObserver observer);
     /// Loads and creates, on a background thread, the pipelines whose SPIR-V is on disk, so a
     /// later get() of them is a memory hit (off the critical path).
     void warm_up();

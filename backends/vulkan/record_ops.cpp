@@ -256,6 +256,7 @@ void VulkanBackend::finish_item(Batch& b, Submission s, const std::shared_ptr<De
         if (out->bytes() >= kQueueCopyBytes) {
             if (!b.readback) b.readback = open_copy(Span::download);
             vkCmdCopyBuffer(b.readback->cmd, out->buffer(), rb->buffer(), 1, &region);
+            b.readback->bytes += out->bytes();
         } else {
             const int q = b.begin_span(Span::download, &r);
             vkCmdCopyBuffer(b.cmd, out->buffer(), rb->buffer(), 1, &region);

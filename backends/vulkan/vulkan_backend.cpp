@@ -252,6 +252,7 @@ void VulkanBackend::submit_copy(CopyJob& job, VkSemaphore wait, std::uint64_t wa
     VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO, nullptr, waits ? 1u : 0u,
                                      &wait_value, 1, &job.signal};
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, &ti, waits ? 1u : 0u, &wait, &stage, 1, &job.cmd, 1, &signal};
+    job.submitted = std::chrono::steady_clock::now();
     {
         std::lock_guard qlock(queue_mutex_);
         check(vkQueueSubmit(context_->transfer_queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit (copy queue)");
@@ -294,12 +295,22 @@ void VulkanBackend::retire_copy(std::unique_ptr<CopyJob> job) {
     if (!job) return;
     const DeviceDescription& d = context_->description();
     std::uint64_t ts[2] = {0, 0};
+    double ms = -1;
     if (job->queries && vkGetQueryPoolResults(context_->device(), job->queries.get(), 0, 2, sizeof ts, ts,
                                               sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
     {
-        const double ms = ms_between(ts[0], ts[1], d.transfer_timestamp_bits, d);
+        ms = ms_between(ts[0], ts[1], d.transfer_timestamp_bits, d);
         add_time(job->kind, ms);
         if (options_.log_gpu) std::fprintf(stderr, "[tandem gpu] copy queue %s %.3f ms\n", span_name(job->kind), ms);
+    }
+    if (activity_ && job->submitted != std::chrono::steady_clock::time_point{}) {
+        Activity a;
+        a.kind = job->kind == Span::upload ? Activity::Kind::upload : Activity::Kind::download;
+        a.start = job->submitted;
+        a.end = std::chrono::steady_clock::now();
+        a.bytes = job->bytes;
+        a.device_ms = ms;
+        activity_(a);
     }
     std::lock_guard lock(record_mutex_);
     recycle_copy_locked(*job);
@@ -331,6 +342,7 @@ std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
         auto job = open_copy(Span::upload);
         vkCmdCopyBuffer(job->cmd, staging->buffer(), arr->buffer(), 1, &region);
         job->keep.push_back(staging);
+        job->bytes = v.bytes();
         job->signal = ++upload_value_;
         try {
             submit_copy(*job, VK_NULL_HANDLE, 0, upload_timeline_.get());
@@ -501,6 +513,7 @@ void VulkanBackend::submit(Submission s) {
             // After the batch, on the copy queue: it overlaps the next batch's compute.
             if (!b.readback) b.readback = open_copy(Span::download);
             vkCmdCopyBuffer(b.readback->cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
+            b.readback->bytes += outs[j]->bytes();
         } else {
             const int q = b.begin_span(Span::download, &r);
             vkCmdCopyBuffer(b.cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
@@ -691,6 +704,7 @@ void VulkanBackend::download(Value& v) {
         job = open_copy(Span::download);
         VkBufferCopy region{arr->offset(), rb->offset(), arr->bytes()};
         vkCmdCopyBuffer(job->cmd, arr->buffer(), rb->buffer(), 1, &region);
+        job->bytes = arr->bytes();
         job->signal = ++download_value_;
         try {
             submit_copy(*job, timeline_.get(), copy.ready_at, download_timeline_.get());
@@ -718,6 +732,19 @@ std::uint64_t VulkanBackend::memory_budget() const {
     // Headroom for what is not an array: staging, reduction partials, pipelines, the driver's own.
     if (const std::uint64_t b = context_->device_heap_budget()) return b / 10 * 9;
     return context_->device_heap_bytes() / 10 * 8;
+}
+
+void VulkanBackend::set_activity_sink(ActivitySink sink) {
+    activity_ = std::move(sink);
+    if (!activity_) return pipelines_->set_build_observer({});
+    pipelines_->set_build_observer([this](auto start, auto end, bool from_disk) {
+        Activity a;
+        a.kind = Activity::Kind::compile;
+        a.start = start;
+        a.end = end;
+        a.from_disk = from_disk;
+        activity_(a);
+    });
 }
 
 void VulkanBackend::add_metrics(Metrics& m) const {

@@ -68,6 +68,7 @@ public:
     std::uint64_t memory_budget() const override;
     std::uint64_t memory_bytes() const override { return context_->device_heap_bytes(); }
     void add_metrics(Metrics& m) const override;
+    void set_activity_sink(ActivitySink sink) override;
 
     const Context& context() const noexcept { return *context_; }
     DeviceStats stats() const;
@@ -154,6 +155,7 @@ private:
     mutable std::mutex stats_mutex_;
     DeviceStats stats_;
     std::atomic<bool> fault_fired_{false};
+    ActivitySink activity_;  // set once before the first submission
     std::atomic<int> fault_countdown_{0};  // submissions seen, for test_fault "oom_later"
 };
 
