@@ -43,6 +43,8 @@ Config Config::from_environment() {
     }
     if (const char* v = env("TANDEM_LOG")) c.log = v;
     if (const char* v = env("TANDEM_TRACE")) c.trace_file = v;
+    if (const char* v = env("TANDEM_REGION_RECORDS"))
+        c.region_records = parse_int("TANDEM_REGION_RECORDS", v, 0, std::int64_t{1} << 24);
     if (const char* v = env("TANDEM_DEVICE")) c.device = v;
     if (const char* v = env("TANDEM_PLACEMENT")) c.placement = v;
     if (const char* v = env("TANDEM_CALIBRATION")) c.calibration_file = v;
@@ -102,6 +104,8 @@ std::uint64_t Config::device_memory_limit_bytes(std::uint64_t device_bytes) cons
 
 void Config::validate() const {
     (void)device_memory_limit_bytes(1);
+    if (region_records < 0 || region_records > (std::int64_t{1} << 24))
+        throw ConfigError("Config::region_records = " + std::to_string(region_records) + ": expected 0 to 16777216");
     if (cpu_threads < 0 || cpu_threads > 4096)
         throw ConfigError("Config::cpu_threads = " + std::to_string(cpu_threads) + ": expected 0 (auto) to 4096");
     if (block_elements < 64 || block_elements > (1 << 20) || block_elements % 16 != 0)

@@ -47,6 +47,7 @@ SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* 
     o.log_exec = c.log.find("exec") != std::string::npos;
     o.log_placement = c.log.find("placement") != std::string::npos;
     o.trace_file = c.trace_file;
+    o.region_records = static_cast<std::size_t>(c.region_records);
     o.placement = c.placement == "cpu"   ? PlacementMode::cpu
                   : c.placement == "gpu" ? PlacementMode::device
                                          : PlacementMode::automatic;
@@ -319,6 +320,8 @@ Metrics Runtime::metrics() const {
     if (auto* device = impl_->device()) device->add_metrics(m);
     return m;
 }
+
+std::vector<RegionRecord> Runtime::region_records() const { return impl_->scheduler().region_records(); }
 
 const Config& Runtime::config() const { return impl_->config(); }
 

@@ -577,7 +577,9 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     discharge(*job);
     job->placement = {&placement_.cpu(), "fallback from the device"};
-    charge(*job, false, placement_.compute_s(job->region, false));
+    job->fell_back = true;
+    job->placement.compute_s = placement_.compute_s(job->region, false);
+    charge(*job, false, job->placement.compute_s);
     job->completion->backend = job->placement.backend;
     for (auto& out : job->region.outputs) out.node->eval.value = nullptr;
     std::fill(job->wanted_on_host.begin(), job->wanted_on_host.end(), true);
@@ -642,6 +644,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             std::fprintf(stderr, "[tandem] device region %s runs again on the CPU%s\n", r.summary().c_str(), why);
             requeue_on_host(job, after);
         } else {
+            if (options_.region_records > 0 && r.kind != RegionKind::view) record(*job, error != nullptr);
             if (error) failed_.fetch_add(1, std::memory_order_relaxed);
             else if (r.kind != RegionKind::view) {  // a view computes and writes nothing
                 regions_.fetch_add(1, std::memory_order_relaxed);
@@ -683,6 +686,34 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
     if (requeue) return;  // still in flight
     std::lock_guard lock(mutex_);
     if (--in_flight_ == 0) idle_.notify_all();
+}
+
+void Scheduler::record(const Job& job, bool failed) {
+    const Region& r = job.region;
+    const PlacementDecision& d = job.placement;
+    RegionRecord rec;
+    rec.kind = region_kind_name(r.kind);
+    rec.shape = r.shape.to_string();
+    rec.ops = r.summary();
+    rec.executor = std::string(d.backend->name());
+    rec.reason = d.reason;
+    rec.predicted_cpu_ms = d.cpu_s >= 0 ? 1e3 * d.cpu_s : -1;
+    rec.predicted_device_ms = d.device_s >= 0 ? 1e3 * d.device_s : -1;
+    rec.predicted_ms = 1e3 * d.compute_s;
+    rec.compute_ms = job.observed_s > 0 ? 1e3 * job.observed_s : -1;
+    if (job.started != std::chrono::steady_clock::time_point{})
+        rec.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job.started).count();
+    rec.bytes_read = static_cast<std::uint64_t>(r.cost.bytes_read());
+    rec.bytes_written = static_cast<std::uint64_t>(r.cost.bytes_written());
+    rec.failed = failed;
+    rec.fell_back = job.fell_back;
+    records_.push_back(std::move(rec));
+    if (records_.size() > options_.region_records) records_.pop_front();
+}
+
+std::vector<RegionRecord> Scheduler::region_records() const {
+    std::lock_guard lock(mutex_);
+    return {records_.begin(), records_.end()};
 }
 
 std::pair<PerformanceHistory, std::uint64_t> Scheduler::history() const {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,7 @@ struct SchedulerOptions {
     bool log_exec = false;
     bool log_placement = false;
     std::string trace_file;  ///< TANDEM_TRACE: "" = no trace
+    std::size_t region_records = 0;  ///< how many RegionRecords to keep
     PlacementMode placement = PlacementMode::automatic;
     std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
     MachineProfile profile;                ///< the cost model's rates
@@ -70,6 +72,7 @@ public:
         return f();
     }
     void add_metrics(Metrics& m) const;
+    std::vector<RegionRecord> region_records() const;
     /// What the model learned (with what it started from), and from how many runs this session.
     std::pair<PerformanceHistory, std::uint64_t> history() const;
     /// The calibration file the model's rates came from ("" for the built-in defaults).
@@ -96,6 +99,7 @@ private:
         /// Seconds its compute took (a CPU run; a device region's kernels, from timestamp
         /// queries), 0 when unknown: what the model learns from.
         double observed_s = 0;
+        bool fell_back = false;  // placed on the device, requeued on the CPU
     };
     using JobPtr = std::shared_ptr<Job>;
 
@@ -142,6 +146,8 @@ private:
     std::size_t device_jobs_ = 0;                // recorded on the device, not complete (under the lock)
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
     std::atomic<std::uint64_t> memory_retries_{0};
+    std::deque<RegionRecord> records_;  // the latest options_.region_records (under the lock)
+    void record(const Job& job, bool failed);  // under the lock
     /// Written once the work in flight is done and the device has let go of it (its copies and
     /// builds are reported from its own threads, until it goes).
     std::shared_ptr<Trace> trace_;

@@ -161,3 +161,43 @@ TEST(VulkanCalibration, WhatARuntimeLearnsIsKeptForTheNext) {
     EXPECT_NE(text.find("refined by"), std::string::npos) << "the next runtime starts from it: " << text;
     fs::remove_all(dir);
 }
+
+TEST(VulkanRecords, EachRegionRunIsRecordedWithItsPredictionAndItsTime) {
+    tandem::Config c = tvk::gpu_config();
+    c.device_min_elements = 1000;  // the small region stays on the CPU
+    c.region_records = 3;
+    auto rt = tvk::open_gpu(c);
+    std::vector<double> v(300 * 40, 0.25), w(40, 1.0);
+    auto big = rt->array(std::span<const double>(v), tandem::Shape{300, 40});
+    auto row = rt->array(std::span<const double>(w), tandem::Shape{1, 40});
+    auto col = tandem::sum(tandem::exp(big) * 2.0, 1);
+    (void)(tandem::sqrt(col) + row).gather().get();
+    rt->wait_idle();
+    auto records = rt->region_records();
+    ASSERT_EQ(records.size(), 2u);
+    const auto& dev = records[0];
+    EXPECT_EQ(dev.kind, "reduce");
+    EXPECT_EQ(dev.shape, "300x40");
+    EXPECT_EQ(dev.executor, "vulkan");
+    EXPECT_NE(dev.ops.find("exp"), std::string::npos) << dev.ops;
+    EXPECT_EQ(dev.bytes_read, 300u * 40 * 8);
+    EXPECT_EQ(dev.bytes_written, 40u * 8);
+    EXPECT_GT(dev.compute_ms, 0) << "its kernels' time, from timestamp queries";
+    EXPECT_GE(dev.wall_ms, 0);
+    EXPECT_FALSE(dev.failed);
+    EXPECT_FALSE(dev.fell_back);
+    const auto& host = records[1];
+    EXPECT_EQ(host.executor, "cpu");
+    EXPECT_NE(host.reason.find("device_min_elements"), std::string::npos) << host.reason;
+    EXPECT_GT(host.compute_ms, 0);
+    // Only the latest are kept.
+    for (int i = 0; i < 3; ++i) (void)(tandem::exp(big) + static_cast<double>(i)).gather().get();
+    rt->wait_idle();
+    records = rt->region_records();
+    ASSERT_EQ(records.size(), 3u);
+    for (const auto& r : records) EXPECT_EQ(r.kind, "elementwise");
+    // Off by default.
+    auto quiet = tvk::open_gpu();
+    (void)(tandem::exp(quiet->array(std::span<const double>(w))) * 2.0).gather().get();
+    EXPECT_TRUE(quiet->region_records().empty());
+}

@@ -85,6 +85,10 @@ struct TANDEM_API Config {
     /// (each region's predicted finish on the CPU and the device, and the executor chosen).
     /// TANDEM_LOG.
     std::string log;
+    /// How many of the latest regions run Runtime::region_records() returns (what ran where,
+    /// predicted against measured): 0 keeps none (a record costs a few allocations).
+    /// TANDEM_REGION_RECORDS.
+    std::int64_t region_records = 0;
     /// A Chrome / Perfetto trace of the regions run (a lane per CPU worker and one for the
     /// device's queue), written to this file when the runtime is destroyed; "" = none.
     /// TANDEM_TRACE.

@@ -80,6 +80,22 @@ struct Metrics {
     std::uint64_t runs_learned = 0;             ///< region runs the cost model learned from (Config::placement_learning)
 };
 
+/// One region run, for Runtime::region_records() (Config::region_records).
+struct RegionRecord {
+    std::string kind;         ///< "elementwise", "reduce", "matmul", ...
+    std::string shape;        ///< its iteration domain ("1000x1")
+    std::string ops;          ///< what it computes ("exp, *, sum")
+    std::string executor;     ///< "cpu", or the device's backend ("vulkan")
+    std::string reason;       ///< why it ran there
+    double predicted_cpu_ms = -1, predicted_device_ms = -1;  ///< predicted finish on each, from placement (-1: not considered)
+    double predicted_ms = 0;  ///< predicted compute time on the executor that ran it
+    double compute_ms = -1;   ///< measured compute time (a CPU run; a device region's kernels; -1: unknown)
+    double wall_ms = 0;       ///< from its start (run on the CPU, recording on a device) to its completion
+    std::uint64_t bytes_read = 0, bytes_written = 0;
+    bool failed = false;      ///< its computation threw (the error is in its values' futures)
+    bool fell_back = false;   ///< placed on the device, run on the CPU instead
+};
+
 class TANDEM_API Runtime {
 public:
     Runtime();
@@ -124,6 +140,8 @@ public:
     // ---- introspection ----------------------------------------------------------------
     RuntimeInfo info() const;
     Metrics metrics() const;
+    /// The last Config::region_records regions run, oldest first (empty when that is 0).
+    std::vector<RegionRecord> region_records() const;
     const Config& config() const;
 
     detail::RuntimeImpl& impl() noexcept { return *impl_; }
