@@ -78,11 +78,17 @@ public:
     virtual std::uint64_t memory_budget() const { return 0; }
     /// The device's memory, for a budget given as a share of it; 0 for the CPU executor.
     virtual std::uint64_t memory_bytes() const { return 0; }
-    /// Adds its counters (transfers, kernels, pipelines) to `m`.
+    /// Adds its counters (transfers, kernels, pipelines) to `m` (+=: several devices sum).
     virtual void add_metrics(Metrics& m) const { (void)m; }
+    /// Which of the runtime's devices it is (its copy slot in a Value); 0 for the CPU executor.
+    std::size_t ordinal() const noexcept { return ordinal_; }
+    void set_ordinal(std::size_t ordinal) noexcept { ordinal_ = ordinal; }
     /// Where to report its copies and kernel builds (for TANDEM_TRACE). Set once, before the
     /// first submission; called from any of its threads.
     virtual void set_activity_sink(ActivitySink sink) { (void)sink; }
+
+private:
+    std::size_t ordinal_ = 0;
 };
 
 }  // namespace tandem::detail

@@ -189,7 +189,7 @@ std::string crossovers(const detail::MachineProfile& m, detail::DeviceClass devi
         void submit(detail::Submission) override {}
     } device;
     device.cls = device_class;
-    const detail::Placement placement(cpu, &device, detail::PlacementMode::automatic, 0, m);
+    const detail::Placement placement(cpu, {&device}, detail::PlacementMode::automatic, 0, m);
     struct Kind {
         const char* name;
         std::size_t cls;

@@ -113,11 +113,25 @@ void Config::validate() const {
                           ": expected a multiple of 16 from 64 to 1048576");
     if (cpu_isa != "auto" && cpu_isa != "avx512" && cpu_isa != "avx2" && cpu_isa != "baseline")
         throw ConfigError("Config::cpu_isa = '" + cpu_isa + "': expected auto, avx512, avx2 or baseline");
-    bool device_ok = device == "auto" || device == "cpu" || device == "vulkan" ||
-                     (device.rfind("vulkan:", 0) == 0 && device.size() > 7);
+    // One device, or a comma-separated list of Vulkan devices (the same one twice: two queues).
+    bool device_ok = device == "auto" || device == "cpu";
+    if (!device_ok) {
+        std::size_t count = 0, at = 0;
+        device_ok = true;
+        for (;;) {
+            const std::size_t comma = device.find(',', at);
+            const std::string part = device.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+            device_ok = device_ok && (part == "vulkan" || (part.rfind("vulkan:", 0) == 0 && part.size() > 7));
+            ++count;
+            if (comma == std::string::npos) break;
+            at = comma + 1;
+        }
+        device_ok = device_ok && count <= 8;
+    }
     if (!device_ok)
         throw ConfigError("device (TANDEM_DEVICE / Config::device) = '" + device +
-                          "': expected auto, cpu, vulkan, vulkan:<index> or vulkan:<name substring>");
+                          "': expected auto, cpu, vulkan, vulkan:<index>, vulkan:<name substring>, or up to 8 of the "
+                          "vulkan ones separated by commas");
     if (placement != "auto" && placement != "cpu" && placement != "gpu")
         throw ConfigError("placement (TANDEM_PLACEMENT / Config::placement) = '" + placement +
                           "': expected auto, cpu or gpu");

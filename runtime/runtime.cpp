@@ -65,14 +65,35 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       nodes_(this),
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
-      device_(open_device()),
-      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, device_.get(), scheduler_options(config_, threads_, device_.get(), topology_))) {}
+      devices_(open_devices()),
+      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, devices(), scheduler_options(config_, threads_, device(), topology_))) {}
+
+std::vector<Backend*> RuntimeImpl::devices() const {
+    std::vector<Backend*> out;
+    for (const auto& d : devices_) out.push_back(d.get());
+    return out;
+}
+
+std::vector<std::unique_ptr<Backend>> RuntimeImpl::open_devices() {
+    std::vector<std::unique_ptr<Backend>> out;
+    std::size_t at = 0;
+    for (;;) {  // Config::validate checked the list
+        const std::size_t comma = config_.device.find(',', at);
+        if (auto d = open_device(config_.device.substr(at, comma == std::string::npos ? std::string::npos : comma - at))) {
+            d->set_ordinal(out.size());
+            out.push_back(std::move(d));
+        }
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+    }
+    return out;
+}
 
 RuntimeImpl::~RuntimeImpl() {
     scheduler_->wait_idle();
     auto [history, runs] = scheduler_->history();
     if (runs > 0 && config_.placement_learning && !scheduler_->calibration_file().empty())
-        save_history(scheduler_->calibration_file(), machine_key(topology_, threads_, device_.get()), history);
+        save_history(scheduler_->calibration_file(), machine_key(topology_, threads_, device()), history);
 }
 
 #if TANDEM_WITH_VULKAN
@@ -86,13 +107,13 @@ const std::vector<vk::DeviceDescription>& vulkan_devices(std::string* why) {
 }
 #endif
 
-std::unique_ptr<Backend> RuntimeImpl::open_device() {
-    if (config_.device == "cpu") {
+std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request) {
+    if (request == "cpu") {
         device_note_ = "TANDEM_DEVICE=cpu: all work runs on the CPU";
         return nullptr;
     }
 #if TANDEM_WITH_VULKAN
-    const bool automatic = config_.device == "auto";
+    const bool automatic = request == "auto";
     try {
         if (automatic) {
             // A Vulkan driver that runs on the CPU (lavapipe) is slower than the CPU executor:
@@ -113,7 +134,7 @@ std::unique_ptr<Backend> RuntimeImpl::open_device() {
             }
         }
         vk::VulkanOptions o;
-        o.context.device = automatic ? "auto" : config_.device;
+        o.context.device = automatic ? "auto" : request;
         o.context.validation = config_.vulkan_validation;
         o.pipeline_cache_dir = config_.pipeline_cache_dir == "none"  ? std::string()
                                : config_.pipeline_cache_dir.empty() ? vk::PipelineCache::default_directory()
@@ -134,8 +155,8 @@ std::unique_ptr<Backend> RuntimeImpl::open_device() {
         return nullptr;
     }
 #else
-    if (config_.device != "auto")
-        throw DeviceError("device '" + config_.device + "': this build of Tandem has no Vulkan backend");
+    if (request != "auto")
+        throw DeviceError("device '" + request + "': this build of Tandem has no Vulkan backend");
     device_note_ = "this build has no Vulkan backend (configured with TANDEM_WITH_VULKAN=OFF)";
     return nullptr;
 #endif
@@ -297,7 +318,12 @@ RuntimeInfo Runtime::info() const {
             line += " " + std::to_string(q.count) + "x" + (q.graphics ? "G" : "") + (q.compute ? "C" : "") +
                     (q.transfer ? "T" : "");
         if (!d.unusable_reason.empty()) line += " [unusable: " + d.unusable_reason + "]";
-        if (in_use && in_use->context().description().index == d.index) line += " [in use]";
+        int opened = 0;  // a device listed twice is in use twice (two logical devices)
+        for (auto* b : impl_->devices())
+            if (auto* v = dynamic_cast<detail::vk::VulkanBackend*>(b); v && v->context().description().index == d.index)
+                ++opened;
+        if (opened == 1) line += " [in use]";
+        if (opened > 1) line += " [in use x" + std::to_string(opened) + "]";
         i.devices.push_back(line);
     }
     if (in_use) {
@@ -317,7 +343,7 @@ Metrics Runtime::metrics() const {
     auto s = impl_->pool().stats();
     m.host_bytes_allocated = s.bytes_allocated;
     m.host_pool_hits = s.hits;
-    if (auto* device = impl_->device()) device->add_metrics(m);
+    for (auto* device : impl_->devices()) device->add_metrics(m);
     return m;
 }
 

@@ -31,7 +31,10 @@ public:
     const CpuTopology& topology() const noexcept { return topology_; }
     int threads() const noexcept { return threads_; }
     const char* cpu_isa() const noexcept { return cpu_->isa(); }
-    Backend* device() const noexcept { return device_.get(); }
+    /// The first device, or null (the only one, unless Config::device lists several).
+    Backend* device() const noexcept { return devices_.empty() ? nullptr : devices_[0].get(); }
+    /// Every device in use, in ordinal order.
+    std::vector<Backend*> devices() const;
     const std::string& device_note() const noexcept { return device_note_; }
 
     /// The random-number generator's state: its seed, and the next stream (each rand/randn call
@@ -46,8 +49,9 @@ public:
     std::shared_ptr<Node> input(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage);
 
 private:
-    /// Opens the device Config::device asks for; an unavailable "auto" device leaves a note.
-    std::unique_ptr<Backend> open_device();
+    /// Opens the devices Config::device asks for; an unavailable "auto" device leaves a note.
+    std::vector<std::unique_ptr<Backend>> open_devices();
+    std::unique_ptr<Backend> open_device(const std::string& request);
 
     Runtime& owner_;
     Config config_;
@@ -57,7 +61,7 @@ private:
     std::shared_ptr<HostPool> pool_;
     std::unique_ptr<cpu::CpuBackend> cpu_;
     std::string device_note_;                // why no device is in use (set by open_device)
-    std::unique_ptr<Backend> device_;        // the Vulkan backend, when a device is in use
+    std::vector<std::unique_ptr<Backend>> devices_;  // the Vulkan backends in use
     std::atomic<std::uint64_t> rng_seed_{0}, rng_stream_{0};
     /// Stopped (its queue run, its threads joined) after the scheduler is gone and before the
     /// rest: the last continuations still see the runtime's parts.

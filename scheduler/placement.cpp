@@ -1,13 +1,21 @@
 #include "scheduler/placement.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "tandem/error.hpp"
 
 namespace tandem::detail {
 
-Placement::Placement(Backend& cpu, Backend* device, PlacementMode mode, std::int64_t min_device_elements,
+Placement::Placement(Backend& cpu, std::vector<Backend*> devices, PlacementMode mode, std::int64_t min_device_elements,
                      MachineProfile profile, std::uint64_t device_memory_budget)
-    : cpu_(&cpu), device_(device), mode_(mode), min_device_elements_(min_device_elements),
-      profile_(std::move(profile)), device_memory_budget_(device_memory_budget) {}
+    : cpu_(&cpu), devices_(std::move(devices)), mode_(mode), min_device_elements_(min_device_elements),
+      profile_(std::move(profile)), device_memory_budget_(device_memory_budget),
+      enabled_(static_cast<std::uint32_t>((std::uint64_t{1} << devices_.size()) - 1)) {
+    if (devices_.size() > kMaxDevices)
+        throw ConfigError("at most " + std::to_string(kMaxDevices) + " devices, " + std::to_string(devices_.size()) +
+                          " asked for");
+}
 
 double Placement::model_s(const Region& r, bool on_device) const {
     return compute_seconds(r.cost, on_device ? profile_.device : profile_.cpu);
@@ -24,14 +32,14 @@ void Placement::learn(const Region& r, bool on_device, double observed_s) {
     profile_.history.observe(region_signature(r.cost, r.kind), on_device, model_s(r, on_device), observed_s);
 }
 
-PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, double device_free_s,
+PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
                                    double link_free_s) const {
     const Region& region = *q.region;
     const double cpu_compute = region.kind == RegionKind::view ? 0.0 : compute_s(region, false);
     PlacementDecision cpu{cpu_, ""};
     cpu.compute_s = cpu_compute;
     if (region.kind == RegionKind::view) return cpu.reason = "a view: shares its input's value", cpu;
-    if (!device_ || !device_enabled_.load()) return cpu.reason = "cpu only", cpu;
+    if (devices_.empty() || enabled_.load() == 0) return cpu.reason = "cpu only", cpu;
     if (mode_ == PlacementMode::cpu) return cpu.reason = "placement forced to the CPU", cpu;
     if (region.shape.numel() < min_device_elements_) return cpu.reason = "small: below device_min_elements", cpu;
     // What the device kernels do badly whatever the model says (not priced yet).
@@ -54,46 +62,72 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, d
         if (working_set > device_memory_budget_)
             return cpu.reason = "its inputs and outputs exceed the device's memory budget", cpu;
     }
-    PlacementDecision dev{device_, ""};
-    dev.compute_s = compute_s(region, true);
-    if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
+    const double device_compute = compute_s(region, true);
 
     // Earliest finish. The inputs are there when the last one exists, plus the transfers of
     // those with no copy on that side (one after another over the link); the host waits once
-    // for the device's queue when it needs device data.
+    // for a device's queue when it needs device data. Between devices, data goes through the host.
     const LinkProfile& link = profile_.link;
-    double ready = 0, to_host = 0, to_device = 0;
+    double ready = 0, to_host = 0;
     bool host_waits_for_device = false;
-    std::int64_t bytes_on_host = 0, bytes_on_device = 0;
+    std::int64_t bytes_on_host = 0;
     for (const InputSite& in : q.inputs) {
         ready = std::max(ready, in.ready_s);
         if (!in.on_host) to_host += download_seconds(in.bytes, link);
-        if (!in.on_device) to_device += upload_seconds(in.bytes, link);
         host_waits_for_device = host_waits_for_device || !in.on_host;
         if (in.on_host) bytes_on_host += in.bytes;
-        if (in.on_device) bytes_on_device += in.bytes;
     }
     // Transfers queue behind those already placed on the link (one copy at a time).
     const double cpu_start =
         std::max(cpu_free_s, std::max(ready, to_host > 0 ? link_free_s : 0.0) + to_host + (host_waits_for_device ? link.sync_s : 0.0));
-    // A device that runs on the host's cores (lavapipe) is free only when the CPU is too.
-    const double device_free = device_->device_class() == DeviceClass::cpu_device ? std::max(device_free_s, cpu_free_s)
-                                                                                   : device_free_s;
-    const double dev_start = std::max(device_free, std::max(ready, to_device > 0 ? link_free_s : 0.0) + to_device);
-    cpu.cpu_s = dev.cpu_s = cpu_start + cpu.compute_s;
-    double device_finish = dev_start + dev.compute_s;
-    if (q.bytes_to_host > 0) device_finish += link.sync_s + download_seconds(q.bytes_to_host, link);
-    cpu.device_s = dev.device_s = device_finish;
+    cpu.cpu_s = cpu_start + cpu.compute_s;
     cpu.finish_s = cpu.cpu_s;
-    dev.finish_s = dev.device_s;
     cpu.transfer_s = to_host;
-    dev.transfer_s = to_device + (q.bytes_to_host > 0 ? download_seconds(q.bytes_to_host, link) : 0.0);
+
+    PlacementDecision dev{nullptr, ""};
+    std::int64_t bytes_on_dev = 0;
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+        if (!device_enabled(d)) continue;
+        double to_device = 0, from_others = 0;
+        bool waits = false;
+        std::int64_t here = 0;
+        for (const InputSite& in : q.inputs) {
+            if (in.devices >> d & 1u) {
+                here += in.bytes;
+                continue;
+            }
+            to_device += upload_seconds(in.bytes, link);
+            if (!in.on_host) {  // on another device: down to the host first
+                from_others += download_seconds(in.bytes, link);
+                waits = true;
+            }
+        }
+        // A device that runs on the host's cores (lavapipe) is free only when the CPU is too.
+        const double free_s = d < device_free_s.size() ? device_free_s[d] : 0.0;
+        const double device_free =
+            devices_[d]->device_class() == DeviceClass::cpu_device ? std::max(free_s, cpu_free_s) : free_s;
+        const double moved = from_others + (waits ? link.sync_s : 0.0) + to_device;
+        const double start = std::max(device_free, std::max(ready, moved > 0 ? link_free_s : 0.0) + moved);
+        double finish = start + device_compute;
+        if (q.bytes_to_host > 0) finish += link.sync_s + download_seconds(q.bytes_to_host, link);
+        // The earliest; on a tie, the one holding more of the inputs.
+        if (!dev.backend || finish < dev.finish_s || (finish == dev.finish_s && here > bytes_on_dev)) {
+            dev.backend = devices_[d];
+            dev.finish_s = dev.device_s = finish;
+            dev.transfer_s = from_others + to_device + (q.bytes_to_host > 0 ? download_seconds(q.bytes_to_host, link) : 0.0);
+            bytes_on_dev = here;
+        }
+    }
+    dev.compute_s = device_compute;
+    dev.cpu_s = cpu.cpu_s;
+    cpu.device_s = dev.device_s;
+    if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
 
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
     // stay with the inputs (no flip-flopping along a chain).
     const double lo = std::min(cpu.cpu_s, dev.device_s) - ready, hi = std::max(cpu.cpu_s, dev.device_s) - ready;
-    if (hi <= 1.1 * lo && bytes_on_host != bytes_on_device) {
-        if (bytes_on_device > bytes_on_host) return dev.reason = "close call: where its inputs are (device)", dev;
+    if (hi <= 1.1 * lo && bytes_on_host != bytes_on_dev) {
+        if (bytes_on_dev > bytes_on_host) return dev.reason = "close call: where its inputs are (device)", dev;
         return cpu.reason = "close call: where its inputs are (host)", cpu;
     }
     if (dev.device_s < cpu.cpu_s) return dev.reason = "earliest predicted finish", dev;

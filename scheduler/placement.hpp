@@ -1,5 +1,5 @@
 // Placement: which executor runs a region. In automatic mode, the earliest predicted finish
-// (StarPU's dmda): for the CPU and the device, when the executor is free, when each input can be
+// (StarPU's dmda): for the CPU and each device, when the executor is free, when each input can be
 // there (its producer's predicted finish, plus a transfer where it has no valid copy on that
 // side, plus the wait for the device's queue when the host needs a device value), the region's
 // compute time from its cost summary (scheduler/cost_model.hpp), and for the device the download
@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,8 @@ enum class PlacementMode : std::uint8_t {
 /// Where one input of a region is, as placement sees it.
 struct InputSite {
     std::int64_t bytes = 0;
-    bool on_host = false;    ///< it has (or its producer will give it) a host copy
-    bool on_device = false;  ///< it has (or its producer will give it) a device copy
+    bool on_host = false;       ///< it has (or its producer will give it) a host copy
+    std::uint32_t devices = 0;  ///< bit d: it has (or its producer will give it) a copy on device d
     double ready_s = 0;      ///< predicted seconds from now until it exists (0: it does)
 };
 
@@ -40,8 +41,8 @@ struct PlacementQuery {
 struct PlacementDecision {
     Backend* backend = nullptr;
     const char* reason = "";  ///< for TANDEM_LOG=exec and =placement
-    /// Predicted seconds from now until it finishes on the chosen executor, and on each
-    /// (-1: not considered).
+    /// Predicted seconds from now until it finishes on the chosen executor, on the CPU and on
+    /// the best device (-1: not considered).
     double finish_s = 0, cpu_s = -1, device_s = -1;
     double transfer_s = 0;  ///< predicted seconds of link traffic the chosen executor needs
     double compute_s = 0;   ///< predicted compute seconds on the chosen executor (its outstanding work)
@@ -49,14 +50,21 @@ struct PlacementDecision {
 
 class Placement {
 public:
-    /// `device` may be null (CPU only).
-    /// `device_memory_budget`: bytes of device copies the device may hold (0: no limit); a region
-    /// whose inputs and outputs alone exceed it runs on the CPU.
-    Placement(Backend& cpu, Backend* device, PlacementMode mode, std::int64_t min_device_elements,
+    /// `devices`: the runtime's devices in ordinal order (none: CPU only); they share the
+    /// profile's device rates (alike devices: several GPUs of one host).
+    /// `device_memory_budget`: bytes of device copies each device may hold (0: no limit); a
+    /// region whose inputs and outputs alone exceed it runs on the CPU.
+    Placement(Backend& cpu, std::vector<Backend*> devices, PlacementMode mode, std::int64_t min_device_elements,
               MachineProfile profile, std::uint64_t device_memory_budget = 0);
-    /// `cpu_free_s`, `device_free_s`, `link_free_s`: seconds from now until each executor, and
-    /// the link between them, has done the work (the transfers) already placed on it.
-    PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s, double link_free_s = 0) const;
+    /// `cpu_free_s`, `device_free_s` (per device), `link_free_s`: seconds from now until each
+    /// executor, and the link between host and devices, has done the work (the transfers)
+    /// already placed on it.
+    PlacementDecision place(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
+                            double link_free_s = 0) const;
+    /// One device (or none): its free time alone.
+    PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s, double link_free_s = 0) const {
+        return place(q, cpu_free_s, std::span<const double>(&device_free_s, 1), link_free_s);
+    }
     /// The predicted compute seconds of a region on the CPU or the device: the model's, scaled by
     /// what runs of regions like it taught (PerformanceHistory).
     double compute_s(const Region& r, bool on_device) const;
@@ -67,21 +75,25 @@ public:
     const PerformanceHistory& history() const noexcept { return profile_.history; }
     std::uint64_t runs_learned() const noexcept { return learned_; }  ///< learn() calls so far
     Backend& cpu() const noexcept { return *cpu_; }
-    Backend* device() const noexcept { return device_; }  ///< null without one (even when disabled)
+    /// The devices, in ordinal order (a lost one included).
+    const std::vector<Backend*>& devices() const noexcept { return devices_; }
+    /// The first device, or null without one (even when disabled).
+    Backend* device() const noexcept { return devices_.empty() ? nullptr : devices_[0]; }
     PlacementMode mode() const noexcept { return mode_; }
     const MachineProfile& profile() const noexcept { return profile_; }
-    /// Sends no more work to the device (after it was lost).
-    void disable_device() noexcept { device_enabled_.store(false); }
+    /// Sends no more work to device `ordinal` (after it was lost).
+    void disable_device(std::size_t ordinal) noexcept { enabled_.fetch_and(~(1u << ordinal)); }
+    bool device_enabled(std::size_t ordinal) const noexcept { return (enabled_.load() >> ordinal) & 1u; }
 
 private:
     Backend* cpu_;
-    Backend* device_;
+    std::vector<Backend*> devices_;
     PlacementMode mode_;
     std::int64_t min_device_elements_;
     MachineProfile profile_;
     std::uint64_t device_memory_budget_;
     std::uint64_t learned_ = 0;
-    std::atomic<bool> device_enabled_{true};
+    std::atomic<std::uint32_t> enabled_;  // bit d: device d takes work
 };
 
 }  // namespace tandem::detail

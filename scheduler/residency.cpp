@@ -31,7 +31,7 @@ void ResidencyTable::unpin(const Value& v) {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(&v);
     if (it == entries_.end() || it->second.pins == 0) return;  // made room for meanwhile
-    if (--it->second.pins == 0 && !v.device()) forget(it);
+    if (--it->second.pins == 0 && !v.device(ordinal_)) forget(it);
 }
 
 void ResidencyTable::forget(std::unordered_map<const Value*, Entry>::iterator it) {
@@ -58,7 +58,7 @@ std::vector<std::shared_ptr<Value>> ResidencyTable::make_room(std::uint64_t byte
         auto next = std::next(it);
         if (it->second.pins == 0) {
             auto v = it->second.value.lock();
-            if (!v || !v->device()) forget(it);  // died, or its copy went elsewhere: no room to win
+            if (!v || !v->device(ordinal_)) forget(it);  // died, or its copy went elsewhere: no room to win
             else order.emplace_back(it->second.last_use, it->first);
         }
         it = next;

@@ -1,11 +1,12 @@
 // Residency: where an array's valid copies live. A Value is one array's elements with at most a
-// host copy and a device copy; values are immutable, so a copy once valid stays valid, and a
-// transfer only ever adds a copy. Data stays where it was computed until a consumer elsewhere
-// (a CPU region, a gather) needs it, or until the device's memory budget needs its room: then
-// the least recently used copy that no work in flight uses goes (written back first when it
-// is the only one).
+// host copy and one copy per device; values are immutable, so a copy once valid stays valid, and
+// a transfer only ever adds a copy. Data stays where it was computed until a consumer elsewhere
+// (a CPU region, another device, a gather) needs it, or until a device's memory budget needs its
+// room: then the least recently used copy that no work in flight uses goes (written back first
+// when it is the only one).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,9 @@ struct DeviceCopy {
     virtual ~DeviceCopy() = default;
 };
 
+/// Devices a runtime may open at once (a Value keeps a copy slot for each).
+inline constexpr std::size_t kMaxDevices = 8;
+
 class Value {
 public:
     explicit Value(std::size_t bytes) : bytes_(bytes) {}
@@ -32,24 +36,33 @@ public:
         std::lock_guard lock(mutex_);
         return host_;
     }
-    std::shared_ptr<DeviceCopy> device() const {
+    /// Its copy on device `ordinal` (Backend::ordinal()), or null.
+    std::shared_ptr<DeviceCopy> device(std::size_t ordinal) const {
         std::lock_guard lock(mutex_);
-        return device_;
+        return devices_[ordinal];
+    }
+    /// Bit d set: it has a copy on device d.
+    std::uint32_t device_mask() const {
+        std::lock_guard lock(mutex_);
+        std::uint32_t mask = 0;
+        for (std::size_t d = 0; d < kMaxDevices; ++d)
+            if (devices_[d]) mask |= 1u << d;
+        return mask;
     }
     void set_host(std::shared_ptr<Storage> s) {
         std::lock_guard lock(mutex_);
         host_ = std::move(s);
     }
-    void set_device(std::shared_ptr<DeviceCopy> d) {
+    void set_device(std::size_t ordinal, std::shared_ptr<DeviceCopy> d) {
         std::lock_guard lock(mutex_);
-        device_ = std::move(d);
+        devices_[ordinal] = std::move(d);
     }
 
 private:
     const std::size_t bytes_;
     mutable std::mutex mutex_;
     std::shared_ptr<Storage> host_;
-    std::shared_ptr<DeviceCopy> device_;
+    std::array<std::shared_ptr<DeviceCopy>, kMaxDevices> devices_;
 };
 
 struct ResidencyCounters {
@@ -59,12 +72,12 @@ struct ResidencyCounters {
     std::uint64_t peak_resident_bytes = 0;  ///< most bytes of device copies counted once room was made
 };
 
-/// The device copies of one device, for its memory budget: their bytes, when each was last
+/// The copies of one device (its ordinal), for its memory budget: their bytes, when each was last
 /// used, and how many regions in flight use it (pins). Thread-safe; never calls out.
 class ResidencyTable {
 public:
     /// `budget`: bytes of device copies the device may hold (0: no limit).
-    explicit ResidencyTable(std::uint64_t budget) : budget_(budget) {}
+    explicit ResidencyTable(std::uint64_t budget, std::size_t ordinal = 0) : budget_(budget), ordinal_(ordinal) {}
 
     std::uint64_t budget() const noexcept { return budget_; }
     /// Bytes of the copies counted now (a pinned value about to be uploaded included).
@@ -77,7 +90,7 @@ public:
     void unpin(const Value& v);
     /// The least recently used unpinned copies whose room brings the bytes counted to at most
     /// budget - `bytes`, oldest first, no longer counted: the caller writes back the ones with no
-    /// host copy and drops their device copies (Value::set_device(nullptr)). As many as there are
+    /// host copy and drops their device copies (Value::set_device(ordinal, nullptr)). As many as there are
     /// when that is not enough. Values that died or lost their copy meanwhile are forgotten.
     std::vector<std::shared_ptr<Value>> make_room(std::uint64_t bytes);
     /// Every unpinned copy (after the device ran out of memory anyway).
@@ -96,6 +109,7 @@ private:
     void forget(std::unordered_map<const Value*, Entry>::iterator it);  // mutex_ held
 
     const std::uint64_t budget_;
+    const std::size_t ordinal_;
     mutable std::mutex mutex_;
     std::unordered_map<const Value*, Entry> entries_;
     std::uint64_t clock_ = 0, resident_ = 0;

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <unordered_map>
@@ -69,21 +70,24 @@ bool is_device_error(const std::exception_ptr& e) {
 
 }  // namespace
 
-Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const SchedulerOptions& options)
+Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devices, const SchedulerOptions& options)
     : nodes_(nodes),
-      placement_(cpu, device, options.placement, options.min_device_elements, options.profile,
+      placement_(cpu, devices, options.placement, options.min_device_elements, options.profile,
                  options.device_memory_budget),
-      options_(options), residency_(device ? std::make_unique<ResidencyTable>(options.device_memory_budget) : nullptr),
+      options_(options), device_outstanding_s_(devices.size(), 0.0), device_jobs_(devices.size(), 0),
       trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
       workers_(options.threads) {
-    if (trace_ && device) device->set_activity_sink([trace = trace_](const Activity& a) { trace->activity(a); });
+    for (Backend* d : devices) {
+        residency_.push_back(std::make_unique<ResidencyTable>(options.device_memory_budget, d->ordinal()));
+        if (trace_) d->set_activity_sink([trace = trace_](const Activity& a) { trace->activity(a); });
+    }
 }
 
 Scheduler::~Scheduler() { wait_idle(); }
 
 void Scheduler::charge(Job& job, bool on_device, double seconds, double link_seconds) {
     job.charged_s = seconds;
-    (on_device ? device_outstanding_s_ : cpu_outstanding_s_) += seconds;
+    (on_device ? device_outstanding_s_[job.placement.backend->ordinal()] : cpu_outstanding_s_) += seconds;
     job.charged_link_s = link_seconds;
     link_outstanding_s_ += link_seconds;
 }
@@ -92,7 +96,8 @@ void Scheduler::discharge(Job& job) {
     link_outstanding_s_ = std::max(0.0, link_outstanding_s_ - job.charged_link_s);
     job.charged_link_s = 0;
     if (job.charged_s == 0) return;
-    double& outstanding = job.placement.backend->on_host() ? cpu_outstanding_s_ : device_outstanding_s_;
+    double& outstanding = job.placement.backend->on_host() ? cpu_outstanding_s_
+                                                           : device_outstanding_s_[job.placement.backend->ordinal()];
     outstanding = std::max(0.0, outstanding - job.charged_s);
     job.charged_s = 0;
 }
@@ -100,11 +105,13 @@ void Scheduler::discharge(Job& job) {
 std::string Scheduler::placement_text() const {
     if (!placement_.device()) return "cpu (no device)";
     std::string budget;
-    if (residency_->budget() > 0) {
-        char text[64];
-        std::snprintf(text, sizeof text, "; device memory budget %.2f GiB",
-                      static_cast<double>(residency_->budget()) / (1u << 30));
-        budget = text;
+    if (placement_.devices().size() > 1) budget = "; " + std::to_string(placement_.devices().size()) + " devices";
+    if (residency_[0]->budget() > 0) {
+        char text[80];
+        std::snprintf(text, sizeof text, "; device memory budget %.2f GiB%s",
+                      static_cast<double>(residency_[0]->budget()) / (1u << 30),
+                      placement_.devices().size() > 1 ? " each" : "");
+        budget += text;
     }
     const MachineProfile& p = placement_.profile();
     switch (placement_.mode()) {
@@ -170,11 +177,12 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 InputSite s;
                 s.bytes = static_cast<std::int64_t>(in->bytes());
                 if (in->eval.pending) {  // in flight from an earlier plan
-                    s.on_host = in->eval.pending->backend->on_host();
-                    s.on_device = !s.on_host;
+                    const Backend* b = in->eval.pending->backend;
+                    s.on_host = b->on_host();
+                    if (!s.on_host) s.devices = 1u << b->ordinal();
                 } else if (in->eval.value) {
                     s.on_host = in->eval.value->host() != nullptr;
-                    s.on_device = in->eval.value->device() != nullptr;
+                    s.devices = in->eval.value->device_mask();
                 }
                 return s;
             };
@@ -188,10 +196,11 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                     if (to_host && wanted_set.count(job->region.outputs[j].node.get()))
                         query.bytes_to_host += static_cast<std::int64_t>(job->region.outputs[j].node->bytes());
                 job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
-                if (job->region.kind == RegionKind::view && placement_.device() != nullptr && !query.inputs[0].on_host) {
+                if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
                     // A view of a device value stays with it: as a CPU job it would wait for the
                     // device to finish and make its producer download (a sync per power step).
-                    job->placement = {placement_.device(), "a view of a device value"};
+                    job->placement = {placement_.devices()[static_cast<std::size_t>(std::countr_zero(query.inputs[0].devices))],
+                                      "a view of a device value"};
                 }
                 const bool on_device = !job->placement.backend->on_host();
                 if (job->region.kind == RegionKind::view) {
@@ -202,14 +211,15 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                     // plan that read them need no transfer of their own.
                     for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
                         InputSite moved = query.inputs[k];
-                        (on_device ? moved.on_device : moved.on_host) = true;
+                        if (on_device) moved.devices |= 1u << job->placement.backend->ordinal();
+                        else moved.on_host = true;
                         site[job->region.inputs[k].get()] = moved;
                     }
                     for (auto& o : job->region.outputs) {
                         InputSite s;
                         s.bytes = static_cast<std::int64_t>(o.node->bytes());
                         s.on_host = !on_device;
-                        s.on_device = on_device;
+                        s.devices = on_device ? 1u << job->placement.backend->ordinal() : 0u;
                         s.ready_s = job->placement.finish_s;
                         site[o.node.get()] = s;
                     }
@@ -242,17 +252,19 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 jobs.push_back(std::move(job));
                 ++in_flight_;
             }
-            // A device output that a CPU region of this plan reads comes back in the same
-            // submission, instead of in a blocking download later.
+            // A device output that a region of this plan reads elsewhere (on the CPU, or on
+            // another device, through the host) comes back in the same submission, instead of in
+            // a blocking download later.
             for (auto& job : jobs) {
-                if (!job->placement.backend->on_host()) continue;
                 for (auto& in : job->region.inputs) {
                     auto it = producer.find(in.get());
                     // Through views (they copy nothing) to the region that computes the value.
                     while (it != producer.end() && it->second.first->region.kind == RegionKind::view &&
                            !it->second.first->placement.backend->on_host())
                         it = producer.find(it->second.first->region.inputs[0].get());
-                    if (it != producer.end() && !it->second.first->placement.backend->on_host())
+                    if (it == producer.end()) continue;
+                    const Backend* from = it->second.first->placement.backend;
+                    if (!from->on_host() && from != job->placement.backend && job->region.kind != RegionKind::view)
                         it->second.first->wanted_on_host[it->second.second] = true;
                 }
             }
@@ -328,15 +340,19 @@ void Scheduler::drain(Deferred& after) {
         f();
     }
     after.clear();
-    if (Backend* device = placement_.device()) device->flush();
+    flush_devices();
+}
+
+void Scheduler::flush_devices() {
+    for (Backend* device : placement_.devices()) device->flush();
 }
 
 void Scheduler::ensure_host(const std::vector<std::shared_ptr<Value>>& values) {
     for (auto& v : values) {
         if (v->host()) continue;
-        Backend* device = placement_.device();
-        if (!device) throw Error("scheduler: a value has no host copy and there is no device (bug)");
-        device->download(*v);
+        const std::uint32_t mask = v->device_mask();
+        if (mask == 0) throw Error("scheduler: a value has neither a host nor a device copy (bug)");
+        placement_.devices()[static_cast<std::size_t>(std::countr_zero(mask))]->download(*v);
     }
 }
 
@@ -467,19 +483,23 @@ void Scheduler::record_on_device(const JobPtr& job) {
     std::unique_ptr<bool[]> wanted(new bool[job->wanted_on_host.size()]);
     for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
     Backend* const device = job->placement.backend;
+    const std::size_t ordinal = device->ordinal();
     const auto t0 = std::chrono::steady_clock::now();
     job->started = t0;
     // Counted in the device's budget from now (inputs it will upload, outputs it will write),
     // and never evicted until it completes.
     job->pinned = inputs;
     job->pinned.insert(job->pinned.end(), job->outputs.begin(), job->outputs.end());
-    for (auto& v : job->pinned) residency_->pin(v);
+    for (auto& v : job->pinned) residency_[ordinal]->pin(v);
     {
         std::lock_guard lock(mutex_);
-        ++device_jobs_;
+        ++device_jobs_[ordinal];
     }
     try {
-        evict(residency_->make_room(0));
+        // An input that lives only on another device comes through the host.
+        for (auto& v : inputs)
+            if (!v->host() && !v->device(ordinal)) ensure_host({v});
+        evict(*device, residency_[ordinal]->make_room(0));
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
                         [this, job](std::exception_ptr e) { complete(job, e, {}, true); },
                         [job](double seconds) { job->observed_s = seconds; }});
@@ -501,6 +521,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
         return;
     }
     device_regions_.fetch_add(1, std::memory_order_relaxed);
+    device_regions_each_[ordinal].fetch_add(1, std::memory_order_relaxed);
     if (options_.log_exec) {
         // The host's share: compiling (a cold pipeline), allocating and recording; the GPU's time
         // is TANDEM_LOG=gpu's.
@@ -532,30 +553,33 @@ void Scheduler::record_on_device(const JobPtr& job) {
     }
 }
 
-void Scheduler::evict(const std::vector<std::shared_ptr<Value>>& victims) {
+void Scheduler::evict(Backend& device, const std::vector<std::shared_ptr<Value>>& victims) {
+    ResidencyTable& table = *residency_[device.ordinal()];
     for (auto& v : victims) {
         const bool only_copy = !v->host();
-        if (only_copy) placement_.device()->download(*v);  // done: nothing in flight uses it
-        v->set_device(nullptr);  // its memory returns once the last batch that read it is done
-        residency_->note_eviction(v->bytes(), only_copy);
+        if (only_copy) device.download(*v);  // done: nothing in flight uses it
+        v->set_device(device.ordinal(), nullptr);  // its memory returns once the last batch that read it is done
+        table.note_eviction(v->bytes(), only_copy);
     }
 }
 
 void Scheduler::unpin(Job& job) {
     if (job.pinned.empty()) return;
-    for (auto& v : job.pinned) residency_->unpin(*v);
+    const std::size_t ordinal = job.placement.backend->ordinal();
+    for (auto& v : job.pinned) residency_[ordinal]->unpin(*v);
     job.pinned.clear();
     std::lock_guard lock(mutex_);
-    --device_jobs_;
+    --device_jobs_[ordinal];
 }
 
 bool Scheduler::retry_after_oom(const JobPtr& job) {
     constexpr int kMaxRetries = 8;
     if (job->memory_retries++ >= kMaxRetries) return false;
+    Backend& device = *job->placement.backend;
     std::vector<std::shared_ptr<Value>> victims;
     try {
-        victims = residency_->evict_all();
-        evict(victims);
+        victims = residency_[device.ordinal()]->evict_all();
+        evict(device, victims);
     } catch (const std::exception&) {
         return false;  // a write-back failed: the device is in no state to try again
     }
@@ -563,7 +587,7 @@ bool Scheduler::retry_after_oom(const JobPtr& job) {
     {
         std::lock_guard lock(mutex_);
         // Memory held by work in flight comes back when it completes: wait for that.
-        if (device_jobs_ > 0) {
+        if (device_jobs_[device.ordinal()] > 0) {
             memory_waiters_.push_back(job);
             return true;
         }
@@ -610,7 +634,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                 // The device failed: this region runs again on the CPU (its inputs' host copies
                 // are downloaded or recomputed first), and after a lost device no more work goes
                 // there.
-                if (is_device_error(error)) placement_.disable_device();
+                if (is_device_error(error)) placement_.disable_device(job->placement.backend->ordinal());
                 requeue = true;
             }
             if (error && is_data_error(error) && r.outputs.size() > 1) requeue = true;
@@ -618,7 +642,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
         if (trace_ && r.kind != RegionKind::view && job->started != std::chrono::steady_clock::time_point{}) {
             std::string name = std::string(region_kind_name(r.kind)) + " " + r.shape.to_string() + " " + r.summary();
             if (name.size() > 120) name = name.substr(0, 117) + "...";
-            trace_->region(name, job->started, !job->placement.backend->on_host());
+            trace_->region(name, job->started,
+                           job->placement.backend->on_host() ? -1 : static_cast<int>(job->placement.backend->ordinal()));
         }
         if (options_.log_placement && r.kind != RegionKind::view && job->charged_s > 0) {
             // The prediction against what happened: a CPU region's run, a device region's time
@@ -728,20 +753,22 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.ops_executed = ops_.load(std::memory_order_relaxed);
     m.elements_written = elements_.load(std::memory_order_relaxed);
     m.device_regions = device_regions_.load(std::memory_order_relaxed);
+    for (std::size_t d = 0; d < placement_.devices().size(); ++d)
+        m.device_regions_each.push_back(device_regions_each_[d].load(std::memory_order_relaxed));
     m.device_fallbacks = fallbacks_.load(std::memory_order_relaxed);
     m.memory_retries = memory_retries_.load(std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         m.runs_learned = placement_.runs_learned();
     }
-    if (residency_) {
-        const ResidencyCounters c = residency_->counters();
-        m.device_memory_budget = residency_->budget();
-        m.device_peak_resident_bytes = c.peak_resident_bytes;
-        m.evictions = c.evictions;
-        m.write_backs = c.write_backs;
-        m.evicted_bytes = c.evicted_bytes;
-        m.written_back_bytes = c.written_back_bytes;
+    for (const auto& table : residency_) {  // summed over the devices (the peak: the highest)
+        const ResidencyCounters c = table->counters();
+        m.device_memory_budget = table->budget();
+        m.device_peak_resident_bytes = std::max(m.device_peak_resident_bytes, c.peak_resident_bytes);
+        m.evictions += c.evictions;
+        m.write_backs += c.write_backs;
+        m.evicted_bytes += c.evicted_bytes;
+        m.written_back_bytes += c.written_back_bytes;
     }
 }
 

@@ -9,6 +9,7 @@
 // or a data-dependent error in a region with several outputs) runs again on the CPU.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -51,13 +52,14 @@ struct SchedulerOptions {
     std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
     MachineProfile profile;                ///< the cost model's rates
     bool learn = true;                     ///< refine the model with observed times (automatic placement)
-    std::uint64_t device_memory_budget = 0;  ///< bytes of arrays the device may hold (0: no limit)
+    std::uint64_t device_memory_budget = 0;  ///< bytes of arrays each device may hold (0: no limit)
 };
 
 class Scheduler {
 public:
-    /// `device` may be null. `nodes`: where the graph a finished region no longer needs is buried.
-    Scheduler(NodeTable& nodes, Backend& cpu, Backend* device, const SchedulerOptions& options);
+    /// `devices`: in ordinal order (Backend::ordinal()), maybe none. `nodes`: where the graph a
+    /// finished region no longer needs is buried.
+    Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devices, const SchedulerOptions& options);
     /// Waits for the work in flight.
     ~Scheduler();
 
@@ -117,11 +119,13 @@ private:
                   bool from_device);
     /// Runs deferred actions, then sends what device backends recorded meanwhile.
     void drain(Deferred& after);
-    /// Host copies for values that only have a device copy (blocking downloads).
+    /// Host copies for values that only have device copies (blocking downloads).
     void ensure_host(const std::vector<std::shared_ptr<Value>>& values);
+    /// Sends what every device recorded.
+    void flush_devices();
     void requeue_on_host(const JobPtr& job, Deferred& after);
-    /// Drops the device copies make_room chose, writing back those that are the only copy.
-    void evict(const std::vector<std::shared_ptr<Value>>& victims);
+    /// Drops `device`'s copies make_room chose, writing back those that are the only copy.
+    void evict(Backend& device, const std::vector<std::shared_ptr<Value>>& victims);
     void unpin(Job& job);
     /// After the device ran out of memory for `job`: true if it was parked or relaunched to try
     /// again (after evicting all it can, or once work in flight frees memory).
@@ -137,15 +141,17 @@ private:
     /// Predicted compute seconds of the work placed on each executor and not finished yet
     /// (under the lock). Counted per job and taken back when it completes, so a misprediction
     /// lasts only as long as the work it is about, never accumulates.
-    double cpu_outstanding_s_ = 0, device_outstanding_s_ = 0, link_outstanding_s_ = 0;
+    double cpu_outstanding_s_ = 0, link_outstanding_s_ = 0;
+    std::vector<double> device_outstanding_s_;  // per device
     void charge(Job& job, bool on_device, double seconds, double link_seconds = 0);
     void discharge(Job& job);
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
         elements_{0};
-    std::unique_ptr<ResidencyTable> residency_;  // the device's copies (null without a device)
-    std::size_t device_jobs_ = 0;                // recorded on the device, not complete (under the lock)
+    std::vector<std::unique_ptr<ResidencyTable>> residency_;  // each device's copies
+    std::vector<std::size_t> device_jobs_;  // per device: recorded there, not complete (under the lock)
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
     std::atomic<std::uint64_t> memory_retries_{0};
+    std::array<std::atomic<std::uint64_t>, kMaxDevices> device_regions_each_{};
     std::deque<RegionRecord> records_;  // the latest options_.region_records (under the lock)
     void record(const Job& job, bool failed);  // under the lock
     /// Written once the work in flight is done and the device has let go of it (its copies and

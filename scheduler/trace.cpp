@@ -1,5 +1,6 @@
 #include "scheduler/trace.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -15,13 +16,14 @@ Trace::Trace(std::string path) : path_(std::move(path)), origin_(std::chrono::st
     id_ = ++ids;
 }
 
-void Trace::region(const std::string& name, std::chrono::steady_clock::time_point start, bool on_device) {
+void Trace::region(const std::string& name, std::chrono::steady_clock::time_point start, int device) {
     const auto now = std::chrono::steady_clock::now();
-    // A lane per thread that runs regions: CPU workers; the device's completions share lane 0.
+    // A lane per thread that runs regions: CPU workers; each device's completions share its lane.
     thread_local std::map<std::uint64_t, int> lanes;  // by id: a later trace may reuse this address
     std::lock_guard lock(mutex_);
-    int lane = 0;
-    if (!on_device) {
+    int lane = device >= 0 ? device_lane(device) : 0;
+    devices_seen_ = std::max(devices_seen_, device + 1);
+    if (device < 0) {
         auto [it, fresh] = lanes.try_emplace(id_, 0);
         if (fresh) it->second = next_lane_++;
         lane = it->second;
@@ -51,6 +53,9 @@ Trace::~Trace() {
     json events = json::array();
     std::lock_guard lock(mutex_);
     events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", 0}, {"name", "thread_name"}, {"args", {{"name", "device queue"}}}});
+    for (int d = 1; d < devices_seen_; ++d)
+        events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", device_lane(d)}, {"name", "thread_name"},
+                          {"args", {{"name", "device " + std::to_string(d) + " queue"}}}});
     for (int l = 1; l < next_lane_; ++l)
         events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", l}, {"name", "thread_name"},
                           {"args", {{"name", "cpu worker " + std::to_string(l)}}}});

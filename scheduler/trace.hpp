@@ -26,14 +26,17 @@ public:
     Trace(const Trace&) = delete;
     Trace& operator=(const Trace&) = delete;
 
-    /// A region from `start` to now: on the calling thread's lane (a CPU worker), or on the
-    /// device lane.
-    void region(const std::string& name, std::chrono::steady_clock::time_point start, bool on_device);
+    /// A region from `start` to now: on the calling thread's lane (a CPU worker; `device` -1), or
+    /// on device `device`'s lane.
+    void region(const std::string& name, std::chrono::steady_clock::time_point start, int device);
     /// A copy or a kernel build, on its lane (thread-safe: a backend's threads call it).
     void activity(const Activity& a);
 
 private:
     static constexpr int kTransferLane = 1000, kCompileLane = 1001;
+    /// Device 0's queue is lane 0 (CPU workers count from 1); device d > 0 is kDeviceLanes + d.
+    static constexpr int kDeviceLanes = 500;
+    static int device_lane(int device) noexcept { return device == 0 ? 0 : kDeviceLanes + device; }
     struct Event {
         std::string name;
         int lane;
@@ -46,6 +49,7 @@ private:
     std::mutex mutex_;
     std::vector<Event> events_;
     int next_lane_ = 1;  // 0 is the device queue's
+    int devices_seen_ = 0;  // 1 + the highest device ordinal traced
     std::uint64_t id_;   // unique per trace: a thread's lane numbers are kept per trace id
 };
 

@@ -80,7 +80,7 @@ PlacementQuery query(const Region& r, bool inputs_on_device, bool output_to_host
         InputSite s;
         s.bytes = r.cost.input_bytes[k];
         s.on_host = !inputs_on_device;
-        s.on_device = inputs_on_device;
+        s.devices = inputs_on_device ? 1u : 0u;
         q.inputs.push_back(s);
     }
     if (output_to_host) q.bytes_to_host = r.cost.bytes_written();
@@ -89,7 +89,7 @@ PlacementQuery query(const Region& r, bool inputs_on_device, bool output_to_host
 
 struct Fixture {
     FakeBackend cpu{true}, device{false};
-    Placement automatic{cpu, &device, PlacementMode::automatic, 0, fixed_profile()};
+    Placement automatic{cpu, {&device}, PlacementMode::automatic, 0, fixed_profile()};
 };
 
 }  // namespace
@@ -150,14 +150,14 @@ TEST(Placement, ADeviceOnTheHostsCoresIsNoEscapeFromABusyCpu) {
     FakeBackend cpu(true), lavapipe(false, DeviceClass::cpu_device);
     MachineProfile same = fixed_profile();
     same.device = same.cpu;  // as fast as the CPU executor, even
-    Placement p(cpu, &lavapipe, PlacementMode::automatic, 0, same);
+    Placement p(cpu, {&lavapipe}, PlacementMode::automatic, 0, same);
     const Region r = region_of(data(rt, 1'000'000) * 2.0);
     auto d = p.place(query(r, false, false), 1.0, 0);
     EXPECT_EQ(d.backend, &cpu) << d.reason;
     EXPECT_GT(d.device_s, 1.0);
     // A GPU with the same rates is a way out.
     FakeBackend gpu(false, DeviceClass::discrete_gpu);
-    Placement q(cpu, &gpu, PlacementMode::automatic, 0, same);
+    Placement q(cpu, {&gpu}, PlacementMode::automatic, 0, same);
     EXPECT_EQ(q.place(query(r, false, false), 1.0, 0).backend, &gpu);
 }
 
@@ -188,7 +188,7 @@ TEST(Placement, CloseCallsStayWithTheirInputs) {
     same.device = same.cpu;
     same.link.latency_s = same.link.sync_s = 0;
     same.link.upload_bytes_per_s = same.link.download_bytes_per_s = 1e18;
-    Placement p(f.cpu, &f.device, PlacementMode::automatic, 0, same);
+    Placement p(f.cpu, {&f.device}, PlacementMode::automatic, 0, same);
     auto on_device = p.place(query(r, true, false), 0, 0);
     EXPECT_EQ(on_device.backend, &f.device) << on_device.reason;
     auto on_host = p.place(query(r, false, false), 0, 0);
@@ -214,18 +214,18 @@ TEST(Placement, ForcedModesFloorsAndFixedRules) {
     Runtime rt = cpu_runtime();
     Fixture f;
     const Region tiny = region_of(data(rt, 10) * 2.0);
-    Placement to_device(f.cpu, &f.device, PlacementMode::device, 0, fixed_profile());
+    Placement to_device(f.cpu, {&f.device}, PlacementMode::device, 0, fixed_profile());
     EXPECT_EQ(to_device.place(query(tiny, false, true), 0, 0).backend, &f.device);
-    Placement floored(f.cpu, &f.device, PlacementMode::device, 100, fixed_profile());
+    Placement floored(f.cpu, {&f.device}, PlacementMode::device, 100, fixed_profile());
     EXPECT_EQ(floored.place(query(tiny, false, true), 0, 0).backend, &f.cpu);
     Array x = data(rt, 10'000'000);
     const Region heavy = region_of(tandem::exp(tandem::sin(x)) * tandem::cos(x));
-    Placement to_cpu(f.cpu, &f.device, PlacementMode::cpu, 0, fixed_profile());
+    Placement to_cpu(f.cpu, {&f.device}, PlacementMode::cpu, 0, fixed_profile());
     EXPECT_EQ(to_cpu.place(query(heavy, false, false), 0, 0).backend, &f.cpu);
-    Placement no_device(f.cpu, nullptr, PlacementMode::automatic, 0, fixed_profile());
+    Placement no_device(f.cpu, {}, PlacementMode::automatic, 0, fixed_profile());
     EXPECT_EQ(no_device.place(query(heavy, false, false), 0, 0).backend, &f.cpu);
-    Placement lost(f.cpu, &f.device, PlacementMode::device, 0, fixed_profile());
-    lost.disable_device();
+    Placement lost(f.cpu, {&f.device}, PlacementMode::device, 0, fixed_profile());
+    lost.disable_device(0);
     EXPECT_EQ(lost.place(query(heavy, false, false), 0, 0).backend, &f.cpu);
     const Region view = region_of(tandem::reshape(x, Shape{1, 10'000'000}));
     EXPECT_EQ(view.kind, RegionKind::view);
@@ -252,10 +252,10 @@ TEST(Placement, ARegionLargerThanTheDeviceBudgetStaysOnTheCpu) {
     FakeBackend cpu{true}, device{false};
     const std::int64_t n = 1'000'000;  // 8 MB an array: 16 MB read, 8 MB written
     const Region heavy = region_of(tandem::exp(tandem::sin(data(rt, n))) * data(rt, n));
-    Placement roomy(cpu, &device, PlacementMode::device, 0, fixed_profile(), 24'000'000);
+    Placement roomy(cpu, {&device}, PlacementMode::device, 0, fixed_profile(), 24'000'000);
     EXPECT_EQ(roomy.place(query(heavy, false, true), 0, 0).backend, &device);
     for (PlacementMode mode : {PlacementMode::automatic, PlacementMode::device}) {
-        Placement tight(cpu, &device, mode, 0, fixed_profile(), 23'999'999);
+        Placement tight(cpu, {&device}, mode, 0, fixed_profile(), 23'999'999);
         auto d = tight.place(query(heavy, true, false), 0, 0);
         EXPECT_EQ(d.backend, &cpu) << "it cannot be on the device at once, forced or not";
         EXPECT_NE(std::string(d.reason).find("memory budget"), std::string::npos) << d.reason;
@@ -298,7 +298,7 @@ TEST(Placement, WhatRunsTaughtMovesTheDecision) {
     FakeBackend cpu{true}, device{false};
     // Light work on host data: the model keeps it home (the link costs more than the work).
     const Region light = region_of(data(rt, 1'000'000) * 2.0 + 1.0);
-    Placement p(cpu, &device, PlacementMode::automatic, 0, fixed_profile());
+    Placement p(cpu, {&device}, PlacementMode::automatic, 0, fixed_profile());
     EXPECT_EQ(p.place(query(light, false, true), 0, 0).backend, &cpu);
     // But it ran 50x slower than predicted, three times (a slow CPU, a busy machine):
     for (int i = 0; i < 3; ++i) p.learn(light, false, 50 * p.model_s(light, false));

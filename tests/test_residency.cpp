@@ -15,7 +15,7 @@ struct FakeCopy : DeviceCopy {};
 
 std::shared_ptr<Value> on_device(std::size_t bytes) {
     auto v = std::make_shared<Value>(bytes);
-    v->set_device(std::make_shared<FakeCopy>());
+    v->set_device(0, std::make_shared<FakeCopy>());
     return v;
 }
 

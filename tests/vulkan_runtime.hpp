@@ -46,7 +46,7 @@ inline std::unique_ptr<tandem::Runtime> open_gpu(const tandem::Config& c = gpu_c
             e.what());
     }
     bool in_use = false;
-    for (const auto& d : rt->info().devices) in_use = in_use || d.find("[in use]") != std::string::npos;
+    for (const auto& d : rt->info().devices) in_use = in_use || d.find("[in use") != std::string::npos;
     if (!in_use) throw std::runtime_error("Config::device = \"vulkan\" gave a runtime with no device in use");
     return rt;
 }

@@ -66,7 +66,7 @@ void VulkanBackend::submit_gather(Submission s) {
     b.keep.push_back(a);
     b.keep.push_back(sub);
     b.keep.push_back(fault);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
     const IndexPush push{a->address(), sub->address(), out->address(), fault->address(), 0, e.inner, e.count, e.outer, e.extent,
                          0, total == 0 ? 1u : 0u};
     const auto [gx, gy] = grid_for(total == 0 ? static_cast<std::uint64_t>(e.count) : total, kIndexWorkgroup);
@@ -99,7 +99,7 @@ void VulkanBackend::submit_scatter(Submission s) {
     auto a = device_copy(*s.inputs[0], b), sub = device_copy(*s.inputs[1], b), rhs = device_copy(*s.inputs[2], b);
     for (auto* keep : {&a, &sub, &rhs, &fault}) b.keep.push_back(*keep);
     if (claims) b.keep.push_back(claims);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
     const int q = b.begin_span(Span::kernel, &r);
     // out = a and no claims, then the two passes.
     barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -145,7 +145,7 @@ void VulkanBackend::submit_find(Submission s) {
     Batch& b = open_batch();
     auto mask = device_copy(*s.inputs[0], b);
     for (auto* keep : {&mask, &counts, &offsets}) b.keep.push_back(*keep);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
     const FindPush push{mask->address(), counts->address(), offsets->address(), out->address(), n, blocks,
                         static_cast<std::uint32_t>(e.count), 0};
     if (blocks > 0 && e.count > 0) {

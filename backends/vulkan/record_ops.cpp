@@ -82,7 +82,7 @@ void VulkanBackend::submit_matmul(Submission s) {
         g.bias = bias->address();
     }
     g.d = out->address();
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
     if (g.m > 0 && g.n > 0) {
         const int q = b.begin_span(Span::kernel, &r);
         if (round != nullptr && g.k > 0) {
@@ -137,7 +137,7 @@ void VulkanBackend::record_one_kernel(Submission s, const ComputePipeline& pipel
     Batch& b = open_batch();
     auto src = device_copy(*s.inputs[0], b);
     b.keep.push_back(src);
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
     if (gx > 0 && gy > 0 && gz > 0) {
         const std::vector<std::byte> p = push(src->address(), out->address());
         const int q = b.begin_span(Span::kernel, s.region);
@@ -192,7 +192,7 @@ void VulkanBackend::submit_cat(Submission s) {
 
     std::lock_guard lock(record_mutex_);
     Batch& b = open_batch();
-    s.outputs[0]->set_device(std::make_shared<Copy>(context_, out, b.signal, 0));
+    s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
     std::int64_t off = 0;
     std::vector<VkBufferCopy> regions;
     for (std::size_t q = 0; q < s.inputs.size(); ++q) {

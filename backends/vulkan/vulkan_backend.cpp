@@ -324,7 +324,7 @@ void VulkanBackend::recycle_copy_locked(CopyJob& job) {
 }
 
 std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
-    if (auto d = v.device()) {
+    if (auto d = v.device(ordinal())) {
         auto& copy = static_cast<Copy&>(*d);
         b.upload_wait = std::max(b.upload_wait, copy.uploaded_at);
         return copy.array;
@@ -362,7 +362,7 @@ std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
         b.keep.push_back(staging);
     }
-    v.set_device(std::make_shared<Copy>(context_, arr, 0, uploaded_at));
+    v.set_device(ordinal(), std::make_shared<Copy>(context_, arr, 0, uploaded_at));
     std::lock_guard lock(stats_mutex_);
     stats_.upload_bytes += v.bytes();
     return arr;
@@ -474,7 +474,7 @@ void VulkanBackend::submit(Submission s) {
     }
     for (std::size_t j = 0; j < outs.size(); ++j) {
         out_addr.push_back(outs[j]->address());
-        s.outputs[j]->set_device(std::make_shared<Copy>(context_, outs[j], b.signal, 0));
+        s.outputs[j]->set_device(ordinal(), std::make_shared<Copy>(context_, outs[j], b.signal, 0));
     }
     Launch launch = pack_arguments(r, *kernel, in_addr, out_addr, args->address(), 65535,
                                    partials ? partials->address() : 0);
@@ -690,7 +690,7 @@ void VulkanBackend::complete_loop() {
 
 void VulkanBackend::download(Value& v) {
     if (v.host()) return;
-    auto d = v.device();
+    auto d = v.device(ordinal());
     if (!d) throw Error("vulkan: download of a value with no device copy (scheduler bug)");
     if (lost_) throw DeviceLost("vulkan: the device was lost; a value that lived only there is gone");
     const auto& copy = static_cast<Copy&>(*d);
@@ -748,21 +748,22 @@ void VulkanBackend::set_activity_sink(ActivitySink sink) {
 }
 
 void VulkanBackend::add_metrics(Metrics& m) const {
+    // Added to: a runtime with several devices sums them.
     const DeviceStats d = stats();
-    m.device_dispatches = d.dispatches;
-    m.device_batches = d.batches;
-    m.upload_bytes = d.upload_bytes;
-    m.download_bytes = d.download_bytes;
-    m.kernel_ms = d.kernel_ms;
-    m.upload_ms = d.upload_ms;
-    m.download_ms = d.download_ms;
-    m.copy_queue_submits = d.copy_queue_submits;
+    m.device_dispatches += d.dispatches;
+    m.device_batches += d.batches;
+    m.upload_bytes += d.upload_bytes;
+    m.download_bytes += d.download_bytes;
+    m.kernel_ms += d.kernel_ms;
+    m.upload_ms += d.upload_ms;
+    m.download_ms += d.download_ms;
+    m.copy_queue_submits += d.copy_queue_submits;
     const PipelineCacheStats p = pipeline_stats();
-    m.pipeline_hits = p.hits;
-    m.pipeline_disk_hits = p.disk_hits;
-    m.pipeline_misses = p.misses;
-    m.pipeline_compile_ms = p.compile_ms;
-    m.validation_messages = context_->validation_messages();
+    m.pipeline_hits += p.hits;
+    m.pipeline_disk_hits += p.disk_hits;
+    m.pipeline_misses += p.misses;
+    m.pipeline_compile_ms += p.compile_ms;
+    m.validation_messages += context_->validation_messages();
 }
 
 DeviceStats VulkanBackend::stats() const {

@@ -29,7 +29,9 @@ struct TANDEM_API Config {
     /// Where regions may run: "auto" (a GPU if there is one: discrete > integrated > virtual;
     /// a Vulkan driver that runs on the CPU, such as lavapipe, only when asked for, since the CPU
     /// executor is faster), "cpu", "vulkan" (the best Vulkan device, lavapipe included; failing
-    /// to open one is an error), "vulkan:<index>" or "vulkan:<name substring>". TANDEM_DEVICE.
+    /// to open one is an error), "vulkan:<index>" or "vulkan:<name substring>"; or several of the
+    /// Vulkan ones separated by commas (up to 8, "vulkan:0,vulkan:1"; one named twice is opened
+    /// twice, as two logical devices), whose work placement spreads. TANDEM_DEVICE.
     std::string device = "auto";
     /// Which executor runs each region when a device is open: "auto" (the cost model: the
     /// earliest predicted finish, counting transfers; scheduler/placement.hpp), "cpu" (all on

@@ -59,7 +59,8 @@ struct Metrics {
     std::uint64_t elements_written = 0;   ///< elements of region outputs
     std::uint64_t host_bytes_allocated = 0;
     std::uint64_t host_pool_hits = 0;     ///< allocations served by reused buffers
-    std::uint64_t device_regions = 0;     ///< regions recorded on a device
+    std::uint64_t device_regions = 0;     ///< regions recorded on a device (all of them)
+    std::vector<std::uint64_t> device_regions_each;  ///< per device, in ordinal order
     std::uint64_t device_fallbacks = 0;   ///< device regions that ran on the CPU instead
     std::uint64_t device_dispatches = 0;  ///< kernels dispatched
     std::uint64_t device_batches = 0;     ///< command buffers submitted
