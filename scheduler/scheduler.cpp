@@ -486,30 +486,9 @@ void Scheduler::record_on_device(const JobPtr& job) {
     const std::size_t ordinal = device->ordinal();
     const auto t0 = std::chrono::steady_clock::now();
     job->started = t0;
-    // Counted in the device's budget from now (inputs it will upload, outputs it will write),
-    // and never evicted until it completes.
-    job->pinned = inputs;
-    job->pinned.insert(job->pinned.end(), job->outputs.begin(), job->outputs.end());
-    for (auto& v : job->pinned) residency_[ordinal]->pin(v);
-    {
-        std::lock_guard lock(mutex_);
-        ++device_jobs_[ordinal];
-    }
-    try {
-        // An input that lives only on another device comes through the host.
-        for (auto& v : inputs)
-            if (!v->host() && !v->device(ordinal)) ensure_host({v});
-        evict(*device, residency_[ordinal]->make_room(0));
-        device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
-                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); },
-                        [job](double seconds) { job->observed_s = seconds; }});
-    } catch (const std::exception& e) {
-        // Refused before anything was recorded (no device memory, a shader that does not
-        // compile): out of memory, it tries again once room is made; otherwise, or when no
-        // room can be made, the region runs on the CPU instead, and the log says so.
-        unpin(*job);
-        const bool out_of_memory = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
-        if (out_of_memory && retry_after_oom(job)) return;
+    // Refused before anything was recorded (no device memory, a shader that does not compile, an
+    // input that could not be brought over): the region runs on the CPU instead, and the log says so.
+    auto run_on_cpu_instead = [&](const std::exception& e) {
         std::fprintf(stderr, "[tandem] %s region %s runs on the CPU instead: %s\n",
                      std::string(device->name()).c_str(), r.summary().c_str(), e.what());
         Deferred after;
@@ -518,7 +497,45 @@ void Scheduler::record_on_device(const JobPtr& job) {
             requeue_on_host(job, after);
         }
         drain(after);
-        return;
+    };
+    ResidencyTable& table = *residency_[ordinal];
+    std::uint64_t need = 0;  // what it adds to the device: the inputs it uploads, its outputs
+    try {
+        // An input that lives only on another device comes through the host.
+        for (auto& v : inputs)
+            if (!v->host() && !v->device(ordinal)) ensure_host({v});
+        for (auto& v : inputs)
+            if (!v->device(ordinal)) need += v->bytes();
+        for (auto& v : job->outputs) need += v->bytes();
+        evict(*device, table.make_room(need));
+    } catch (const std::exception& e) {
+        return run_on_cpu_instead(e);
+    }
+    {
+        std::lock_guard lock(mutex_);
+        // Still no room: the copies work in flight uses fill the budget. It records once some of
+        // that work completes (a completion relaunches it).
+        if (table.budget() > 0 && table.resident_bytes() + need > table.budget() && device_jobs_[ordinal] > 0) {
+            memory_waiters_.push_back(job);
+            budget_waits_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        ++device_jobs_[ordinal];
+    }
+    // Counted in the device's budget from now, and never evicted until it completes.
+    job->pinned = inputs;
+    job->pinned.insert(job->pinned.end(), job->outputs.begin(), job->outputs.end());
+    for (auto& v : job->pinned) table.pin(v);
+    try {
+        device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
+                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); },
+                        [job](double seconds) { job->observed_s = seconds; }});
+    } catch (const std::exception& e) {
+        // Out of memory anyway, it tries again once room is made.
+        unpin(*job);
+        const bool out_of_memory = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
+        if (out_of_memory && retry_after_oom(job)) return;
+        return run_on_cpu_instead(e);
     }
     device_regions_.fetch_add(1, std::memory_order_relaxed);
     device_regions_each_[ordinal].fetch_add(1, std::memory_order_relaxed);
@@ -757,6 +774,7 @@ void Scheduler::add_metrics(Metrics& m) const {
         m.device_regions_each.push_back(device_regions_each_[d].load(std::memory_order_relaxed));
     m.device_fallbacks = fallbacks_.load(std::memory_order_relaxed);
     m.memory_retries = memory_retries_.load(std::memory_order_relaxed);
+    m.budget_waits = budget_waits_.load(std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         m.runs_learned = placement_.runs_learned();

@@ -150,7 +150,7 @@ private:
     std::vector<std::unique_ptr<ResidencyTable>> residency_;  // each device's copies
     std::vector<std::size_t> device_jobs_;  // per device: recorded there, not complete (under the lock)
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
-    std::atomic<std::uint64_t> memory_retries_{0};
+    std::atomic<std::uint64_t> memory_retries_{0}, budget_waits_{0};
     std::array<std::atomic<std::uint64_t>, kMaxDevices> device_regions_each_{};
     std::deque<RegionRecord> records_;  // the latest options_.region_records (under the lock)
     void record(const Job& job, bool failed);  // under the lock

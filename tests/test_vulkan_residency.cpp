@@ -140,3 +140,29 @@ TEST(VulkanResidency, OutOfDeviceMemoryEvictsAndTriesAgainOnTheDevice) {
     EXPECT_EQ(err.find("runs on the CPU instead"), std::string::npos) << err;
     tvk::expect_device_clean(*gpu);
 }
+
+TEST(VulkanResidency, WorkInFlightThatFillsTheBudgetMakesTheNextRegionWait) {
+    tandem::Config c = tvk::gpu_config();
+    c.device_memory_limit = "3M";
+    auto gpu = tvk::open_gpu(c);
+    Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(tref::seed_of("residency waits"));
+    std::vector<Host> xs;
+    for (int i = 0; i < 12; ++i) xs.push_back(tref::random_host({kN + i, 1}, DType::f64, rng));  // apart: not fused
+    auto run = [&](Runtime& rt) {
+        // Twelve regions in one plan, each reading a 512 KiB input: recorded together, their
+        // inputs would need 6 MiB at once; pinned while in flight, none can be evicted.
+        std::vector<Array> sums;
+        for (const Host& x : xs) sums.push_back(tandem::max(tref::make_array(rt, x), 0.5) * 2.0);
+        return rt.gather(sums).get();
+    };
+    const auto got = run(*gpu), want = run(cpu);
+    for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), Acc::exact_signed));
+    gpu->wait_idle();
+    const auto m = gpu->metrics();
+    EXPECT_GT(m.budget_waits, 0u) << "later regions waited for earlier ones to complete";
+    EXPECT_LE(m.device_peak_resident_bytes, 3u << 20);
+    EXPECT_EQ(m.device_regions, 12u);
+    tvk::expect_device_clean(*gpu);
+}

@@ -78,6 +78,7 @@ struct Metrics {
     std::uint64_t write_backs = 0;              ///< of which were downloaded first (the only copy)
     std::uint64_t evicted_bytes = 0, written_back_bytes = 0;
     std::uint64_t memory_retries = 0;           ///< regions retried after the device ran out of memory
+    std::uint64_t budget_waits = 0;             ///< regions that waited for work in flight to free budget
     std::uint64_t runs_learned = 0;             ///< region runs the cost model learned from (Config::placement_learning)
 };
 
