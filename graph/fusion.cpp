@@ -403,11 +403,29 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
 
     std::vector<std::size_t> group_of(pending.size(), kFolded);
     std::vector<Group> groups;
-    // Groups by shape; plans have few distinct shapes, so a short list beats a map.
+    // Groups by shape. Most plans have few distinct shapes, and a short list beats a map; a plan
+    // of many (independent chains over arrays of their own sizes) gets an index by hash, or its
+    // lookups grow with the number of shapes (quadratic: 1.5 us a node at 1000 shapes).
     std::vector<std::pair<const Shape*, std::vector<std::size_t>>> by_shape;
+    constexpr std::size_t kListedShapes = 16;
+    std::unordered_multimap<std::size_t, std::size_t> shape_index;  // hash -> position in by_shape
+    auto shape_hash = [](const Shape& s) {
+        std::size_t h = static_cast<std::size_t>(s.ndims());
+        for (int d = 0; d < s.ndims(); ++d) h = h * 0x9e3779b97f4a7c15ull ^ static_cast<std::size_t>(s[d]);
+        return h;
+    };
     auto groups_of_shape = [&](const Shape& shape) -> std::vector<std::size_t>& {
-        for (auto& [s, gs] : by_shape)
-            if (*s == shape) return gs;
+        if (by_shape.size() < kListedShapes) {
+            for (auto& [s, gs] : by_shape)
+                if (*s == shape) return gs;
+            if (by_shape.size() + 1 == kListedShapes)  // the next lookup uses the index
+                for (std::size_t k = 0; k < by_shape.size(); ++k) shape_index.emplace(shape_hash(*by_shape[k].first), k);
+        } else {
+            const std::size_t h = shape_hash(shape);
+            for (auto [it, end] = shape_index.equal_range(h); it != end; ++it)
+                if (*by_shape[it->second].first == shape) return by_shape[it->second].second;
+        }
+        if (by_shape.size() + 1 >= kListedShapes) shape_index.emplace(shape_hash(shape), by_shape.size());
         return by_shape.emplace_back(&shape, std::vector<std::size_t>{}).second;
     };
 
