@@ -81,6 +81,11 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     const double cpu_start =
         std::max(cpu_free_s, std::max(ready, to_host > 0 ? link_free_s : 0.0) + to_host + (host_waits_for_device ? link.sync_s : 0.0));
     cpu.cpu_s = cpu_start + cpu.compute_s;
+    // Inputs only on devices, outputs read later in the plan: the chain goes on there, after
+    // this region's results went back (no flip-flopping along a chain on the device).
+    const bool inputs_on_devices_only = bytes_on_host == 0 && !q.inputs.empty();
+    if (inputs_on_devices_only && q.bytes_to_consumers > 0)
+        cpu.cpu_s += link.sync_s + upload_seconds(q.bytes_to_consumers, link);
     cpu.finish_s = cpu.cpu_s;
     cpu.transfer_s = to_host;
 
@@ -110,6 +115,9 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const double start = std::max(device_free, std::max(ready, moved > 0 ? link_free_s : 0.0) + moved);
         double finish = start + device_compute;
         if (q.bytes_to_host > 0) finish += link.sync_s + download_seconds(q.bytes_to_host, link);
+        // Inputs only on the host, outputs read later in the plan: likewise, the other way.
+        if (here == 0 && bytes_on_host > 0 && q.bytes_to_consumers > 0)
+            finish += link.sync_s + download_seconds(q.bytes_to_consumers, link);
         // The earliest; on a tie, the one holding more of the inputs.
         if (!dev.backend || finish < dev.finish_s || (finish == dev.finish_s && here > bytes_on_dev)) {
             dev.backend = devices_[d];

@@ -36,6 +36,10 @@ struct PlacementQuery {
     const Region* region = nullptr;
     std::vector<InputSite> inputs;
     std::int64_t bytes_to_host = 0;  ///< outputs a host sink (a gather) wants back
+    /// Outputs that later regions of the same plan read. Their consumers are taken to run where
+    /// this region's inputs are (a chain goes on where it is): run on the other side, the region
+    /// pays for sending them back, and the round trip the consumers wait for.
+    std::int64_t bytes_to_consumers = 0;
 };
 
 struct PlacementDecision {

@@ -186,15 +186,21 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 }
                 return s;
             };
+            // What later regions of the plan read (placement prices sending it to them).
+            std::unordered_set<const Node*> read_in_plan;
+            for (const Region& r : regions)
+                for (const auto& in : r.inputs) read_in_plan.insert(in.get());
             for (Region& r : regions) {
                 auto job = std::make_shared<Job>();
                 job->region = std::move(r);
                 PlacementQuery query;
                 query.region = &job->region;
                 for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
-                for (std::size_t j = 0; j < job->region.outputs.size(); ++j)
-                    if (to_host && wanted_set.count(job->region.outputs[j].node.get()))
-                        query.bytes_to_host += static_cast<std::int64_t>(job->region.outputs[j].node->bytes());
+                for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+                    Node* out = job->region.outputs[j].node.get();
+                    if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
+                    if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
+                }
                 job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
                 if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
                     // A view of a device value stays with it: as a CPU job it would wait for the

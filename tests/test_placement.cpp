@@ -307,3 +307,24 @@ TEST(Placement, WhatRunsTaughtMovesTheDecision) {
     EXPECT_EQ(d.backend, &device) << d.reason;
     EXPECT_EQ(p.runs_learned(), 3u);
 }
+
+TEST(Placement, AChainOnTheDeviceStaysThereWhenItsResultsAreReadLaterInThePlan) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    // A tiny step of a chain whose data lives on the device, the device busy for 60 us: run on
+    // the CPU it would finish first (download, round trip, 1 us of work)...
+    const Region tiny = region_of(data(rt, 16) * 2.0 + 1.0);
+    PlacementQuery q = query(tiny, true, false);
+    auto alone = f.automatic.place(q, 0, 60e-6);
+    EXPECT_EQ(alone.backend, &f.cpu) << alone.reason;
+    // ... but when the next steps of the plan read its result, they run on the device, and would
+    // wait for the round trip back: it stays.
+    q.bytes_to_consumers = 16 * 8;
+    auto chained = f.automatic.place(q, 0, 60e-6);
+    EXPECT_EQ(chained.backend, &f.device) << chained.reason;
+    EXPECT_GT(chained.cpu_s, alone.cpu_s);
+    // Likewise the other way: a step of a chain on the host does not hop to an idle device.
+    PlacementQuery h = query(tiny, false, false);
+    h.bytes_to_consumers = 16 * 8;
+    EXPECT_EQ(f.automatic.place(h, 0, 0).backend, &f.cpu);
+}
