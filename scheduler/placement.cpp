@@ -91,9 +91,10 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
 
     PlacementDecision dev{nullptr, ""};
     std::int64_t bytes_on_dev = 0;
+    double resident_finish = -1;  // the best device's finish had the host-only inputs been there
     for (std::size_t d = 0; d < devices_.size(); ++d) {
         if (!device_enabled(d)) continue;
-        double to_device = 0, from_others = 0;
+        double to_device = 0, from_others = 0, host_only_uploads = 0;
         bool waits = false;
         std::int64_t here = 0;
         for (const InputSite& in : q.inputs) {
@@ -101,7 +102,12 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
                 here += in.bytes;
                 continue;
             }
-            to_device += upload_seconds(in.bytes, link);
+            const double up = upload_seconds(in.bytes, link);
+            const bool host_only = in.on_host && in.devices == 0;
+            // An upload its readers' losses have paid for already (ski rental): free to use.
+            if (host_only && in.regret_s >= up) continue;
+            to_device += up;
+            if (host_only) host_only_uploads += up;
             if (!in.on_host) {  // on another device: down to the host first
                 from_others += download_seconds(in.bytes, link);
                 waits = true;
@@ -111,13 +117,18 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const double free_s = d < device_free_s.size() ? device_free_s[d] : 0.0;
         const double device_free =
             devices_[d]->device_class() == DeviceClass::cpu_device ? std::max(free_s, cpu_free_s) : free_s;
+        auto start_after = [&](double moved) {
+            return std::max(device_free, std::max(ready, moved > 0 ? link_free_s : 0.0) + moved);
+        };
         const double moved = from_others + (waits ? link.sync_s : 0.0) + to_device;
-        const double start = std::max(device_free, std::max(ready, moved > 0 ? link_free_s : 0.0) + moved);
-        double finish = start + device_compute;
-        if (q.bytes_to_host > 0) finish += link.sync_s + download_seconds(q.bytes_to_host, link);
-        // Inputs only on the host, outputs read later in the plan: likewise, the other way.
+        double tail = 0;  // after the compute: results the host or the plan's host side wants
+        if (q.bytes_to_host > 0) tail += link.sync_s + download_seconds(q.bytes_to_host, link);
+        // Inputs only on the host, outputs read later in the plan: the chain goes on on the host.
         if (here == 0 && bytes_on_host > 0 && q.bytes_to_consumers > 0)
-            finish += link.sync_s + download_seconds(q.bytes_to_consumers, link);
+            tail += link.sync_s + download_seconds(q.bytes_to_consumers, link);
+        const double finish = start_after(moved) + device_compute + tail;
+        const double resident = start_after(moved - host_only_uploads) + device_compute + tail;
+        if (resident_finish < 0 || resident < resident_finish) resident_finish = resident;
         // The earliest; on a tie, the one holding more of the inputs.
         if (!dev.backend || finish < dev.finish_s || (finish == dev.finish_s && here > bytes_on_dev)) {
             dev.backend = devices_[d];
@@ -130,6 +141,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;
     if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
+    if (resident_finish >= 0) cpu.regret_s = std::max(0.0, cpu.cpu_s - resident_finish);
 
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
     // stay with the inputs (no flip-flopping along a chain).

@@ -30,6 +30,10 @@ struct InputSite {
     bool on_host = false;       ///< it has (or its producer will give it) a host copy
     std::uint32_t devices = 0;  ///< bit d: it has (or its producer will give it) a copy on device d
     double ready_s = 0;      ///< predicted seconds from now until it exists (0: it does)
+    /// Seconds regions reading it have lost so far by running on the CPU, because only the host
+    /// had it (Value::upload_regret_s). Once that reaches its upload's time, the upload counts as
+    /// paid for: the next reader may go to a device (a copy there serves every later reader).
+    double regret_s = 0;
 };
 
 struct PlacementQuery {
@@ -50,6 +54,9 @@ struct PlacementDecision {
     double finish_s = 0, cpu_s = -1, device_s = -1;
     double transfer_s = 0;  ///< predicted seconds of link traffic the chosen executor needs
     double compute_s = 0;   ///< predicted compute seconds on the chosen executor (its outstanding work)
+    /// Run on the CPU: how much sooner a device would have finished it, had its host-only inputs
+    /// been there already (0 otherwise). The scheduler adds it to those inputs' regret.
+    double regret_s = 0;
 };
 
 class Placement {

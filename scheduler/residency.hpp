@@ -58,6 +58,10 @@ public:
         devices_[ordinal] = std::move(d);
     }
 
+    /// Seconds the regions that read it lost by running on the CPU because only the host had it
+    /// (placement's InputSite::regret_s). The scheduler's lock guards it.
+    double upload_regret_s = 0;
+
 private:
     const std::size_t bytes_;
     mutable std::mutex mutex_;

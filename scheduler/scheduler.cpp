@@ -183,6 +183,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 } else if (in->eval.value) {
                     s.on_host = in->eval.value->host() != nullptr;
                     s.devices = in->eval.value->device_mask();
+                    s.regret_s = in->eval.value->upload_regret_s;
                 }
                 return s;
             };
@@ -209,6 +210,16 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                                       "a view of a device value"};
                 }
                 const bool on_device = !job->placement.backend->on_host();
+                if (job->placement.regret_s > 0) {
+                    // Kept on the host only because its inputs were: their upload draws nearer.
+                    for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
+                        const auto& in = job->region.inputs[k];
+                        if (!in->eval.pending && in->eval.value && query.inputs[k].devices == 0) {
+                            in->eval.value->upload_regret_s += job->placement.regret_s;
+                            query.inputs[k].regret_s = in->eval.value->upload_regret_s;  // for later readers of the plan
+                        }
+                    }
+                }
                 if (job->region.kind == RegionKind::view) {
                     site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
                 } else {

@@ -328,3 +328,30 @@ TEST(Placement, AChainOnTheDeviceStaysThereWhenItsResultsAreReadLaterInThePlan) 
     h.bytes_to_consumers = 16 * 8;
     EXPECT_EQ(f.automatic.place(h, 0, 0).backend, &f.cpu);
 }
+
+TEST(Placement, ReadersThatLoseTimeOnTheHostPayForTheUploadOfTheirInput) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    // A light pass over 80 MB that lives on the host: alone, the upload (8 ms) costs more than
+    // the CPU's pass (16 ms reads at 10 GB/s... the device would take 0.1 ms had it the data).
+    const std::int64_t n = 10'000'000;
+    const Region pass = region_of(tandem::sum(data(rt, n) * 2.0));
+    PlacementQuery q = query(pass, false, false);
+    auto first = f.automatic.place(q, 0, 0);
+    ASSERT_EQ(first.backend, &f.cpu) << first.reason;
+    EXPECT_GT(first.regret_s, 0.0) << "a device holding the data would have been sooner";
+    // The scheduler adds each reader's loss to the input's regret; once the losses add up to the
+    // upload's time, the upload is paid for, and the next reader goes to the device (where every
+    // later reader finds the data).
+    double regret = 0;
+    int readers = 0;
+    for (; readers < 10; ++readers) {
+        q.inputs[0].regret_s = regret;
+        auto d = f.automatic.place(q, 0, 0);
+        if (d.backend == &f.device) break;
+        regret += d.regret_s;
+    }
+    EXPECT_GE(readers, 1) << "not at once";
+    EXPECT_LT(readers, 10) << "but soon";
+    EXPECT_GE(regret, upload_seconds(q.inputs[0].bytes, fixed_profile().link));
+}
