@@ -44,11 +44,15 @@ std::vector<std::shared_ptr<Value>> ResidencyTable::make_room(std::uint64_t byte
     std::lock_guard lock(mutex_);
     const std::uint64_t limit = budget_ == 0 ? UINT64_MAX : budget_;
     const std::uint64_t target = bytes >= limit ? 0 : limit - bytes;
-    // The peak is taken here, where the copies counted are about to be allocated: a pin counts
-    // its value before its room is made.
+    // The peak is taken here, where the copies counted are about to be allocated (a pin counts
+    // its value before its room is made), over live copies only: values that died since are
+    // swept out before a new peak is recorded.
     struct Peak {
         ResidencyTable& t;
-        ~Peak() { t.counters_.peak_resident_bytes = std::max(t.counters_.peak_resident_bytes, t.resident_); }
+        ~Peak() {
+            if (t.resident_ > t.counters_.peak_resident_bytes) t.sweep();
+            t.counters_.peak_resident_bytes = std::max(t.counters_.peak_resident_bytes, t.resident_);
+        }
     } peak{*this};
     if (resident_ <= target) return victims;
     // Unpinned entries, least recently used first. Eviction is rare (a working set above the
@@ -80,6 +84,17 @@ void ResidencyTable::note_eviction(std::uint64_t bytes, bool written_back) {
     if (written_back) {
         ++counters_.write_backs;
         counters_.written_back_bytes += bytes;
+    }
+}
+
+void ResidencyTable::sweep() {
+    for (auto it = entries_.begin(); it != entries_.end();) {
+        auto next = std::next(it);
+        if (it->second.pins == 0) {
+            auto v = it->second.value.lock();
+            if (!v || !v->device(ordinal_)) forget(it);
+        }
+        it = next;
     }
 }
 

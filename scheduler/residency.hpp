@@ -111,6 +111,7 @@ private:
         std::uint32_t pins = 0;
     };
     void forget(std::unordered_map<const Value*, Entry>::iterator it);  // mutex_ held
+    void sweep();  // forgets what died or lost its copy (mutex_ held)
 
     const std::uint64_t budget_;
     const std::size_t ordinal_;
