@@ -1,10 +1,27 @@
 #include "backends/vulkan/memory.hpp"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <iterator>
 #include <string>
 
 namespace tandem::detail::vk {
+
+void copy_bytes(void* dst, const void* src, std::size_t bytes) {
+    constexpr std::size_t kChunk = std::size_t{2} << 20, kParallelFrom = std::size_t{8} << 20;
+    if (bytes < kParallelFrom) {
+        if (bytes) std::memcpy(dst, src, bytes);
+        return;
+    }
+    const std::size_t chunks = (bytes + kChunk - 1) / kChunk;
+    tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
+        const std::size_t at = c * kChunk;
+        std::memcpy(static_cast<std::byte*>(dst) + at, static_cast<const std::byte*>(src) + at, std::min(kChunk, bytes - at));
+    });
+}
 
 namespace {
 

@@ -53,6 +53,11 @@ struct HeapStats {
     std::uint64_t blocks = 0;         ///< vkAllocateMemory calls
 };
 
+/// memcpy for an array's elements between host memory and mapped staging or readback memory: a
+/// large one is split over the host's cores (one core moves 5-10 GB/s into write-combined or
+/// pinned memory; the link behind it moves more).
+void copy_bytes(void* dst, const void* src, std::size_t bytes);
+
 /// Bytes of wholly free blocks a heap keeps for reuse.
 inline constexpr VkDeviceSize kCachedFreeBytes = VkDeviceSize{8} << 30;
 /// The default of DeviceHeap's cached_free_bytes: kCachedFreeBytes, or half the memory heap's

@@ -334,7 +334,7 @@ std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
     const VkDeviceSize bytes = std::max<VkDeviceSize>(v.bytes(), 1);
     auto arr = device_heap_->allocate(bytes);
     auto staging = upload_heap_->allocate(bytes);
-    if (v.bytes()) std::memcpy(staging->mapped(), host->data(), v.bytes());
+    copy_bytes(staging->mapped(), host->data(), v.bytes());
     VkBufferCopy region{staging->offset(), arr->offset(), bytes};
     std::uint64_t uploaded_at = 0;
     if (bytes >= kQueueCopyBytes) {
@@ -655,7 +655,7 @@ void VulkanBackend::complete_loop() {
                     for (auto& [rb, value] : item.readbacks) {
                         rb->invalidate();
                         auto host = options_.pool->allocate(value->bytes(), "download");
-                        if (value->bytes()) std::memcpy(host->data(), rb->mapped(), value->bytes());
+                        copy_bytes(host->data(), rb->mapped(), value->bytes());
                         value->set_host(std::move(host));
                         std::lock_guard slock(stats_mutex_);
                         stats_.download_bytes += value->bytes();
@@ -722,7 +722,7 @@ void VulkanBackend::download(Value& v) {
     retire_copy(std::move(job));
     rb->invalidate();
     auto host = options_.pool->allocate(v.bytes(), "download");
-    if (v.bytes()) std::memcpy(host->data(), rb->mapped(), v.bytes());
+    copy_bytes(host->data(), rb->mapped(), v.bytes());
     v.set_host(std::move(host));
     std::lock_guard slock(stats_mutex_);
     stats_.download_bytes += v.bytes();
