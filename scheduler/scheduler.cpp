@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
+#include <typeinfo>
 #include <utility>
 
 #include "tandem/error.hpp"
@@ -68,7 +69,27 @@ bool is_device_error(const std::exception_ptr& e) {
     }
 }
 
+/// What an error says.
+std::string error_text(const std::exception_ptr& e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        return x.what();
+    } catch (...) {
+        return "unknown error";
+    }
+}
+
 }  // namespace
+
+void Scheduler::report_fallback(const std::string& cause, const std::string& message) {
+    {
+        std::lock_guard lock(reported_mutex_);
+        if (!reported_.insert(cause).second) return;
+    }
+    std::fprintf(stderr, "%s (said once: later regions that fall back for this reason do so silently; "
+                 "metrics().device_fallbacks counts them)\n", message.c_str());
+}
 
 Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devices, const SchedulerOptions& options)
     : nodes_(nodes),
@@ -506,8 +527,8 @@ void Scheduler::record_on_device(const JobPtr& job) {
     // Refused before anything was recorded (no device memory, a shader that does not compile, an
     // input that could not be brought over): the region runs on the CPU instead, and the log says so.
     auto run_on_cpu_instead = [&](const std::exception& e) {
-        std::fprintf(stderr, "[tandem] %s region %s runs on the CPU instead: %s\n",
-                     std::string(device->name()).c_str(), r.summary().c_str(), e.what());
+        report_fallback(typeid(e).name(), "[tandem] " + std::string(device->name()) + " region " + r.summary() +
+                                              " runs on the CPU instead: " + e.what());
         Deferred after;
         {
             std::lock_guard lock(mutex_);
@@ -700,7 +721,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             const char* why = !error                 ? " after an input was recomputed"
                               : is_data_error(error) ? " to find which of its outputs the data error concerns"
                                                      : " after a device error";
-            std::fprintf(stderr, "[tandem] device region %s runs again on the CPU%s\n", r.summary().c_str(), why);
+            report_fallback(why, "[tandem] device region " + r.summary() + " runs again on the CPU" + why +
+                                     (error && !is_data_error(error) ? ": " + error_text(error) : std::string()));
             requeue_on_host(job, after);
         } else {
             if (options_.region_records > 0 && r.kind != RegionKind::view) record(*job, error != nullptr);

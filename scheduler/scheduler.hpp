@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "graph/fusion.hpp"
@@ -124,6 +125,9 @@ private:
     /// Sends what every device recorded.
     void flush_devices();
     void requeue_on_host(const JobPtr& job, Deferred& after);
+    /// Prints `message` the first time a region falls back to the CPU for `cause`; after that,
+    /// fallbacks for it are counted, not printed (a lost device does not print a line per region).
+    void report_fallback(const std::string& cause, const std::string& message);
     /// Drops `device`'s copies make_room chose, writing back those that are the only copy.
     void evict(Backend& device, const std::vector<std::shared_ptr<Value>>& victims);
     void unpin(Job& job);
@@ -152,6 +156,8 @@ private:
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
     std::atomic<std::uint64_t> memory_retries_{0}, budget_waits_{0};
     std::array<std::atomic<std::uint64_t>, kMaxDevices> device_regions_each_{};
+    std::mutex reported_mutex_;
+    std::set<std::string> reported_;  // fallback causes already printed
     std::deque<RegionRecord> records_;  // the latest options_.region_records (under the lock)
     void record(const Job& job, bool failed);  // under the lock
     /// Written once the work in flight is done and the device has let go of it (its copies and

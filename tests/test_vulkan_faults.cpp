@@ -175,6 +175,11 @@ TEST_P(VulkanBackendFault, WorkCompletesOnTheCpu) {
     const auto m = gpu->metrics();
     const std::string err = testing::internal::GetCapturedStderr();
     EXPECT_GE(m.device_fallbacks, 1u) << "the injected fault should make a region fall back to the CPU";
+    // Said once per cause, not once per region.
+    std::size_t said = 0;
+    for (std::size_t at = err.find("said once"); at != std::string::npos; at = err.find("said once", at + 1)) ++said;
+    EXPECT_GE(said, 1u) << err;
+    EXPECT_LE(said, 2u) << "a message per region:\n" << err;
     EXPECT_EQ(m.validation_messages, 0u) << "validation messages; stderr:\n" << err;
     EXPECT_EQ(m.regions_failed, 0u) << "a fallback is not a failure";
     const bool lost = GetParam() == "device_lost" || GetParam() == "submit_failed";
