@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The reduction benchmarks of issue 4 on the GPU machine, in one run:
-#   1. tandem-gpu-bench --only reduce with the defaults, and a sweep of TANDEM_REDUCTION_WG x
-#      TANDEM_TWO_PASS_THRESHOLD (how the defaults were chosen);
+#   1. tandem-gpu-bench --only reduce with the defaults, and a sweep of TANDEM_REDUCTION_WG (how
+#      the default was chosen);
 #   2. bench/torch_reduce_peers.py: PyTorch eager and torch.compile on the same sums, and copy_;
 #   3. a table: Tandem's bandwidth against PyTorch's copy_ (target: >= 85% for sum along
 #      dimension 1, dimension 2, all, and the fused sum(A .* B, 2); >= 80% for transpose(A) and
@@ -26,11 +26,9 @@ gpu_setup_out tandem-reduce
 echo "== run-gpu-reduce.sh: $(date -u +%Y-%m-%dT%H:%MZ), n = 2^$log2n fp32" | tee "$out/reduce_log.txt" >&2
 "$bench" --log2n "$log2n" --cache-dir none --only reduce --label default > "$out/reduce_tandem.jsonl" || exit 2
 if [[ $sweep -eq 1 ]]; then
-  for wg in 128 256 512 1024; do
-    for th in 1024 4096 65536; do
-      TANDEM_REDUCTION_WG=$wg TANDEM_TWO_PASS_THRESHOLD=$th "$bench" --log2n "$log2n" --cache-dir none --only reduce \
-        --label "wg=$wg,threshold=$th" | grep '^{"bytes"' | sed "s/^{/{\"wg\":$wg,\"threshold\":$th,/" >> "$out/reduce_sweep.jsonl"
-    done
+  for wg in 64 128 256 512 1024; do
+    TANDEM_REDUCTION_WG=$wg "$bench" --log2n "$log2n" --cache-dir none --only reduce \
+      --label "wg=$wg" | grep '^{"bytes"' | sed "s/^{/{\"wg\":$wg,/" >> "$out/reduce_sweep.jsonl"
   done
 fi
 if [[ $torch -eq 1 ]]; then
@@ -62,12 +60,12 @@ for j in t:
           f"{ratio*100:7.0f}% {e:9.3f} {c:11.3f}  {mark}")
 sw = load("reduce_sweep.jsonl")
 if sw:
-    print("\nsweep: GPU-time GB/s by TANDEM_REDUCTION_WG x TANDEM_TWO_PASS_THRESHOLD")
+    print("\nsweep: GPU-time GB/s by TANDEM_REDUCTION_WG")
     table = collections.defaultdict(dict)
     for j in sw:
-        table[(j["wg"], j["threshold"])][j["expr"]] = j["kernel_GBps"]
+        table[j["wg"]][j["expr"]] = j["kernel_GBps"]
     exprs = sorted({j["expr"] for j in sw})
-    print(f"{'wg':>5s} {'threshold':>9s} " + " ".join(f"{x:>12s}" for x in exprs))
-    for (wg, th), row in sorted(table.items()):
-        print(f"{wg:5d} {th:9d} " + " ".join(f"{row.get(x, float('nan')):12.0f}" for x in exprs))
+    print(f"{'wg':>5s} " + " ".join(f"{x:>12s}" for x in exprs))
+    for wg, row in sorted(table.items()):
+        print(f"{wg:5d} " + " ".join(f"{row.get(x, float('nan')):12.0f}" for x in exprs))
 PY

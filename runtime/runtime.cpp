@@ -141,7 +141,6 @@ std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request) {
                                                                      : config_.pipeline_cache_dir;
         o.test_fault = config_.test_fault;
         o.reduction_workgroup = config_.reduction_workgroup;
-        o.two_pass_threshold = config_.two_pass_threshold;
         o.subgroups = config_.vulkan_subgroups;
         o.loops = config_.vulkan_loops;
         o.log_gpu = config_.log.find("gpu") != std::string::npos;

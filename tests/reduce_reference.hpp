@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "graph/reduce_order.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
 
@@ -170,6 +173,34 @@ inline Expected reduce(const Host& x, Op op, int dim, bool omitnan = false) {
             e.tolerance.v[static_cast<std::size_t>(out)] = tol;
         }
     return e;
+}
+
+/// Sums (prod: products) along the middle of (inner, len, outer) in the canonical order of
+/// graph/reduce_order.hpp: the exact bits every executor gives.
+inline std::vector<double> canonical(const std::vector<double>& x, std::int64_t inner, std::int64_t len,
+                                     std::int64_t outer, bool prod) {
+    std::vector<double> out(static_cast<std::size_t>(inner * outer)), line(static_cast<std::size_t>(len));
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < inner; ++i) {
+            for (std::int64_t k = 0; k < len; ++k) line[static_cast<std::size_t>(k)] = x[static_cast<std::size_t>(i + inner * (k + len * o))];
+            out[static_cast<std::size_t>(i + inner * o)] =
+                prod ? tandem::detail::canonical_fold(line.data(), len, 1.0, [](double a, double b) { return a * b; })
+                     : tandem::detail::canonical_fold(line.data(), len, 0.0, [](double a, double b) { return a + b; });
+        }
+    return out;
+}
+
+/// r's values are `want`'s bits (any NaN for a NaN: a NaN's payload is no part of the answer).
+inline void expect_bits(const tandem::Array& r, const std::vector<double>& want) {
+    const Host got = tref::gather(r);
+    ASSERT_EQ(got.v.size(), want.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const bool same = (std::isnan(got.v[i]) && std::isnan(want[i])) ||
+                          std::bit_cast<std::uint64_t>(got.v[i]) == std::bit_cast<std::uint64_t>(want[i]);
+        if (!same && ++bad <= 3) ADD_FAILURE() << "[" << i << "] " << got.v[i] << " vs " << want[i];
+    }
+    EXPECT_EQ(bad, 0u);
 }
 
 enum class ScanOp { cumsum, cumprod, cummax, cummin };

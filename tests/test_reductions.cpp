@@ -303,51 +303,8 @@ TEST(Reductions, SameBitsOnEveryInstructionSet) {
     }
 }
 
-// The order of a CPU sum, as documented in backends/cpu/reduce.hpp and reduce_kernels.hpp, written
-// out here so that a change of the bits is noticed: along a contiguous dimension, chunks of one
-// block, each in 32 lanes (element i into lane i % 32) combined pairwise, the chunks in order;
-// along a strided one, the reduced dimension in kchunks pieces (1 when there are 64 outer indices
-// or more, else ceil(64 / outer) capped at the length), each summed in order from 0, the pieces
-// in order. A NaN result is the one quiet NaN.
-double lanes32(const double* x, std::size_t n) {
-    double lane[32] = {};
-    for (std::size_t i = 0; i < n; ++i) lane[i % 32] += x[i];
-    for (std::size_t w = 16; w > 0; w /= 2)
-        for (std::size_t l = 0; l < w; ++l) lane[l] += lane[l + w];
-    return lane[0];
-}
-std::vector<double> documented_sum(const std::vector<double>& x, std::int64_t inner, std::int64_t len, std::int64_t outer,
-                                   std::int64_t block) {
-    std::vector<double> out(static_cast<std::size_t>(inner * outer));
-    if (inner == 1) {
-        for (std::int64_t o = 0; o < outer; ++o) {
-            double a = 0;
-            for (std::int64_t k0 = 0; k0 < len; k0 += block) {
-                const double c = lanes32(&x[static_cast<std::size_t>(k0 + len * o)], static_cast<std::size_t>(std::min(block, len - k0)));
-                a = k0 == 0 ? c : a + c;
-            }
-            out[static_cast<std::size_t>(o)] = a;
-        }
-    } else {
-        const std::int64_t kchunks = outer >= 64 ? 1 : std::min<std::int64_t>(len, (64 + outer - 1) / outer);
-        const std::int64_t kc_len = (len + kchunks - 1) / kchunks;
-        for (std::int64_t o = 0; o < outer; ++o)
-            for (std::int64_t i = 0; i < inner; ++i) {
-                double a = 0;
-                for (std::int64_t c = 0; c < kchunks; ++c) {
-                    double p = 0;
-                    for (std::int64_t k = c * kc_len; k < std::min(len, (c + 1) * kc_len); ++k)
-                        p += x[static_cast<std::size_t>(i + inner * (k + len * o))];
-                    a = c == 0 ? p : a + p;
-                }
-                out[static_cast<std::size_t>(i + inner * o)] = a;
-            }
-    }
-    for (double& v : out)
-        if (std::isnan(v)) v = std::numeric_limits<double>::quiet_NaN();
-    return out;
-}
-
+// Sums and products in the canonical order of graph/reduce_order.hpp, bit for bit, whatever the
+// block size and the instruction set (and, test_vulkan_reduce.cpp, on the GPU).
 TEST(Reductions, SumsAddInTheDocumentedOrder) {
     std::mt19937_64 rng(31);
     for (std::int64_t block : {2048, 256}) {
@@ -356,7 +313,8 @@ TEST(Reductions, SumsAddInTheDocumentedOrder) {
             c.cpu_isa = isa;
             c.block_elements = block;
             Runtime rt(c);
-            for (const Dims& d : {Dims{3000, 700}, Dims{700, 3000}, Dims{7, 20000}, Dims{33, 5, 130}, Dims{50001, 2}}) {
+            for (const Dims& d : {Dims{3000, 700}, Dims{700, 3000}, Dims{7, 20000}, Dims{33, 5, 130}, Dims{50001, 2},
+                                  Dims{2, 1100000}}) {
                 SCOPED_TRACE(tref::dims_str(d) + " block " + std::to_string(block) + " " + isa);
                 Host hx = tred::random_data(d, DType::f64, rng, false);
                 hx.v[5] = std::numeric_limits<double>::infinity();  // one NaN result (Inf - Inf), one Inf
@@ -368,19 +326,24 @@ TEST(Reductions, SumsAddInTheDocumentedOrder) {
                 const Array rev = tref::make_array(rt, Host{hx.dims, DType::f64, std::vector<double>(hx.v.rbegin(), hx.v.rend())});
                 const Array y = x * (rev + 0.5);
                 const std::int64_t n = tref::numel(hx.dims), rows = hx.dims[0], rest = n / rows;
-                auto expect_bits = [&](const Array& r, const std::vector<double>& want) {
-                    const Host got = tref::gather(r);
-                    ASSERT_EQ(got.v.size(), want.size());
-                    std::size_t bad = 0;
-                    for (std::size_t i = 0; i < want.size(); ++i)
-                        if (std::bit_cast<std::uint64_t>(got.v[i]) != std::bit_cast<std::uint64_t>(want[i]) && ++bad <= 3)
-                            ADD_FAILURE() << "[" << i << "] " << got.v[i] << " vs " << want[i];
-                };
-                expect_bits(tandem::sum(x, 1), documented_sum(hx.v, 1, rows, rest, block));
-                expect_bits(tandem::sum(x, 2), documented_sum(hx.v, rows, hx.dims[1], n / (rows * hx.dims[1]), block));
-                expect_bits(tandem::sum(x, tandem::all_dims), documented_sum(hx.v, 1, n, 1, block));
-                expect_bits(tandem::sum(y, 1), documented_sum(hy, 1, rows, rest, block));  // fused: sum(a .* b)
-                expect_bits(tandem::sum(y, 2), documented_sum(hy, rows, hx.dims[1], n / (rows * hx.dims[1]), block));
+                const std::int64_t cols = hx.dims[1], outer2 = n / (rows * cols);
+                tred::expect_bits(tandem::sum(x, 1), tred::canonical(hx.v, 1, rows, rest, false));
+                tred::expect_bits(tandem::sum(x, 2), tred::canonical(hx.v, rows, cols, outer2, false));
+                tred::expect_bits(tandem::sum(x, tandem::all_dims), tred::canonical(hx.v, 1, n, 1, false));
+                tred::expect_bits(tandem::sum(y, 1), tred::canonical(hy, 1, rows, rest, false));  // fused: sum(a .* b)
+                tred::expect_bits(tandem::sum(y, 2), tred::canonical(hy, rows, cols, outer2, false));
+                // Products near 1 (no overflow) in both layouts, and a float sum (accumulated in double).
+                std::vector<double> hp(hx.v.size());
+                for (std::size_t i = 0; i < hp.size(); ++i) hp[i] = 1.0 + hx.v[i] * 1e-3;
+                const Array p = x * 1e-3 + 1.0;
+                tred::expect_bits(tandem::prod(p, 1), tred::canonical(hp, 1, rows, rest, true));
+                tred::expect_bits(tandem::prod(p, 2), tred::canonical(hp, rows, cols, outer2, true));
+                std::vector<double> hf(hx.v.size());
+                for (std::size_t i = 0; i < hf.size(); ++i) hf[i] = static_cast<double>(static_cast<float>(hx.v[i]));
+                const Array f = tandem::single(x);
+                std::vector<double> want_f = tred::canonical(hf, 1, rows, rest, false);
+                for (double& v : want_f) v = static_cast<double>(static_cast<float>(v));
+                tred::expect_bits(tandem::sum(f, 1), want_f);
             }
         }
     }
@@ -392,8 +355,7 @@ TEST(Reductions, SettingsFromTheEnvironmentAreChecked) {
         const char* value;
     };
     for (const Bad& b : {Bad{"TANDEM_REDUCTION_WG", "100"}, Bad{"TANDEM_REDUCTION_WG", "2048"},
-                         Bad{"TANDEM_REDUCTION_WG", "x"}, Bad{"TANDEM_TWO_PASS_THRESHOLD", "0"},
-                         Bad{"TANDEM_TWO_PASS_THRESHOLD", "-5"}, Bad{"TANDEM_VULKAN_SUBGROUPS", "2"}}) {
+                         Bad{"TANDEM_REDUCTION_WG", "x"}, Bad{"TANDEM_VULKAN_SUBGROUPS", "2"}}) {
         ::setenv(b.var, b.value, 1);
         try {
             tandem::Config::from_environment();
@@ -404,12 +366,9 @@ TEST(Reductions, SettingsFromTheEnvironmentAreChecked) {
         ::unsetenv(b.var);
     }
     ::setenv("TANDEM_REDUCTION_WG", "128", 1);
-    ::setenv("TANDEM_TWO_PASS_THRESHOLD", "65536", 1);
     const auto c = tandem::Config::from_environment();
     EXPECT_EQ(c.reduction_workgroup, 128u);
-    EXPECT_EQ(c.two_pass_threshold, 65536);
     ::unsetenv("TANDEM_REDUCTION_WG");
-    ::unsetenv("TANDEM_TWO_PASS_THRESHOLD");
 }
 
 TEST(Reductions, ArgumentErrors) {

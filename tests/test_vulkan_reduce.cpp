@@ -80,21 +80,18 @@ TEST_P(VulkanReduce, ScansSameBitsAsDocumented) {
 INSTANTIATE_TEST_SUITE_P(VulkanReduce, VulkanReduce, ::testing::Values(DType::f64, DType::f32, DType::logical),
                          [](const auto& p) { return std::string(tref::dtype_str(p.param)); });
 
-// The settings: another workgroup size, the shared-memory tree instead of subgroup shuffles, and
-// a two-pass threshold that splits even short runs: the same answers.
-TEST(VulkanReduceSettings, WorkgroupTreeAndThreshold) {
+// The settings: another workgroup size, the shared-memory tree instead of subgroup shuffles:
+// the same answers.
+TEST(VulkanReduceSettings, WorkgroupAndTree) {
     struct Case {
         std::uint32_t wg;
         bool subgroups;
-        std::int64_t threshold;
     };
-    for (const Case& c : {Case{64, false, 1}, Case{32, true, 2}, Case{128, true, 100000}}) {
-        SCOPED_TRACE("wg " + std::to_string(c.wg) + (c.subgroups ? " subgroups" : " tree") + " threshold " +
-                     std::to_string(c.threshold));
+    for (const Case& c : {Case{64, false}, Case{32, true}, Case{128, true}, Case{1024, false}}) {
+        SCOPED_TRACE("wg " + std::to_string(c.wg) + (c.subgroups ? " subgroups" : " tree"));
         tandem::Config cfg = tvk::gpu_config();
         cfg.reduction_workgroup = c.wg;
         cfg.vulkan_subgroups = c.subgroups;
-        cfg.two_pass_threshold = c.threshold;
         auto gpu = tvk::open_gpu(cfg);
         std::mt19937_64 rng(c.wg);
         for (const Dims& shape : {Dims{300, 5}, Dims{5, 300}, Dims{4000, 1}, Dims{64, 64}, Dims{5000, 3}}) {
@@ -232,6 +229,57 @@ TEST(VulkanReduceFused, SameBitsEveryRunAndCloseToTheCpu) {
         }
     }
     tvk::expect_device_clean(*gpu);
+}
+
+// Placement never changes a sum: the device adds in the canonical order of graph/reduce_order.hpp,
+// the CPU's, bit for bit -- every layout (contiguous, strided, a chunk, several, several levels of
+// partials), fused producers, float data, products, mean, every workgroup size and both trees.
+TEST(VulkanReduceFused, SumsAndProductsAreTheCpusBits) {
+    {
+        auto gpu = tvk::open_gpu();
+        const std::vector<double> d{1e16, 1.0, -1e16};
+        const Array x = gpu->array(std::span<const double>(d));
+        tred::expect_bits(tandem::sum(x), {1.0});  // lanes 0, 1, 2; the tree adds lane 2 to lane 0 first
+    }
+    struct Case {
+        std::uint32_t wg;
+        bool subgroups;
+    };
+    std::mt19937_64 rng(23);
+    tandem::Runtime cpu(tvk::cpu_config());
+    for (const Case& c : {Case{256, true}, Case{32, false}, Case{1024, true}, Case{64, false}}) {
+        tandem::Config cfg = tvk::gpu_config();
+        cfg.reduction_workgroup = c.wg;
+        cfg.vulkan_subgroups = c.subgroups;
+        auto gpu = tvk::open_gpu(cfg);
+        const std::vector<Dims> shapes = c.wg == 256 ? std::vector<Dims>{Dims{3000, 70}, Dims{70, 3000}, Dims{7, 20}, Dims{33, 5, 130},
+                                                                         Dims{3, 1100000}, Dims{1100000, 2}, Dims{1, 1}}
+                                                     : std::vector<Dims>{Dims{3000, 70}, Dims{33, 5, 130}, Dims{2, 40000}};
+        for (const Dims& d : shapes) {
+            SCOPED_TRACE(tref::dims_str(d) + " wg " + std::to_string(c.wg) + (c.subgroups ? " subgroups" : " tree"));
+            const Host hx = tred::random_data(d, DType::f64, rng, false);
+            const std::int64_t n = tref::numel(d), rows = d[0], cols = d[1], outer2 = n / (rows * cols);
+            std::vector<double> hy(hx.v.size()), hf(hx.v.size());
+            for (std::size_t i = 0; i < hy.size(); ++i) {
+                hy[i] = hx.v[i] * 1e-3 + 1.0;
+                hf[i] = static_cast<double>(static_cast<float>(hx.v[i]));
+            }
+            for (tandem::Runtime* rt : {gpu.get(), &cpu}) {
+                const Array x = tref::make_array(*rt, hx);
+                const Array y = x * 1e-3 + 1.0;  // fused into the reduction
+                tred::expect_bits(tandem::sum(x, 1), tred::canonical(hx.v, 1, rows, n / rows, false));
+                tred::expect_bits(tandem::sum(x, 2), tred::canonical(hx.v, rows, cols, outer2, false));
+                tred::expect_bits(tandem::sum(x, tandem::all_dims), tred::canonical(hx.v, 1, n, 1, false));
+                tred::expect_bits(tandem::prod(y, 1), tred::canonical(hy, 1, rows, n / rows, true));
+                tred::expect_bits(tandem::prod(y, 2), tred::canonical(hy, rows, cols, outer2, true));
+                std::vector<double> want_f = tred::canonical(hf, rows, cols, outer2, false);
+                for (double& v : want_f) v = static_cast<double>(static_cast<float>(v));
+                tred::expect_bits(tandem::sum(tandem::single(x), 2), want_f);
+            }
+            tred::expect_bits(tandem::mean(tref::make_array(*gpu, hx), 2), tref::gather(tandem::mean(tref::make_array(cpu, hx), 2)).v);
+        }
+        tvk::expect_device_clean(*gpu);
+    }
 }
 
 TEST(VulkanReduceFused, NanToLogicalInsideAReductionFailsItsFuture) {

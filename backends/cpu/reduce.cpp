@@ -13,6 +13,7 @@
 
 #include "backends/cpu/program.hpp"
 #include "backends/cpu/reduce_kernels.hpp"
+#include "graph/reduce_order.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::cpu {
@@ -85,19 +86,14 @@ const double* as_doubles(const Program::SinkView& s, std::size_t n, double* buf)
     return buf;
 }
 
-/// Folds the n elements of a block (positions k0, k0 + 1, ...) into one partial, in a fixed order
-/// (reduce_kernels.hpp): sums and products in 32 lanes combined pairwise, any/all and max/min
-/// as if in order (the first extremum). pf: bytes to prefetch ahead (0: the data is in cache).
-Acc fold_run(const ReduceKernels& rk, OpKind op, const Program::SinkView& s, std::size_t n, std::int64_t k0, double* buf,
-             std::size_t pf) {
+bool in_lanes(OpKind op) { return op == OpKind::Sum || op == OpKind::Prod; }
+
+/// Folds the n elements of a block (positions k0, k0 + 1, ...) of an order-free reduction (any,
+/// all, max, min) into one partial: as if in order (the first extremum).
+Acc fold_run(const ReduceKernels& rk, OpKind op, const Program::SinkView& s, std::size_t n, std::int64_t k0, double* buf) {
     const RedKind kind = kind_of(op);
-    if ((kind == RedKind::Sum || kind == RedKind::Prod) && !s.scalar && s.type == ElemType::f32)
-        return {(kind == RedKind::Sum ? rk.sum_run[1] : rk.prod_run[1])(s.data, n, pf / sizeof(float)), 0};
     const double* x = as_doubles(s, n, buf);
-    pf = x == buf ? 0 : pf / sizeof(double);
     switch (kind) {
-        case RedKind::Sum: return {rk.sum_run[0](x, n, pf), 0};
-        case RedKind::Prod: return {rk.prod_run[0](x, n, pf), 0};
         case RedKind::Any: return {rk.any_run(x, n) ? 1.0 : 0.0, 0};
         case RedKind::All: return {rk.all_run(x, n) ? 1.0 : 0.0, 0};
         default: {
@@ -110,39 +106,105 @@ Acc fold_run(const ReduceKernels& rk, OpKind op, const Program::SinkView& s, std
     }
 }
 
-/// Folds rows r < rows (row r: `n` elements at x + r * stride, position k0 + r) into (v, pos) in
-/// order of r; x has the type `type` (double rows for any type but Sum/Prod of float).
-void fold_rows(const ReduceKernels& rk, RedKind kind, ElemType type, double* v, std::int64_t* pos, const void* x,
-               std::size_t stride, std::size_t rows, std::size_t n, std::int64_t k0) {
-    const int t = type == ElemType::f32 ? 1 : 0;
-    switch (kind) {
-        case RedKind::Sum: rk.rows_sum[t](v, x, stride, rows, n); break;
-        case RedKind::Prod: rk.rows_prod[t](v, x, stride, rows, n); break;
-        case RedKind::Any: rk.rows_any(v, static_cast<const double*>(x), stride, rows, n); break;
-        case RedKind::All: rk.rows_all(v, static_cast<const double*>(x), stride, rows, n); break;
-        default: rk.rows_ext(kind == RedKind::Max, v, pos, static_cast<const double*>(x), stride, rows, n, k0); break;
+/// Folds the n elements of a block (lane of the first: lane0) into a sum's or product's 32
+/// lanes: double and float values as they are (prefetching pf bytes ahead), others converted
+/// into `buf` first.
+void fold_lanes(const ReduceKernels& rk, OpKind op, const Program::SinkView& s, std::size_t n, std::size_t lane0,
+                double* lanes, double* buf, std::size_t pf) {
+    auto* fn = op == OpKind::Prod ? rk.lanes_prod : rk.lanes_sum;
+    if (!s.scalar && s.type == ElemType::f64) return fn[0](lanes, s.data, n, lane0, pf / sizeof(double));
+    if (!s.scalar && s.type == ElemType::f32) return fn[1](lanes, s.data, n, lane0, pf / sizeof(float));
+    fn[0](lanes, as_doubles(s, n, buf), n, lane0, 0);
+}
+
+/// The halving tree over the 32 lanes (graph/reduce_order.hpp).
+double lane_tree(double* lane, bool prod) {
+    for (std::int64_t w = kReduceLanes / 2; w > 0; w /= 2)
+        for (std::int64_t l = 0; l < w; ++l) lane[l] = prod ? lane[l] * lane[l + w] : lane[l] + lane[l + w];
+    return lane[0];
+}
+
+/// The same, elementwise over 32 slices of n accumulators (slice l at acc + l * ss): slice 0 ends
+/// with the results.
+void slice_tree(double* acc, std::size_t ss, std::size_t n, bool prod) {
+    for (std::size_t w = kReduceLanes / 2; w > 0; w /= 2)
+        for (std::size_t l = 0; l < w; ++l) {
+            double* a = acc + l * ss;
+            const double* b = acc + (l + w) * ss;
+            if (prod)
+                for (std::size_t i = 0; i < n; ++i) a[i] = a[i] * b[i];
+            else
+                for (std::size_t i = 0; i < n; ++i) a[i] = a[i] + b[i];
+        }
+}
+
+/// The strided fold of rows into a sum's or product's slices: rows of `type` (double or float
+/// as they are, else converted row by row into `buf`), row r into slice (lane0 + r) % 32.
+void fold_slices(const ReduceKernels& rk, OpKind op, const Program::SinkView& s, double* acc, std::size_t ss,
+                 std::size_t stride, std::size_t rows, std::size_t n, std::size_t lane0, double* buf) {
+    auto* fn = op == OpKind::Prod ? rk.rows_lanes_prod : rk.rows_lanes_sum;
+    if (!s.scalar && s.type == ElemType::f64) return fn[0](acc, ss, s.data, stride, rows, n, lane0);
+    if (!s.scalar && s.type == ElemType::f32) return fn[1](acc, ss, s.data, stride, rows, n, lane0);
+    for (std::size_t r = 0; r < rows; ++r) {
+        Program::SinkView row = s;
+        if (!s.scalar) row.data = static_cast<const std::uint8_t*>(s.data) + r * stride;  // u8: a byte an element
+        fn[0](acc, ss, as_doubles(row, n, buf), 0, 1, n, lane0 + r);
     }
 }
 
-/// The same for a block of the program's value (`rows` rows of `n` elements, `stride` apart in
-/// the block): float rows of a sum or product as they are, other types converted into `buf`.
-void fold_block_rows(const ReduceKernels& rk, RedKind kind, const Program::SinkView& s, double* v, std::int64_t* pos,
-                     std::size_t stride, std::size_t rows, std::size_t n, std::int64_t k0, double* buf) {
-    const std::size_t count = (rows - 1) * stride + n;
-    if (!s.scalar && (s.type == ElemType::f64 || (s.type == ElemType::f32 && (kind == RedKind::Sum || kind == RedKind::Prod))))
-        return fold_rows(rk, kind, s.type, v, pos, s.data, stride, rows, n, k0);
-    fold_rows(rk, kind, ElemType::f64, v, pos, as_doubles(s, count, buf), stride, rows, n, k0);
+/// Folds each of n outputs' P partials (partial c of output i at v[c * stride + i]) by the
+/// canonical order's later levels, in place: v[i] ends with the results. `acc`: 32 * n doubles.
+void fold_levels(const ReduceKernels& rk, bool prod, double* v, std::size_t stride, std::size_t P, std::size_t n,
+                 double* acc) {
+    const auto C = static_cast<std::size_t>(kReduceChunk);
+    auto* fn = prod ? rk.rows_lanes_prod : rk.rows_lanes_sum;
+    while (P > 1) {
+        const std::size_t next = (P + C - 1) / C;
+        for (std::size_t c = 0; c < next; ++c) {
+            std::fill_n(acc, 32 * n, prod ? 1.0 : 0.0);
+            fn[0](acc, n, v + c * C * stride, stride, std::min(C, P - c * C), n, 0);
+            slice_tree(acc, n, n, prod);
+            std::copy_n(acc, n, v + c * stride);  // row c: every row it covers is read already
+        }
+        P = next;
+    }
+}
+
+/// Folds rows r < rows (row r: `n` elements at x + r * stride, position k0 + r) of an
+/// order-free reduction into (v, pos) in order of r; x holds doubles.
+void fold_rows(const ReduceKernels& rk, RedKind kind, double* v, std::int64_t* pos, const double* x, std::size_t stride,
+               std::size_t rows, std::size_t n, std::int64_t k0) {
+    switch (kind) {
+        case RedKind::Any: rk.rows_any(v, x, stride, rows, n); break;
+        case RedKind::All: rk.rows_all(v, x, stride, rows, n); break;
+        default: rk.rows_ext(kind == RedKind::Max, v, pos, x, stride, rows, n, k0); break;
+    }
+}
+
+/// The same from a view (doubles as they are, other types converted row by row into `buf`).
+void fold_view_rows(const ReduceKernels& rk, RedKind kind, const Program::SinkView& s, double* v, std::int64_t* pos,
+                    std::size_t stride, std::size_t rows, std::size_t n, std::int64_t k0, double* buf) {
+    if (!s.scalar && s.type == ElemType::f64)
+        return fold_rows(rk, kind, v, pos, static_cast<const double*>(s.data), stride, rows, n, k0);
+    const std::size_t esize = s.type == ElemType::f32 ? 4 : 1;
+    for (std::size_t r = 0; r < rows; ++r) {
+        Program::SinkView row = s;
+        if (!s.scalar) row.data = static_cast<const std::uint8_t*>(s.data) + r * stride * esize;
+        fold_rows(rk, kind, v, pos, as_doubles(row, n, buf), 0, 1, n, k0 + static_cast<std::int64_t>(r));
+    }
 }
 
 /// Thread-local scratch: the program's registers and one block of doubles per reduction.
 struct Scratch {
     std::vector<std::byte, std::allocator<std::byte>> regs;
     std::vector<double> conv;
+    std::vector<double> lanes;  ///< sums' and products' lanes (32 a reduction, or 32 slices)
 };
-Scratch& scratch_for(std::size_t reg_bytes, std::size_t conv_doubles) {
+Scratch& scratch_for(std::size_t reg_bytes, std::size_t conv_doubles, std::size_t lane_doubles = 0) {
     thread_local Scratch s;
     if (s.regs.size() < reg_bytes + 64) s.regs.resize(reg_bytes + 64);
     if (s.conv.size() < conv_doubles) s.conv.resize(conv_doubles);
+    if (s.lanes.size() < lane_doubles) s.lanes.resize(lane_doubles);
     return s;
 }
 std::byte* aligned(std::vector<std::byte>& v) {
@@ -215,6 +277,16 @@ constexpr std::size_t kPrefetchBytes = 32768;
 /// Rows of a strided reduction computed by the program (long rows) folded in one pass, each
 /// computed into a scratch of its own.
 constexpr std::size_t kFusedRows = 4;
+/// Outputs of a strided task: the 32 slices of a sum's lanes (128 KiB) stay in the core's cache.
+constexpr std::size_t kLanePiece = 512;
+
+std::size_t elem_bytes(ElemType t) { return t == ElemType::f64 ? 8 : t == ElemType::f32 ? 4 : 1; }
+
+/// The view `off` elements further.
+Program::SinkView at_offset(Program::SinkView v, std::size_t off) {
+    if (!v.scalar) v.data = static_cast<const std::uint8_t*>(v.data) + off * elem_bytes(v.type);
+    return v;
+}
 
 }  // namespace
 
@@ -260,167 +332,169 @@ void run_reduce(const Region& region, std::span<const Storage* const> inputs, st
             in_memory[j] = !v.scalar && !(p >= regs && p < regs + reg_bytes);
         }
     }
-
-    // Rows folded at a time from blocks of long rows (one scratch each, S bytes apart: the
-    // scratch rounded up to lines, plus a few lines so that the rows do not alias in the caches).
-    const std::size_t S = (reg_bytes + 63) / 64 * 64 + 256;
-
-    if (inner == 1) {
-        // Contiguous along the reduced dimension: chunks of one block, partials combined in order.
-        const auto chunks = static_cast<std::size_t>((len + static_cast<std::int64_t>(B) - 1) / static_cast<std::int64_t>(B));
-        const std::size_t tasks = static_cast<std::size_t>(outer) * chunks;
-        std::vector<Acc> partial(tasks * nred);
-        for_range(tasks, parallel, [&](std::size_t first, std::size_t last) {
-            Scratch& s = scratch_for(reg_bytes, B);
-            std::byte* regs = aligned(s.regs);
-            for (std::size_t t = first; t < last; ++t) {
-                const auto o = static_cast<std::int64_t>(t / chunks);
-                const auto c = static_cast<std::int64_t>(t % chunks);
-                const std::int64_t k0 = c * static_cast<std::int64_t>(B);
-                const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(B), len - k0));
-                const std::int64_t start = k0 + len * o;
-                program.run_block(start, n, regs);
-                for (std::size_t j = 0; j < nred; ++j)
-                    partial[t * nred + j] = fold_run(rk, region.reductions[j].op, program.sink(j, start, regs), n, k0, s.conv.data(),
-                                                     in_memory[j] ? kPrefetchBytes : 0);
-            }
-        });
-        for_range(static_cast<std::size_t>(outer), parallel, [&](std::size_t first, std::size_t last) {
-            for (std::size_t o = first; o < last; ++o)
-                for (std::size_t j = 0; j < nred; ++j) {
-                    const OpKind op = region.reductions[j].op;
-                    const Acc* p = &partial[(o * chunks) * nred + j];
-                    Acc a = p[0];
-                    if (op == OpKind::Sum)
-                        for (std::size_t c = 1; c < chunks; ++c) a.v += p[c * nred].v;
-                    else
-                        for (std::size_t c = 1; c < chunks; ++c) combine(op, a, p[c * nred]);
-                    write_output(*region.outputs[j].node, op, *outputs[j], static_cast<std::int64_t>(o), a);
-                }
-        });
-        return;
-    }
-
-    // Strided: each position k of the reduced dimension is a run of `inner` outputs, contiguous in
-    // memory; consecutive k are consecutive runs. A task takes one outer index and a chunk of k:
-    // one contiguous stretch of memory, read in order, row after row (a few rows per pass over the
-    // accumulators when rows are short). The reduced dimension is split into chunks only when there
-    // are too few outer indices to share out (the split depends on the shape, not on the threads);
-    // each chunk folds its rows in order from the identity, and the chunks are combined in order.
-    const auto units = static_cast<std::size_t>(outer);
-    const std::int64_t kchunks = units >= 64 ? 1 : std::min<std::int64_t>(len, static_cast<std::int64_t>((64 + units - 1) / units));
-    const std::int64_t kc_len = (len + kchunks - 1) / kchunks;
-    const std::size_t tasks = units * static_cast<std::size_t>(kchunks);
-    const auto I = static_cast<std::size_t>(inner);
     bool need_pos = false;
     for (const auto& red : region.reductions) need_pos |= kind_of(red.op) == RedKind::Max || kind_of(red.op) == RedKind::Min;
-    // Partials: per task, per reduction, a value (and a position, for max/min) per inner element.
-    const std::size_t slice = nred * I;
-    auto pv = std::make_unique_for_overwrite<double[]>(tasks * slice);
-    std::unique_ptr<std::int64_t[]> pk;
-    if (need_pos) pk = std::make_unique_for_overwrite<std::int64_t[]>(tasks * slice);
 
-    // The reduced values are read straight from the inputs when the program computes nothing
-    // and each is a double array (or a float one, summed or multiplied).
-    bool direct = program.steps() == 0;
-    if (direct) {
-        Scratch& s = scratch_for(reg_bytes, B);
-        const std::byte* regs = aligned(s.regs);
-        for (std::size_t j = 0; j < nred; ++j) {
-            const ElemType type = program.sink(j, 0, regs).type;
-            const RedKind kind = kind_of(region.reductions[j].op);
-            direct &= in_memory[j] && (type == ElemType::f64 || (type == ElemType::f32 && (kind == RedKind::Sum || kind == RedKind::Prod)));
-        }
+    // The canonical order (graph/reduce_order.hpp): each output's positions in chunks of C; a
+    // task folds whole chunks into partials, which the last phase folds by the later levels
+    // (sums, products) or combines in order (the order-free kinds). Partial of chunk c of
+    // output (i, o), reduction j: ((o * P + c) * nred + j) * I + i.
+    const auto C = static_cast<std::size_t>(kReduceChunk);
+    const auto P = static_cast<std::size_t>(reduce_chunks(len));
+    const auto I = static_cast<std::size_t>(inner);
+    const auto O = static_cast<std::size_t>(outer);
+    const std::size_t slice = nred * I;
+    auto pv = std::make_unique_for_overwrite<double[]>(O * P * slice);
+    std::unique_ptr<std::int64_t[]> pk;
+    if (need_pos) pk = std::make_unique_for_overwrite<std::int64_t[]>(O * P * slice);
+
+    if (inner == 1) {
+        // Contiguous along the reduced dimension: a task takes a run of whole chunks of one
+        // output (about a block or more), the program's blocks folded in pieces that end where
+        // chunks do.
+        const std::size_t cpt = std::max<std::size_t>(1, B / C);
+        const std::size_t tpo = (P + cpt - 1) / cpt;
+        for_range(O * tpo, parallel, [&](std::size_t first, std::size_t last) {
+            Scratch& s = scratch_for(reg_bytes, B, 32 * nred);
+            std::byte* regs = aligned(s.regs);
+            double* lanes = s.lanes.data();
+            std::vector<Acc> acc(nred);
+            auto reset = [&] {
+                for (std::size_t j = 0; j < nred; ++j) {
+                    const OpKind op = region.reductions[j].op;
+                    if (in_lanes(op)) std::fill_n(lanes + 32 * j, 32, initial(op).v);
+                    else acc[j] = initial(op);
+                }
+            };
+            for (std::size_t t = first; t < last; ++t) {
+                const std::size_t o = t / tpo, c0 = (t % tpo) * cpt, c1 = std::min(P, c0 + cpt);
+                const auto kend = std::min<std::int64_t>(len, static_cast<std::int64_t>(c1 * C));
+                reset();
+                for (auto k = static_cast<std::int64_t>(c0 * C); k < kend;) {
+                    const auto n = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(B), kend - k));
+                    const std::int64_t start = k + len * static_cast<std::int64_t>(o);
+                    program.run_block(start, n, regs);
+                    for (std::size_t off = 0; off < n;) {
+                        const auto pos = static_cast<std::size_t>(k) + off;
+                        const std::size_t chunk_end = (pos / C + 1) * C;
+                        const std::size_t m = std::min(n - off, chunk_end - pos);
+                        for (std::size_t j = 0; j < nred; ++j) {
+                            const OpKind op = region.reductions[j].op;
+                            const Program::SinkView v = at_offset(program.sink(j, start, regs), off);
+                            if (in_lanes(op))
+                                fold_lanes(rk, op, v, m, pos % 32, lanes + 32 * j, s.conv.data(), in_memory[j] ? kPrefetchBytes : 0);
+                            else
+                                combine(op, acc[j], fold_run(rk, op, v, m, static_cast<std::int64_t>(pos), s.conv.data()));
+                        }
+                        if (pos + m == chunk_end || pos + m == static_cast<std::size_t>(len)) {
+                            const std::size_t base = (o * P + pos / C) * nred;
+                            for (std::size_t j = 0; j < nred; ++j) {
+                                const OpKind op = region.reductions[j].op;
+                                pv[base + j] = in_lanes(op) ? lane_tree(lanes + 32 * j, op == OpKind::Prod) : acc[j].v;
+                                if (need_pos) pk[base + j] = in_lanes(op) ? 0 : acc[j].k;
+                            }
+                            reset();
+                        }
+                        off += m;
+                    }
+                    k += static_cast<std::int64_t>(n);
+                }
+            }
+        });
+    } else {
+        // Strided: each position k of the reduced dimension is a run of `inner` outputs,
+        // contiguous in memory; consecutive k are consecutive runs. A task takes one chunk of k
+        // for a piece of the run (the 32 slices of a sum's lanes stay in cache), read row after
+        // row: straight from the inputs when the program computes nothing, from blocks of whole
+        // rows when rows are short, else kFusedRows rows at a time, each computed into a scratch
+        // of its own (S bytes apart: the scratch rounded up to lines, plus a few lines so that
+        // the rows do not alias in the caches).
+        const std::size_t S = (reg_bytes + 63) / 64 * 64 + 256;
+        bool direct = program.steps() == 0;
+        for (std::size_t j = 0; j < nred; ++j) direct &= static_cast<bool>(in_memory[j]);
+        const bool short_rows = !direct && I * kFusedRows <= B && I <= kLanePiece;
+        const std::size_t IP = short_rows ? I : std::min({I, kLanePiece, B});
+        const std::size_t pieces = (I + IP - 1) / IP;
+        for_range(O * P * pieces, parallel, [&](std::size_t first, std::size_t last) {
+            Scratch& s = scratch_for(kFusedRows * S, B, nred * 32 * IP);
+            std::byte* regs = aligned(s.regs);
+            for (std::size_t t = first; t < last; ++t) {
+                const std::size_t piece = t % pieces, c = (t / pieces) % P, o = t / (pieces * P);
+                const std::size_t i0 = piece * IP, n = std::min(IP, I - i0);
+                const std::size_t base = (o * P + c) * slice;
+                auto lanes_of = [&](std::size_t j) { return s.lanes.data() + j * 32 * n; };
+                for (std::size_t j = 0; j < nred; ++j) {
+                    const OpKind op = region.reductions[j].op;
+                    if (in_lanes(op)) {
+                        std::fill_n(lanes_of(j), 32 * n, initial(op).v);
+                    } else {
+                        std::fill_n(&pv[base + j * I + i0], n, initial(op).v);
+                        if (need_pos) std::fill_n(&pk[base + j * I + i0], n, std::int64_t{0});
+                    }
+                }
+                // Folds `rows` rows from position k: row r of reduction j at its view's data +
+                // r * stride elements.
+                auto fold = [&](std::size_t j, const Program::SinkView& x, std::size_t stride, std::size_t rows, std::int64_t k) {
+                    const OpKind op = region.reductions[j].op;
+                    if (in_lanes(op))
+                        fold_slices(rk, op, x, lanes_of(j), n, stride, rows, n, static_cast<std::size_t>(k) % 32, s.conv.data());
+                    else
+                        fold_view_rows(rk, kind_of(op), x, &pv[base + j * I + i0], need_pos ? &pk[base + j * I + i0] : nullptr,
+                                       stride, rows, n, k, s.conv.data());
+                };
+                const auto kbeg = static_cast<std::int64_t>(c * C);
+                const std::int64_t kend = std::min<std::int64_t>(len, kbeg + static_cast<std::int64_t>(C));
+                const auto lo = static_cast<std::int64_t>(o);
+                if (direct || short_rows) {
+                    const std::size_t R = direct ? direct_rows(n, B) : B / I;
+                    for (std::int64_t k = kbeg; k < kend; k += static_cast<std::int64_t>(R)) {
+                        const auto rows = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(R), kend - k));
+                        const std::int64_t start = static_cast<std::int64_t>(i0) + inner * (k + len * lo);
+                        if (!direct) program.run_block(start, rows * I, regs);
+                        for (std::size_t j = 0; j < nred; ++j) fold(j, program.sink(j, start, regs), I, rows, k);
+                    }
+                } else {
+                    for (std::int64_t k = kbeg; k < kend; k += static_cast<std::int64_t>(kFusedRows)) {
+                        const auto rows = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(kFusedRows), kend - k));
+                        const std::int64_t start = static_cast<std::int64_t>(i0) + inner * (k + len * lo);
+                        for (std::size_t r = 0; r < rows; ++r)
+                            program.run_block(start + inner * static_cast<std::int64_t>(r), n, regs + r * S);
+                        for (std::size_t j = 0; j < nred; ++j) {
+                            // Row r of the value: in its scratch, or in the input (a row further).
+                            const Program::SinkView x = program.sink(j, start, regs);
+                            fold(j, x, in_memory[j] ? I : S / elem_bytes(x.type), rows, k);
+                        }
+                    }
+                }
+                for (std::size_t j = 0; j < nred; ++j) {
+                    const OpKind op = region.reductions[j].op;
+                    if (!in_lanes(op)) continue;
+                    slice_tree(lanes_of(j), n, n, op == OpKind::Prod);
+                    std::copy_n(lanes_of(j), n, &pv[base + j * I + i0]);
+                }
+            }
+        });
     }
 
-    for_range(tasks, parallel, [&](std::size_t first, std::size_t last) {
-        Scratch& s = scratch_for(kFusedRows * S, B);  // one scratch, or kFusedRows of them (long rows)
-        std::byte* regs = aligned(s.regs);
-        for (std::size_t t = first; t < last; ++t) {
-            const auto o = static_cast<std::int64_t>(t / static_cast<std::size_t>(kchunks));
-            const auto c = static_cast<std::int64_t>(t % static_cast<std::size_t>(kchunks));
-            double* v = &pv[t * slice];
-            std::int64_t* pos = need_pos ? &pk[t * slice] : nullptr;
-            for (std::size_t j = 0; j < nred; ++j) {
-                std::fill_n(v + j * I, I, initial(region.reductions[j].op).v);
-                if (pos != nullptr) std::fill_n(pos + j * I, I, std::int64_t{0});
-            }
-            const std::int64_t k_begin = c * kc_len, k_end = std::min(len, (c + 1) * kc_len);
-            if (direct) {
-                const std::size_t R = direct_rows(I, B);
-                for (std::int64_t k = k_begin; k < k_end; k += static_cast<std::int64_t>(R)) {
-                    const auto rows = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(R), k_end - k));
-                    const std::int64_t start = inner * (k + len * o);
-                    for (std::size_t j = 0; j < nred; ++j) {
-                        const Program::SinkView x = program.sink(j, start, regs);
-                        fold_rows(rk, kind_of(region.reductions[j].op), x.type, v + j * I, pos ? pos + j * I : nullptr, x.data, I,
-                                  rows, I, k);
-                    }
-                }
-            } else if (I * kFusedRows <= B) {
-                // Blocks of whole rows: B / I rows per block, each folded from the block.
-                const std::size_t R = B / I;
-                for (std::int64_t k = k_begin; k < k_end; k += static_cast<std::int64_t>(R)) {
-                    const auto rows = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(R), k_end - k));
-                    const std::int64_t start = inner * (k + len * o);
-                    program.run_block(start, rows * I, regs);
-                    for (std::size_t j = 0; j < nred; ++j)
-                        fold_block_rows(rk, kind_of(region.reductions[j].op), program.sink(j, start, regs), v + j * I,
-                                        pos ? pos + j * I : nullptr, I, rows, I, k, s.conv.data());
-                }
-            } else {
-                // Long rows: kFusedRows rows at a time, in pieces of up to a block: the program
-                // computes each row's piece into a scratch of its own (S bytes apart), then the
-                // rows are folded into the accumulators in one pass (in order, as always).
-                const std::size_t W = std::min(I, B);
-                for (std::int64_t k = k_begin; k < k_end; k += static_cast<std::int64_t>(kFusedRows)) {
-                    const auto rows = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(kFusedRows), k_end - k));
-                    for (std::size_t i0 = 0; i0 < I; i0 += W) {
-                        const std::size_t n = std::min(W, I - i0);
-                        const std::int64_t start = static_cast<std::int64_t>(i0) + inner * (k + len * o);
-                        for (std::size_t r = 0; r < rows; ++r) {
-                            const std::int64_t start_r = start + inner * static_cast<std::int64_t>(r);
-                            program.run_block(start_r, n, regs + r * S);
-                        }
-                        for (std::size_t j = 0; j < nred; ++j) {
-                            const RedKind kind = kind_of(region.reductions[j].op);
-                            const Program::SinkView x = program.sink(j, start, regs);
-                            double* vj = v + j * I + i0;
-                            std::int64_t* pj = pos ? pos + j * I + i0 : nullptr;
-                            const std::size_t esize = x.type == ElemType::f64 ? 8 : x.type == ElemType::f32 ? 4 : 1;
-                            if (!x.scalar && (x.type == ElemType::f64 || (x.type == ElemType::f32 && (kind == RedKind::Sum || kind == RedKind::Prod)))) {
-                                // Row r of the value: in its scratch, or in the input (a row further).
-                                const std::size_t stride = in_memory[j] ? I : S / esize;
-                                fold_rows(rk, kind, x.type, vj, pj, x.data, stride, rows, n, k);
-                            } else {
-                                for (std::size_t r = 0; r < rows; ++r) {
-                                    const std::int64_t start_r = start + inner * static_cast<std::int64_t>(r);
-                                    fold_block_rows(rk, kind, program.sink(j, start_r, regs + r * S), vj, pj, n, 1, n,
-                                                    k + static_cast<std::int64_t>(r), s.conv.data());
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    });
-    // The chunks of each unit combined in order, in pieces of the inner run, then written out.
+    // Each output's chunks: folded by the later levels or combined in order, in pieces of the
+    // inner run, then written out.
     constexpr std::size_t kPiece = 1024;
-    const std::size_t pieces = (I + kPiece - 1) / kPiece;
-    for_range(units * pieces, parallel, [&](std::size_t first, std::size_t last) {
+    const std::size_t fp = (I + kPiece - 1) / kPiece;
+    for_range(O * fp, parallel, [&](std::size_t first, std::size_t last) {
+        Scratch& s = scratch_for(0, 0, 32 * kPiece);
         for (std::size_t w = first; w < last; ++w) {
-            const std::size_t u = w / pieces, i0 = (w % pieces) * kPiece, n = std::min(kPiece, I - i0);
+            const std::size_t o = w / fp, i0 = (w % fp) * kPiece, n = std::min(kPiece, I - i0);
             for (std::size_t j = 0; j < nred; ++j) {
                 const OpKind op = region.reductions[j].op;
-                const std::size_t at0 = (u * static_cast<std::size_t>(kchunks)) * slice + j * I + i0;
+                const std::size_t at0 = o * P * slice + j * I + i0;
                 double* a = &pv[at0];
                 std::int64_t* ak = need_pos ? &pk[at0] : nullptr;
-                for (std::int64_t c = 1; c < kchunks; ++c) {
-                    const std::size_t at = at0 + static_cast<std::size_t>(c) * slice;
-                    rk.combine[static_cast<int>(kind_of(op))](a, ak, &pv[at], need_pos ? &pk[at] : nullptr, n);
-                }
-                write_outputs(*region.outputs[j].node, op, *outputs[j], static_cast<std::int64_t>(i0 + I * u), a, ak, n);
+                if (in_lanes(op))
+                    fold_levels(rk, op == OpKind::Prod, a, slice, P, n, s.lanes.data());
+                else
+                    for (std::size_t c = 1; c < P; ++c)
+                        rk.combine[static_cast<int>(kind_of(op))](a, ak, &pv[at0 + c * slice], need_pos ? &pk[at0 + c * slice] : nullptr, n);
+                write_outputs(*region.outputs[j].node, op, *outputs[j], static_cast<std::int64_t>(i0 + I * o), a, ak, n);
             }
         }
     });

@@ -1,11 +1,12 @@
 // Reduce regions on the CPU: the region's program runs block by block (the elementwise producers
 // folded in, values in cache-sized registers, no temporary array) and each block is reduced into
-// per-output accumulators. The order of every reduction is fixed by the shape alone (chunks of
-// the reduced dimension, lanes within a chunk, chunks combined in order), never by the threads:
-// the same bits every run, on any number of cores. The inner loops (reduce_kernels.hpp) are
-// compiled per instruction set and follow the block kernels' choice (Config::cpu_isa); every
-// variant adds in the same order, and a NaN result is written as the one quiet NaN, so the bits
-// do not depend on the instruction set either.
+// per-output accumulators. Sums and products follow the canonical order of
+// graph/reduce_order.hpp (chunks of the reduced dimension in 32 lanes, the lanes by a halving
+// tree, the chunks' partials by the same rule) -- the Vulkan kernels' order, so placement never
+// changes the bits -- and never depend on the threads, the block size or the instruction set (the
+// inner loops, reduce_kernels.hpp, are compiled per instruction set and follow the block
+// kernels' choice, Config::cpu_isa, with the same operations in the same order). Any, all, max
+// and min do not depend on the order. A NaN result is written as the one quiet NaN.
 #pragma once
 
 #include <cstdint>

@@ -17,24 +17,26 @@ inline constexpr int kRedKinds = 6;
 
 struct ReduceKernels {
     const char* isa;
-    /// Contiguous sum / product of x[0..n) ([0] = double, [1] = float elements, converted to
-    /// double): element i into lane i % 32 (lanes start at 0 or 1), the lanes then combined
-    /// pairwise (lane l += lane l + w for w = 16, 8, 4, 2, 1). pf > 0: prefetch that many
-    /// elements ahead (for data read from memory).
-    double (*sum_run[2])(const void* x, std::size_t n, std::size_t pf);
-    double (*prod_run[2])(const void* x, std::size_t n, std::size_t pf);
+    /// Sums and products in the canonical order (graph/reduce_order.hpp): element i of x[0..n)
+    /// ([0] = double, [1] = float elements, converted to double) folded into lanes[(lane0 + i)
+    /// % 32], in order. pf > 0: prefetch that many elements ahead (for data read from memory).
+    void (*lanes_sum[2])(double* lanes, const void* x, std::size_t n, std::size_t lane0, std::size_t pf);
+    void (*lanes_prod[2])(double* lanes, const void* x, std::size_t n, std::size_t lane0, std::size_t pf);
+    /// The same across rows: row r of x (at x + r * stride, n elements) folded elementwise into
+    /// slice (lane0 + r) % 32 of acc (slice l: n accumulators at acc + l * ss).
+    void (*rows_lanes_sum[2])(double* acc, std::size_t ss, const void* x, std::size_t stride, std::size_t rows,
+                              std::size_t n, std::size_t lane0);
+    void (*rows_lanes_prod[2])(double* acc, std::size_t ss, const void* x, std::size_t stride, std::size_t rows,
+                               std::size_t n, std::size_t lane0);
     /// Contiguous any / all of x[0..n).
     bool (*any_run)(const double* x, std::size_t n);
     bool (*all_run)(const double* x, std::size_t n);
     /// Contiguous max (mx) or min of x[0..n): the first position of the extremum of the numbers,
     /// in *k (0-based, relative to x) with the value in *v; *v = NaN, *k = 0 when all are NaN.
     void (*ext_run)(bool mx, const double* x, std::size_t n, double* v, std::int64_t* k);
-    /// Strided folds: rows r = 0 .. rows - 1 of x (row r at x + r * stride, n elements) folded
-    /// into v[0..n) in order of r (v[i] = (((v[i] op x0[i]) op x1[i]) ...)). Sum and Prod take
-    /// [0] = double, [1] = float rows; the others double rows. Max/Min also set pos[i] = k0 + r
+    /// Strided folds of the order-free kinds: rows r = 0 .. rows - 1 of x (row r at x + r *
+    /// stride, n doubles) folded into v[0..n) in order of r. Max/Min also set pos[i] = k0 + r
     /// where they take row r.
-    void (*rows_sum[2])(double* v, const void* x, std::size_t stride, std::size_t rows, std::size_t n);
-    void (*rows_prod[2])(double* v, const void* x, std::size_t stride, std::size_t rows, std::size_t n);
     void (*rows_any)(double* v, const double* x, std::size_t stride, std::size_t rows, std::size_t n);
     void (*rows_all)(double* v, const double* x, std::size_t stride, std::size_t rows, std::size_t n);
     void (*rows_ext)(bool mx, double* v, std::int64_t* pos, const double* x, std::size_t stride, std::size_t rows,

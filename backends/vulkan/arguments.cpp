@@ -149,47 +149,31 @@ void access_for(const Region& region, std::vector<InputAccess>& access, std::vec
     }
 }
 
-ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::uint64_t two_pass_threshold) {
+ReducePlan plan_reduce(const Region& region) {
     const auto [inner, len, outer] = region.reduce_extents();
     ReducePlan p;
     p.inner = static_cast<std::uint64_t>(inner);
     p.len = static_cast<std::uint64_t>(len);
     p.outer = static_cast<std::uint64_t>(outer);
-    // A run along the reduced dimension is shared by a workgroup only when it is long enough to
-    // keep one busy; short ones (and strided ones) go a workgroup row per chunk of outputs.
-    p.contiguous = inner == 1 && p.len >= workgroup_size;
-    const std::uint64_t outs = p.outputs();
-    if (p.contiguous) {
-        // A part is at least 4 elements per invocation.
-        const std::uint64_t most = std::max<std::uint64_t>(1, (p.len + 4ull * workgroup_size - 1) / (4ull * workgroup_size));
-        p.parts = outs >= kReduceGroups ? 1 : std::min(most, (kReduceGroups + outs - 1) / std::max<std::uint64_t>(outs, 1));
-        // Many short runs: kReduceLanes invocations an output, several outputs a workgroup.
-        p.lanes = outs >= kReduceGroups && p.len < kNarrowRunLength && workgroup_size > kReduceLanes ? kReduceLanes
-                                                                                                     : workgroup_size;
-    } else {
-        p.lanes = std::min<std::uint64_t>({32, std::bit_ceil(std::max<std::uint64_t>(outs, 1)),
-                                           std::max<std::uint32_t>(workgroup_size, 1)});
-        // About kReduceThreads invocations: parts of `rows` sub-parts each.
-        const std::uint64_t want = outs >= kReduceThreads ? 1
-                                                          : std::min(std::max<std::uint64_t>(p.len, 1),
-                                                                     (kReduceThreads + outs - 1) / std::max<std::uint64_t>(outs, 1));
-        const std::uint64_t rows = p.rows(workgroup_size);
-        p.parts = (want + rows - 1) / rows;
-    }
-    const std::uint64_t threshold = two_pass_threshold > 0 ? two_pass_threshold : kDefaultTwoPassThreshold;
-    if (p.len < threshold) p.parts = 1;
-    p.parts = std::max<std::uint64_t>(p.parts, 1);
-    const std::uint64_t pieces = p.parts * p.rows(workgroup_size);
-    p.seg = (p.len + pieces - 1) / pieces;
-    p.wide_combine = outs < kReduceGroups;
+    p.contiguous = inner == 1;
+    p.chunks = static_cast<std::uint64_t>(reduce_chunks(len));
+    p.lanes = static_cast<std::uint64_t>(reduce_lanes(len));
     return p;
 }
 
-std::uint64_t reduce_partial_bytes(const Region& region, const Kernel& kernel) {
+std::vector<std::uint64_t> ReducePlan::levels() const {
+    std::vector<std::uint64_t> l;
+    for (std::uint64_t n = chunks; n > 1; n = static_cast<std::uint64_t>(reduce_chunks(static_cast<std::int64_t>(n))))
+        l.push_back(n);
+    return l;
+}
+
+std::uint64_t reduce_partial_bytes(const Region& region, const Kernel&) {
     if (!region.is_reduce()) return 0;
-    const ReducePlan p = plan_reduce(region, kernel.workgroup_size, kernel.two_pass_threshold);
-    if (p.parts <= 1) return 0;
-    return 16 * region.reductions.size() * p.outputs() * p.parts;
+    const ReducePlan p = plan_reduce(region);
+    std::uint64_t records = 0;
+    for (std::uint64_t n : p.levels()) records += n;
+    return 16 * region.reductions.size() * p.outputs() * records;
 }
 
 void split_groups(std::uint64_t groups, std::uint32_t max_groups_x, std::uint32_t& x, std::uint32_t& y) {
@@ -252,9 +236,8 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
     for (std::size_t s = npush; s < plan.values.size(); ++s) put(l.args, plan.values[s]);
 
     if (region.is_reduce()) {
-        const ReducePlan rp = plan_reduce(region, kernel.workgroup_size, kernel.two_pass_threshold);
-        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.parts, rp.seg, partials, std::uint64_t{rp.wide_combine}, rp.lanes})
-            put(l.args, v);
+        const ReducePlan rp = plan_reduce(region);
+        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.chunks, rp.lanes, partials}) put(l.args, v);
         if (!region.tail.empty()) {
             // The tail's own block after the region's: it reads the stored results, writes its outputs.
             if (!kernel.tail || kernel.tail_args_offset != l.args.size())
@@ -266,13 +249,19 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
         }
         const std::uint64_t outs = rp.outputs();
         if (outs == 0) return l;  // no outputs (max/min of an empty dimension): nothing to write
-        if (rp.parts > 1 && partials == 0) throw DeviceError("vulkan: a two-pass reduction without its partials (bug)");
+        const std::vector<std::uint64_t> levels = rp.levels();
+        if (!levels.empty() && partials == 0) throw DeviceError("vulkan: a two-pass reduction without its partials (bug)");
         const std::uint64_t wg = kernel.workgroup_size;
-        const std::uint64_t per_group = rp.contiguous ? wg / rp.lanes : rp.lanes;  // outputs a workgroup
-        const std::uint64_t groups = (outs + per_group - 1) / per_group * rp.parts;
-        split_groups(groups, max_groups_x, l.groups_x, l.groups_y);
-        if (rp.parts > 1)
-            split_groups(rp.wide_combine ? outs : (outs + wg - 1) / wg, max_groups_x, l.groups2_x, l.groups2_y);
+        // A slot (a chunk) per `lanes` invocations.
+        auto groups_for = [&](std::uint64_t items, std::uint64_t lanes) { return (items + wg / lanes - 1) / (wg / lanes); };
+        split_groups(groups_for(outs * rp.chunks, rp.lanes), max_groups_x, l.groups_x, l.groups_y);
+        for (std::uint64_t n : levels) {
+            const auto next = static_cast<std::uint64_t>(reduce_chunks(static_cast<std::int64_t>(n)));
+            std::uint32_t x = 0, y = 1;
+            split_groups(groups_for(outs * next, static_cast<std::uint64_t>(reduce_lanes(static_cast<std::int64_t>(n)))),
+                         max_groups_x, x, y);
+            l.combines.emplace_back(x, y);
+        }
         return l;
     }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/reduce_order.hpp"
 #include "graph/region.hpp"
 
 namespace tandem::detail::vk {
@@ -29,8 +30,8 @@ struct Kernel;  // codegen.hpp
 //                      each strided input, in input order (Region::input_dims; divisor:
 //                      extent_divisor(extent), for the 32-bit index path)
 //   then       double  the scalar slots that did not fit in the push constants
-//   then       uint64  (reduce regions) inner, len, outer, parts, seg, the address of the
-//                      partials (parts > 1), wide_combine, lanes: see ReducePlan
+//   then       uint64  (reduce regions) inner, len, outer, chunks, lanes, the address of
+//                      the partials (chunks > 1): see ReducePlan
 // Push constants: uint64 address of the argument block, uint64 element count, then as many
 // scalar slots (double; f32 ops read float(slot)) as fit in max_push_bytes.
 // The kernel only ever sets bits of the header (atomicOr / atomicMin), so the host must write the
@@ -99,49 +100,33 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 
 // ---- reduce regions ----------------------------------------------------------------------------
 
-/// How a reduce region's kernel splits the work, from the shape alone (so the result bits do not
-/// depend on the device's load): the domain as (inner, len, outer) -- see Region::reduce_extents.
-/// contiguous (inner == 1, len >= the workgroup size): a workgroup per (output, part), striding over a run
-///   of `seg` consecutive elements; parts > 1 only when there are fewer than kReduceGroups
-///   outputs and len reaches the two-pass threshold (a full reduction of a long array never
-///   runs on one workgroup). With at least kReduceGroups outputs of runs shorter than
-///   kNarrowRunLength, `lanes` = kReduceLanes invocations an output instead of the whole
-///   workgroup (workgroup size / lanes outputs a workgroup, combined by a shared-memory tree of
-///   their own): a workgroup's tree per short run cost more than its loads (mean over the
-///   columns of 2160 x 3840 images: 1.15 ms on the H100 for 0.16 ms of bytes).
-/// strided (otherwise): a workgroup per (chunk of `lanes` consecutive outputs, part): its invocations
-///   are `rows` = workgroup size / lanes rows of `lanes` (consecutive invocations, consecutive outputs:
-///   coalesced loads), row r walking `seg` positions of the reduced dimension -- sub-part r of the part
-///   -- and the rows' values combined in order through shared memory; lanes = min(32, outputs rounded up
-///   to a power of two). parts > 1 (about kReduceThreads invocations in all) only when there are fewer
-///   than kReduceThreads outputs and len reaches the two-pass threshold.
-/// parts > 1: the first pass writes partials (value, index: 16 bytes) at
-///   ((j * parts + p) * outputs + q) * 16 of a scratch buffer, and a second pass combines each
-///   output's parts in order.
-/// kReduceThreads: 2^17 keeps sum(A, 2) of 16384 x 16384 in one pass (16384 outputs x 8 rows) with 8
-/// loads in flight per invocation, 2% faster on the H100 than 2^20 invocations and a second pass.
-inline constexpr std::uint64_t kReduceGroups = 4096, kReduceThreads = std::uint64_t{1} << 17;
-inline constexpr std::uint64_t kReduceLanes = 32, kNarrowRunLength = 8192;
-/// The default of Config::two_pass_threshold: parts only from this reduced length on.
-inline constexpr std::uint64_t kDefaultTwoPassThreshold = 4096;
-inline constexpr std::uint64_t kReduceParamsCount = 8;
+/// How a reduce region's kernel splits the work: the canonical order of graph/reduce_order.hpp,
+/// which depends on the shape alone. The domain is (inner, len, outer) -- Region::reduce_extents.
+/// Each output's len positions form `chunks` chunks of kReduceChunk; a chunk is one slot of
+/// `lanes` invocations (reduce_lanes(len)), lane l folding positions l, l + lanes, ... of the
+/// chunk in order, then the lanes combined by the halving tree. A workgroup holds
+/// workgroup size / lanes slots.
+/// contiguous (inner == 1): a slot's lanes are consecutive invocations (consecutive elements:
+///   coalesced), the slots of a workgroup consecutive chunks; the tree by subgroup shuffles where
+///   a subgroup holds the slot, else in shared memory.
+/// strided: a slot's lanes are workgroup size / lanes invocations apart and consecutive slots
+///   are consecutive outputs (coalesced), the tree in shared memory.
+/// chunks > 1: the first pass writes each chunk's partial (value, position: 16 bytes) at
+///   ((j * outputs + q) * chunks + c) * 16 of a scratch buffer; combine passes (the push
+///   constants' count = the level, from 1) fold each output's partials of a level by the same
+///   rule into the next level (placed after it), until one is left, which they store.
+inline constexpr std::uint64_t kReduceParamsCount = 6;
 struct ReducePlan {
     bool contiguous = true;
-    std::uint64_t inner = 1, len = 0, outer = 1, parts = 1, seg = 0;
-    /// strided: outputs per workgroup row (a power of two <= 32); contiguous: invocations per
-    /// output (the workgroup size, or kReduceLanes for many short runs)
-    std::uint64_t lanes = 1;
-    /// The second pass: a workgroup per output (fewer than kReduceGroups outputs) or an
-    /// invocation per output.
-    bool wide_combine = false;
+    std::uint64_t inner = 1, len = 0, outer = 1;
+    std::uint64_t chunks = 1;  ///< of the first pass (reduce_chunks(len))
+    std::uint64_t lanes = 1;   ///< of the first pass (reduce_lanes(len))
     std::uint64_t outputs() const noexcept { return inner * outer; }
-    /// strided: rows of a workgroup (sub-parts of a part)
-    std::uint64_t rows(std::uint32_t workgroup_size) const noexcept {
-        return contiguous ? 1 : std::max<std::uint64_t>(1, workgroup_size / lanes);
-    }
+    /// Partials of each level after the first pass (empty: one pass): chunks, then
+    /// reduce_chunks(chunks), ... down to (not including) 1.
+    std::vector<std::uint64_t> levels() const;
 };
-/// `two_pass_threshold`: the reduced length from which parts > 1 is allowed (0: the default).
-ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::uint64_t two_pass_threshold);
+ReducePlan plan_reduce(const Region& region);
 
 // ---- one dispatch ------------------------------------------------------------------------------
 
@@ -152,12 +137,12 @@ ReducePlan plan_reduce(const Region& region, std::uint32_t workgroup_size, std::
 /// be placed on the device. Returns the number of workgroups to dispatch (x; y and z are 1
 /// unless x would exceed the device limit, then the kernel folds y into its index).
 /// Reduce regions: `partials` is the address of a scratch buffer of reduce_partial_bytes (0 when
-/// that is 0); groups2_* the second pass (0 when there is none).
+/// that is 0); `combines` the grid of each combine pass, level 1 first (none: one pass).
 struct Launch {
     std::vector<std::byte> push;
     std::vector<std::byte> args;
     std::uint32_t groups_x = 0, groups_y = 1;
-    std::uint32_t groups2_x = 0, groups2_y = 1;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> combines;
 };
 Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<const std::uint64_t> inputs,
                       std::span<const std::uint64_t> outputs, std::uint64_t args_address,

@@ -208,7 +208,6 @@ public:
     Kernel run() {
         Kernel k;
         k.workgroup_size = std::max<std::uint32_t>(1, r_.is_reduce() ? o_.reduction_workgroup_size : o_.workgroup_size);
-        k.two_pass_threshold = o_.two_pass_threshold;
         k.elements_per_thread = std::max<std::uint32_t>(1, o_.elements_per_thread);
         choose_path();
         // Random numbers: a Philox block per vector step, and per-invocation setup (counter,
@@ -261,14 +260,14 @@ public:
             else pre_ << "    double s" << s << " = RefF64(" << args_ << " + " << off + 8 * (s - npush) << "ul).v;\n";
         }
         if (r_.is_reduce()) {
-            // After the scalars: inner, len, outer, parts, seg, partials (arguments.hpp).
+            // After the scalars: inner, len, outer, chunks, lanes, partials (arguments.hpp).
             const std::uint64_t at = off + 8 * (plan_.values.size() > npush ? plan_.values.size() - npush : 0);
-            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_parts", "r_seg", "r_partials", "r_wide", "r_lanes"};
+            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_chunks", "r_lanes", "r_partials"};
             for (std::uint64_t q = 0; q < kReduceParamsCount; ++q)
                 pre_ << "    uint64_t " << names[q] << " = RefU64(" << args_ << " + " << at + 8 * q << "ul).v;\n";
-            const ReducePlan rp = plan_reduce(r_, k.workgroup_size, k.two_pass_threshold);
+            const ReducePlan rp = plan_reduce(r_);
             contiguous_ = rp.contiguous;
-            if (reduce_shared_bytes(r_, k.workgroup_size, true) > o_.max_shared_bytes)
+            if (reduce_shared_bytes(r_, k.workgroup_size) > o_.max_shared_bytes)
                 throw DeviceError("vulkan codegen: " + std::to_string(r_.reductions.size()) +
                                   " reductions in one region need more shared memory than the device has");
             key_ << ";reduce=" << (contiguous_ ? (o_.subgroup_shuffle ? "contig-sg" : "contig") : "strided");

@@ -40,9 +40,8 @@ struct CodegenOptions {
     /// in f64 and rounded once, which is exact (53 >= 2*24 + 2) whatever the device's f32 ops.
     bool exact_f64_div_sqrt = false;
     std::uint32_t max_shared_bytes = 32768;  ///< the device's maxComputeSharedMemorySize
-    bool subgroup_shuffle = false;           ///< reductions combine with subgroup shuffles
+    bool subgroup_shuffle = false;           ///< reductions combine with subgroup shuffles (where a subgroup holds 32 lanes)
     std::uint32_t reduction_workgroup_size = 256;  ///< invocations per workgroup of reduce kernels
-    std::uint64_t two_pass_threshold = 0;    ///< see plan_reduce (0: the default)
 };
 
 /// The generated kernel and what the backend needs to launch it.
@@ -65,15 +64,15 @@ struct Kernel {
     std::uint32_t push_bytes = 0;          ///< size of the push-constant block
     std::vector<InputAccess> access;       ///< per region input
     std::vector<InputWalk> walks;          ///< per region input: how it is walked (strided only)
-    /// Reduce regions: the second pass (combining the parts of each output), compiled only when
-    /// a launch needs it; same push constants and argument block.
+    /// Reduce regions: the combine passes (folding each output's chunk partials, a level a
+    /// dispatch), compiled only when a launch needs it; same push constants (the count: the
+    /// level) and argument block.
     std::string combine_glsl, combine_key;
     /// Reduce regions with a tail (Region::tail): the tail's own kernel, of which both passes
     /// paste the per-element code as a function, and where its argument block starts (after the
     /// region's own, pack_arguments fills both).
     std::shared_ptr<const Kernel> tail;
     std::uint64_t tail_args_offset = 0;
-    std::uint64_t two_pass_threshold = 0;  ///< the plan_reduce threshold it was made for (in its key)
 };
 
 /// Writes the kernel for `region` with the given input accesses (see access_for); the contiguous

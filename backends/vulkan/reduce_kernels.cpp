@@ -4,11 +4,6 @@ namespace tandem::detail::vk {
 
 namespace {
 
-// Positions folded per step of the strided fold: 8 loads in flight per invocation (measured on the
-// H100, 2^28 fp32, sum(A, 2) / sum(A .* B, 2) GPU ms with about 2^17 invocations: unroll 4 0.402 /
-// 0.709, 8 0.362 / 0.706; with 2^20 invocations and the second pass, 4: 0.370 / 0.749).
-constexpr int kStridedUnroll = 8;
-
 const char* init_of(OpKind op) {
     switch (op) {
         case OpKind::Sum:
@@ -31,67 +26,37 @@ void each_reduction(std::ostream& s, std::size_t nr, const std::string& text) {
     }
 }
 
-/// A tree in shared memory over groups of `width` consecutive invocations (a power of two; a
-/// GLSL expression), `lane` an invocation's place in its group: each group's values combine in
-/// fixed pairs; leaves each group's result with its lane 0 in racc#/rpos# and opens
-/// `if (<leader>) {` (the caller closes it). Every invocation reaches every barrier.
-void write_tree_combine(std::ostream& s, const ReduceKernelParts& p, const std::string& width, const std::string& lane,
-                        const std::string& leader) {
+/// The halving tree over the `lanes` lanes of each slot (graph/reduce_order.hpp): lane l takes
+/// lane l + w for w = lanes / 2, ..., 1, leaving the slot's value in lane 0's racc#/rpos#. In
+/// shared memory, lane L of the slot at sh[t + (L - lane) * sstride]; with subgroup shuffles
+/// (`shuffles`: the slot's lanes consecutive) where a subgroup holds a slot: a butterfly, whose
+/// pairs are the tree's (each lane ends with the same bits: the combines are commutative).
+/// Positions travel as doubles (exact below 2^53): 64-bit integer shuffles need a feature double
+/// shuffles do not. Every invocation reaches every barrier (the branch is uniform).
+void write_lane_tree(std::ostream& s, const ReduceKernelParts& p, bool shuffles) {
     const std::size_t nr = p.region->reductions.size();
     const std::string WG = std::to_string(p.workgroup_size);
     auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
+    if (shuffles) {
+        s << "    if (gl_SubgroupSize >= lanes) {\n"
+             "    for (uint off = lanes / 2u; off > 0u; off >>= 1u) {\n";
+        each("        { double b = subgroupShuffleXor(racc#, off); double kb = subgroupShuffleXor(double(rpos#), off);\n"
+             "          tdmr_combine#(racc#, rpos#, b, int64_t(kb)); }\n");
+        s << "    }\n"
+             "    } else {\n";
+    }
     each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
     s << "    barrier();\n"
-         "    for (uint w = " << width << " / 2u; w > 0u; w >>= 1u) {\n"
-         "        if (" << lane << " < w) {\n";
+         "    for (uint w = lanes / 2u; w > 0u; w >>= 1u) {\n"
+         "        if (lane < w) {\n";
     each("            { double x = sh_v[# * " + WG + " + t]; int64_t kx = sh_k[# * " + WG + " + t];\n"
-         "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w], sh_k[# * " + WG + " + t + w]);\n"
+         "              tdmr_combine#(x, kx, sh_v[# * " + WG + " + t + w * sstride], sh_k[# * " + WG + " + t + w * sstride]);\n"
          "              sh_v[# * " + WG + " + t] = x; sh_k[# * " + WG + " + t] = kx; }\n");
     s << "        }\n"
          "        barrier();\n"
-         "    }\n"
-         "    if (" << leader << ") {\n";
-    each("        racc# = sh_v[# * " + WG + " + t]; rpos# = sh_k[# * " + WG + " + t];\n");
-}
-
-/// The workgroup's invocations combine racc#/rpos# in fixed pairs; leaves the result with the
-/// leader and opens `if (leader) {` (the caller closes it).
-void write_group_combine(std::ostream& s, const ReduceKernelParts& p) {
-    const Region& r = *p.region;
-    const std::size_t nr = r.reductions.size();
-    const std::string WG = std::to_string(p.workgroup_size);
-    auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
-    if (p.subgroups) {
-        // A butterfly of shuffles in each subgroup (every lane ends with the subgroup's value;
-        // the pairs are fixed, so the bits are too), the subgroups' values through shared
-        // memory, and the first subgroup folds them (in order per lane) and butterflies again.
-        // Positions travel as doubles (exact below 2^53): 64-bit integer shuffles need a
-        // feature double shuffles do not.
-        auto butterfly = [&](const char* indent) {
-            s << indent << "for (uint off = gl_SubgroupSize / 2u; off > 0u; off >>= 1u) {\n";
-            each(std::string(indent) + "    { double b = subgroupShuffleXor(racc#, off); "
-                 "double kb = subgroupShuffleXor(double(rpos#), off);\n" + indent +
-                 "      tdmr_combine#(racc#, rpos#, b, int64_t(kb)); }\n");
-            s << indent << "}\n";
-        };
-        butterfly("    ");
-        s << "    if (gl_SubgroupInvocationID == 0u) {\n";
-        each("        sh_v[# * " + WG + " + gl_SubgroupID] = racc#;\n        sh_k[# * " + WG +
-             " + gl_SubgroupID] = rpos#;\n");
-        s << "    }\n"
-             "    barrier();\n"
-             "    if (gl_SubgroupID == 0u) {\n";
-        for (std::size_t j = 0; j < nr; ++j)
-            s << "        racc" << j << " = " << init_of(r.reductions[j].op) << "; rpos" << j << " = 0L;\n";
-        s << "        for (uint g = gl_SubgroupInvocationID; g < gl_NumSubgroups; g += gl_SubgroupSize) {\n";
-        each("            tdmr_combine#(racc#, rpos#, sh_v[# * " + WG + " + g], sh_k[# * " + WG + " + g]);\n");
-        s << "        }\n";
-        butterfly("        ");
-        s << "    }\n"
-             "    if (gl_SubgroupID == 0u && gl_SubgroupInvocationID == 0u) {\n";
-    } else {
-        write_tree_combine(s, p, std::to_string(p.workgroup_size) + "u", "t", "t == 0u");
-    }
+         "    }\n";
+    each("    racc# = sh_v[# * " + WG + " + t]; rpos# = sh_k[# * " + WG + " + t];\n");
+    if (shuffles) s << "    }\n";
 }
 
 /// The fold over positions k = first, first + step, ... < kend: kUnroll at a time (their elements
@@ -121,33 +86,6 @@ void write_fold_loop(std::ostream& s, const ReduceKernelParts& p, const std::str
     for (std::size_t j = 0; j < nr; ++j)
         s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
     s << "    }\n";
-}
-
-/// The strided fold over k = kbeg .. kend - 1 for output (ii, o): the element index kept as a running
-/// sum (ik += r_inner per position) rather than recomputed with 64-bit products; kUnroll positions at a
-/// time (their elements first, then folded in order), then the rest.
-void write_strided_fold_loop(std::ostream& s, const ReduceKernelParts& p, int kUnroll) {
-    const std::size_t nr = p.region->reductions.size();
-    s << "    int64_t k = kbeg;\n"
-         "    uint64_t ik = ii + r_inner * (uint64_t(kbeg) + r_len * o);\n"
-      << "    for (; k + " << kUnroll - 1 << "L < kend; k += " << kUnroll << "L) {\n";
-    for (std::size_t j = 0; j < nr; ++j) s << "        double rx" << j << "[" << kUnroll << "];\n";
-    for (int u = 0; u < kUnroll; ++u) {
-        s << "        {\n        uint64_t i = ik;\n" << p.element;
-        for (std::size_t j = 0; j < nr; ++j) s << "        rx" << j << "[" << u << "] = double(" << p.value[j] << ");\n";
-        s << "        }\n        ik += r_inner;\n";
-    }
-    for (int u = 0; u < kUnroll; ++u)
-        for (std::size_t j = 0; j < nr; ++j)
-            s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", rx" << j << "[" << u << "], k + " << u << "L);\n";
-    s << "    }\n"
-      << "    for (; k < kend; ++k) {\n"
-      << "        uint64_t i = ik;\n"
-      << p.element;
-    for (std::size_t j = 0; j < nr; ++j)
-        s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
-    s << "        ik += r_inner;\n"
-         "    }\n";
 }
 
 }  // namespace
@@ -195,80 +133,73 @@ void write_reduce_helpers(std::ostream& s, const Region& r) {
     }
 }
 
-std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size, bool /*contiguous*/) {
+std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size) {
     return static_cast<std::uint32_t>(16 * region.reductions.size() * workgroup_size);
 }
 
-void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
-    const Region& r = *p.region;
-    const std::size_t nr = r.reductions.size();
-    const std::string WG = std::to_string(p.workgroup_size);
-    auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
+namespace {
+
+/// Declarations common to both passes: the shared arrays, the workgroup index, the region's
+/// setup and the accumulators at their identities.
+void write_main_head(std::ostream& s, const ReduceKernelParts& p) {
+    const std::size_t nr = p.region->reductions.size();
     s << "shared double sh_v[" << nr * p.workgroup_size << "];\n"
       << "shared int64_t sh_k[" << nr * p.workgroup_size << "];\n";
     s << "void main() {\n"
          "    uint64_t group = uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x);\n"
          "    uint t = gl_LocalInvocationID.x;\n"
-      << p.pre << "    uint64_t outs = r_inner * r_outer;\n"
-                  "    uint err = 0xFFFFFFFFu;\n";
-    each("    precise double racc# = 0.0LF;\n    int64_t rpos# = 0L;\n");
-    for (std::size_t j = 0; j < nr; ++j) s << "    racc" << j << " = " << init_of(r.reductions[j].op) << ";\n";
-    // One part: the outputs; several: the partials of this part.
-    auto store = [&] {
-        s << "        if (r_parts == 1ul) {\n";
-        each("            tdmr_store#(out#, q, racc#, rpos#);\n");
-        s << p.tail_call;
-        s << "        } else {\n";
-        each("            { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
-             "              RefF64(at).v = racc#; RefI64(at + 8ul).v = rpos#; }\n");
-        s << "        }\n";
-    };
+      << p.pre << "    uint64_t outs = r_inner * r_outer;\n";
+    for (std::size_t j = 0; j < nr; ++j)
+        s << "    precise double racc" << j << " = " << init_of(p.region->reductions[j].op) << ";\n    int64_t rpos" << j
+          << " = 0L;\n";
+}
+
+/// Lane 0 of a live slot: the outputs (the last level: `last`, a GLSL condition) with the
+/// region's tail, else the partial of chunk c of output q at `next_at` (a GLSL address of
+/// reduction 0's first record; `next` partials an output).
+void write_store(std::ostream& s, const ReduceKernelParts& p, const std::string& last, const std::string& next_at,
+                 const std::string& next) {
+    const std::size_t nr = p.region->reductions.size();
+    auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
+    s << "    if (lane == 0u && live) {\n"
+         "        if (" << last << ") {\n";
+    each("            tdmr_store#(out#, q, racc#, rpos#);\n");
+    s << p.tail_call;
+    s << "        } else {\n";
+    each("            { uint64_t at = " + next_at + " + ((#ul * outs + q) * " + next + " + c) * 16ul;\n"
+         "              RefF64(at).v = racc#; RefI64(at + 8ul).v = rpos#; }\n");
+    s << "        }\n"
+         "    }\n";
+}
+
+}  // namespace
+
+void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
+    const std::string WG = std::to_string(p.workgroup_size), C = std::to_string(kReduceChunk);
+    write_main_head(s, p);
+    s << "    uint err = 0xFFFFFFFFu;\n"
+         "    uint lanes = uint(r_lanes), slots = " << WG << "u / lanes;\n";
     if (p.contiguous) {
-        // r_lanes invocations an output, workgroup size / r_lanes outputs a workgroup: the whole
-        // workgroup (then it combines with subgroup butterflies where it can) or, for many short
-        // runs, a shared-memory tree of their own. The fold is the same code either way (one copy
-        // of the region's element code); every invocation reaches every barrier.
-        s << "    uint lanes = uint(r_lanes), lane = t % lanes, slot = t / lanes;\n"
-             "    uint64_t q = (group / r_parts) * uint64_t(" << WG << "u / lanes) + uint64_t(slot), part = group % r_parts;\n"
-             "    bool live = q < outs;  // not: a slot of the grid's rounding\n"
-             "    int64_t kbeg = int64_t(part * r_seg), kend = live ? min(kbeg + int64_t(r_seg), int64_t(r_len)) : kbeg;\n";
-        write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", 4);
-        s << "    if (r_lanes == " << WG << "ul) {\n";
-        write_group_combine(s, p);
-        s << "    if (live) {\n";
-        store();
-        s << "    }\n"
-             "    }\n"
-             "    } else {\n";
-        write_tree_combine(s, p, "lanes", "lane", "lane == 0u && live");
-        store();
-        s << "    }\n"
-             "    }\n";
+        // A slot's lanes consecutive invocations reading consecutive elements; a workgroup's
+        // slots consecutive chunks.
+        s << "    uint lane = t % lanes, slot = t / lanes, sstride = 1u;\n"
+             "    uint64_t item = group * uint64_t(slots) + uint64_t(slot);\n"
+             "    bool live = item < outs * r_chunks;  // not: a slot of the grid's rounding\n"
+             "    uint64_t q = item / r_chunks, c = item % r_chunks;\n";
     } else {
-        // A workgroup per (chunk of r_lanes outputs, part): row `row` of lane `lane` walks sub-part
-        // `row` of the part for output q (consecutive invocations, consecutive elements), then row 0
-        // folds the rows' values in order.
-        s << "    uint lanes = uint(r_lanes), rows = " << WG << "u / lanes;\n"
-             "    uint lane = t % lanes, row = t / lanes;\n"
-             "    uint64_t chunks = (outs + uint64_t(lanes) - 1ul) / uint64_t(lanes);\n"
-             "    uint64_t q = (group % chunks) * uint64_t(lanes) + uint64_t(lane), part = group / chunks;\n"
-             "    if (part >= r_parts) return;  // a workgroup of the grid's rounding (the whole workgroup)\n"
-             "    if (q < outs) {\n"
-             "    uint64_t ii = q % r_inner, o = q / r_inner;\n"
-             "    int64_t kbeg = int64_t((part * uint64_t(rows) + uint64_t(row)) * r_seg);\n"
-             "    int64_t kend = min(kbeg + int64_t(r_seg), int64_t(r_len));\n";
-        write_strided_fold_loop(s, p, kStridedUnroll);
-        s << "    }\n";
-        each("    sh_v[# * " + WG + " + t] = racc#;\n    sh_k[# * " + WG + " + t] = rpos#;\n");
-        s << "    barrier();\n"
-             "    if (row == 0u && q < outs) {\n"
-             "        for (uint w = 1u; w < rows; ++w) {\n";
-        each("            tdmr_combine#(racc#, rpos#, sh_v[# * " + WG + " + w * lanes + lane], sh_k[# * " + WG +
-             " + w * lanes + lane]);\n");
-        s << "        }\n";
-        store();
-        s << "    }\n";
+        // Consecutive slots are consecutive outputs (coalesced), a slot's lanes `slots` apart.
+        s << "    uint lane = t / slots, slot = t % slots, sstride = slots;\n"
+             "    uint64_t item = group * uint64_t(slots) + uint64_t(slot);\n"
+             "    bool live = item < outs * r_chunks;\n"
+             "    uint64_t q = item % outs, c = item / outs;\n"
+             "    uint64_t ii = q % r_inner, o = q / r_inner;\n";
     }
+    s << "    int64_t kbeg = int64_t(c) * " << C << "L;\n"
+         "    int64_t kend = live ? min(kbeg + " << C << "L, int64_t(r_len)) : kbeg;\n";
+    write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)",
+                    p.contiguous ? "uint64_t(k) + r_len * q" : "ii + r_inner * (uint64_t(k) + r_len * o)", 4);
+    write_lane_tree(s, p, p.contiguous && p.subgroups);
+    write_store(s, p, "r_chunks == 1ul", "r_partials", "r_chunks");
     s << "    if (err != 0xFFFFFFFFu) {\n"
          "        atomicOr(RefErr(pc.args).flag, 1u);\n"
          "        atomicMin(RefErr(pc.args).instr, err);\n"
@@ -277,44 +208,31 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
 }
 
 void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p) {
-    const Region& r = *p.region;
-    const std::size_t nr = r.reductions.size();
-    const std::string WG = std::to_string(p.workgroup_size);
+    const std::size_t nr = p.region->reductions.size();
+    const std::string WG = std::to_string(p.workgroup_size), C = std::to_string(kReduceChunk);
     auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
-    // Partials of reduction j, part p, output q at ((j * parts + p) * outs + q) * 16.
-    s << "shared double sh_v[" << nr * p.workgroup_size << "];\n"
-      << "shared int64_t sh_k[" << nr * p.workgroup_size << "];\n"
-      << "void main() {\n"
-         "    uint64_t group = uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x);\n"
-         "    uint t = gl_LocalInvocationID.x;\n"
-      << p.pre << "    uint64_t outs = r_inner * r_outer;\n";
-    each("    precise double racc# = 0.0LF;\n    int64_t rpos# = 0L;\n");
-    for (std::size_t j = 0; j < nr; ++j) s << "    racc" << j << " = " << init_of(r.reductions[j].op) << ";\n";
-    // Few outputs (r_wide): a workgroup per output, its invocations folding parts t, t + WG, ...
-    // in order, then the workgroup's fixed pairs. Many: an invocation per output, all its parts
-    // in order (consecutive invocations read consecutive partials).
-    s << "    if (r_wide != 0ul) {\n"
-         "        uint64_t q = group;\n"
-         "        for (uint64_t part = uint64_t(t); part < r_parts; part += "
-      << WG << "ul) {\n";
-    each("            { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
-         "              tdmr_combine#(racc#, rpos#, RefF64(at).v, RefI64(at + 8ul).v); }\n");
-    s << "        }\n";
-    write_group_combine(s, p);
-    each("            tdmr_store#(out#, q, racc#, rpos#);\n");
-    s << p.tail_call;
-    s << "        }\n"
-         "        return;\n"
+    write_main_head(s, p);
+    // Level `pc.count` (from 1): n partials an output at `base`, folded into `next` an output
+    // (placed after this level), or into the outputs when one is left.
+    s << "    uint64_t n = r_chunks, base = r_partials;\n"
+         "    for (uint64_t l = 1ul; l < pc.count; ++l) {\n"
+         "        base += " << 16 * nr << "ul * outs * n;\n"
+         "        n = (n + " << C << "ul - 1ul) / " << C << "ul;\n"
          "    }\n"
-         "    uint64_t q = group * "
-      << WG << "ul + uint64_t(t);\n"
-               "    if (q >= outs) return;\n"
-               "    for (uint64_t part = 0ul; part < r_parts; ++part) {\n";
-    each("        { uint64_t at = r_partials + ((#ul * r_parts + part) * outs + q) * 16ul;\n"
+         "    uint64_t next = (n + " << C << "ul - 1ul) / " << C << "ul;\n"
+         "    uint lanes = 1u;\n"
+         "    while (uint64_t(lanes) < n && lanes < " << kReduceLanes << "u) lanes <<= 1u;\n"
+         "    uint slots = " << WG << "u / lanes, lane = t % lanes, slot = t / lanes, sstride = 1u;\n"
+         "    uint64_t item = group * uint64_t(slots) + uint64_t(slot);\n"
+         "    bool live = item < outs * next;\n"
+         "    uint64_t q = item / next, c = item % next;\n"
+         "    int64_t kbeg = int64_t(c) * " << C << "L, kend = live ? min(kbeg + " << C << "L, int64_t(n)) : kbeg;\n"
+         "    for (int64_t k = kbeg + int64_t(lane); k < kend; k += int64_t(lanes)) {\n";
+    each("        { uint64_t at = base + ((#ul * outs + q) * n + uint64_t(k)) * 16ul;\n"
          "          tdmr_combine#(racc#, rpos#, RefF64(at).v, RefI64(at + 8ul).v); }\n");
     s << "    }\n";
-    each("    tdmr_store#(out#, q, racc#, rpos#);\n");
-    s << p.tail_call;
+    write_lane_tree(s, p, p.subgroups);
+    write_store(s, p, "next == 1ul", "(base + " + std::to_string(16 * nr) + "ul * outs * n)", "next");
     s << "}\n";
 }
 

@@ -1,11 +1,11 @@
 // The main() of reduce-region kernels (codegen.cpp writes the rest: the header, the argument
-// reads and the per-element code of the region's program). Deterministic by construction: every
-// invocation folds its elements in order; a contiguous workgroup combines its invocations' partials
-// in fixed pairs (a butterfly of subgroup shuffles, else a shared-memory tree), a strided one its
-// rows' values in row order through shared memory; a second pass combines the parts of each output
-// in order; max, min and their indices carry the position, so ties resolve to the first occurrence
-// whatever the order. Sums and products accumulate in double. The split is ReducePlan's
-// (arguments.hpp).
+// reads and the per-element code of the region's program). Every sum and product follows the
+// canonical order of graph/reduce_order.hpp, so the bits are the CPU executor's: chunks of
+// kReduceChunk positions, a slot of lanes per chunk (lane l folding positions l, l + lanes, ...
+// in order, accumulating in double), the lanes combined by the halving tree (subgroup shuffles
+// or shared memory: the same pairs), and the chunks' partials folded by the same rule, a level
+// per combine pass. Max, min and their indices carry the position, so ties resolve to the first
+// occurrence whatever the order. The launch geometry is ReducePlan's (arguments.hpp).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/reduce_order.hpp"
 #include "graph/region.hpp"
 
 namespace tandem::detail::vk {
@@ -21,7 +22,7 @@ struct ReduceKernelParts {
     const Region* region = nullptr;
     std::uint32_t workgroup_size = 256;
     bool contiguous = true;             ///< ReducePlan::contiguous: the key says which
-    bool subgroups = false;             ///< combine with subgroup shuffles (GL_KHR_shader_subgroup_shuffle)
+    bool subgroups = false;             ///< the tree by subgroup shuffles where a subgroup holds a slot
     std::string pre;                    ///< per-invocation setup: scalars, input/output addresses, r_* params
     std::string element;                ///< per-element code at uint64_t `i`, defining the program's values
     std::vector<std::string> value;     ///< per reduction: the GLSL expression of the reduced value
@@ -31,11 +32,13 @@ struct ReduceKernelParts {
 
 /// GLSL helper functions (fold, combine, store) of the region's reductions; both passes use them.
 void write_reduce_helpers(std::ostream& s, const Region& region);
-/// The first pass: folds the elements, writes the outputs (one part) or the partials.
+/// The first pass: folds the elements of each chunk, writes the outputs (one chunk an output) or
+/// the chunks' partials.
 void write_reduce_main(std::ostream& s, const ReduceKernelParts& p);
-/// The second pass: an invocation per output combines its parts in order and writes it.
+/// A combine pass (the level in the push constants' count): folds each output's partials of
+/// that level into the next level, or into the outputs.
 void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p);
-/// Shared memory the first pass needs (the contiguous kernel's tree, the strided kernel's rows), in bytes.
-std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size, bool contiguous);
+/// Shared memory either pass needs (the lanes' tree), in bytes.
+std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size);
 
 }  // namespace tandem::detail::vk

@@ -138,7 +138,6 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
                               std::to_string(d.max_workgroup_invocations) + " invocations per workgroup of " + d.name);
         b->codegen_.reduction_workgroup_size = options.reduction_workgroup;
     }
-    b->codegen_.two_pass_threshold = static_cast<std::uint64_t>(options.two_pass_threshold);
 
     b->pool_ = make_pool(c.device(), c.compute_family());
     b->copy_pool_ = make_pool(c.device(), c.transfer_family());
@@ -421,8 +420,7 @@ void VulkanBackend::submit(Submission s) {
     access_for(r, access, walks);
     const Kernel* kernel = nullptr;
     const ComputePipeline* pipeline_ptr = nullptr;
-    const bool contiguous =
-        r.is_reduce() && plan_reduce(r, codegen_.reduction_workgroup_size, codegen_.two_pass_threshold).contiguous;
+    const bool contiguous = r.is_reduce() && plan_reduce(r).contiguous;
     std::string sig = signature(r, access, walks, contiguous);
     KernelEntry* entry = nullptr;
     {
@@ -487,13 +485,16 @@ void VulkanBackend::submit(Submission s) {
         vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            static_cast<std::uint32_t>(launch.push.size()), launch.push.data());
         vkCmdDispatch(b.cmd, launch.groups_x, launch.groups_y, 1);
-        if (combine && launch.groups2_x > 0) {
+        // The combine passes, a level each: the same push constants with the level for the count.
+        for (std::size_t level = 0; combine && level < launch.combines.size(); ++level) {
             buffer_barrier(b.cmd, *partials, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
-            vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, combine->pipeline);
+            if (level == 0) vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, combine->pipeline);
+            const std::uint64_t count = level + 1;
+            std::memcpy(launch.push.data() + 8, &count, 8);
             vkCmdPushConstants(b.cmd, combine->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                static_cast<std::uint32_t>(launch.push.size()), launch.push.data());
-            vkCmdDispatch(b.cmd, launch.groups2_x, launch.groups2_y, 1);
+            vkCmdDispatch(b.cmd, launch.combines[level].first, launch.combines[level].second, 1);
         }
         b.end_span(q);
         ++b.dispatches;

@@ -38,7 +38,6 @@ struct VulkanOptions {
     std::string test_fault;          ///< Config::test_fault (tests only)
     HostPool* pool = nullptr;        ///< where downloads land
     std::uint32_t reduction_workgroup = 0;  ///< 0: the device's default (Config::reduction_workgroup)
-    std::int64_t two_pass_threshold = 0;    ///< 0: the default (Config::two_pass_threshold)
     bool subgroups = true;                  ///< Config::vulkan_subgroups
     bool loops = true;                      ///< Config::vulkan_loops
     bool log_gpu = false;                   ///< TANDEM_LOG=gpu: each timed span's GPU time to stderr

@@ -62,10 +62,6 @@ struct TANDEM_API Config {
     /// Invocations per workgroup of the GPU reduction kernels: 0 = the device's default, else a
     /// power of two from 32 to 1024 (and at most the device's limit). TANDEM_REDUCTION_WG.
     std::uint32_t reduction_workgroup = 0;
-    /// Reduced-dimension length from which a GPU reduction with too few outputs to fill the
-    /// device is split into parts and finished by a second pass: 0 = the default (measured),
-    /// else at least 1. TANDEM_TWO_PASS_THRESHOLD.
-    std::int64_t two_pass_threshold = 0;
     /// Combine within a workgroup with subgroup shuffles where the device has them (else a
     /// shared-memory tree). TANDEM_VULKAN_SUBGROUPS=0|1.
     bool vulkan_subgroups = true;
