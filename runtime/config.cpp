@@ -60,6 +60,8 @@ Config Config::from_environment() {
         if ((c.reduction_workgroup & (c.reduction_workgroup - 1)) != 0)
             throw ConfigError(std::string("TANDEM_REDUCTION_WG='") + v + "': expected a power of two from 32 to 1024");
     }
+    if (const char* v = env("TANDEM_REDUCTION_THREADS"))
+        c.reduction_threads = parse_int("TANDEM_REDUCTION_THREADS", v, 1, std::int64_t{1} << 40);
     if (const char* v = env("TANDEM_VULKAN_SUBGROUPS")) c.vulkan_subgroups = parse_int("TANDEM_VULKAN_SUBGROUPS", v, 0, 1) != 0;
     if (const char* v = env("TANDEM_VULKAN_LOOPS")) c.vulkan_loops = parse_int("TANDEM_VULKAN_LOOPS", v, 0, 1) != 0;
     c.validate();
@@ -139,6 +141,9 @@ void Config::validate() const {
         (reduction_workgroup < 32 || reduction_workgroup > 1024 || (reduction_workgroup & (reduction_workgroup - 1)) != 0))
         throw ConfigError("Config::reduction_workgroup (TANDEM_REDUCTION_WG) = " + std::to_string(reduction_workgroup) +
                           ": expected 0 (the device's default) or a power of two from 32 to 1024");
+    if (reduction_threads < 0)
+        throw ConfigError("Config::reduction_threads (TANDEM_REDUCTION_THREADS) = " + std::to_string(reduction_threads) +
+                          ": expected 0 (the default) or a positive count");
     if (!test_fault.empty() && test_fault != "compile" && test_fault != "oom" && test_fault != "oom_later" &&
         test_fault != "device_lost" && test_fault != "submit_failed")
         throw ConfigError("Config::test_fault = '" + test_fault +

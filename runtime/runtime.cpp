@@ -141,6 +141,7 @@ std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request) {
                                                                      : config_.pipeline_cache_dir;
         o.test_fault = config_.test_fault;
         o.reduction_workgroup = config_.reduction_workgroup;
+        o.reduction_threads = static_cast<std::uint64_t>(config_.reduction_threads);
         o.subgroups = config_.vulkan_subgroups;
         o.loops = config_.vulkan_loops;
         o.log_gpu = config_.log.find("gpu") != std::string::npos;

@@ -176,7 +176,7 @@ inline Expected reduce(const Host& x, Op op, int dim, bool omitnan = false) {
 }
 
 /// Sums (prod: products) along the middle of (inner, len, outer) in the canonical order of
-/// graph/reduce_order.hpp: the exact bits every executor gives.
+/// graph/reduce_order.hpp (blocked lanes when inner > 1): the exact bits every executor gives.
 inline std::vector<double> canonical(const std::vector<double>& x, std::int64_t inner, std::int64_t len,
                                      std::int64_t outer, bool prod) {
     std::vector<double> out(static_cast<std::size_t>(inner * outer)), line(static_cast<std::size_t>(len));
@@ -184,8 +184,8 @@ inline std::vector<double> canonical(const std::vector<double>& x, std::int64_t 
         for (std::int64_t i = 0; i < inner; ++i) {
             for (std::int64_t k = 0; k < len; ++k) line[static_cast<std::size_t>(k)] = x[static_cast<std::size_t>(i + inner * (k + len * o))];
             out[static_cast<std::size_t>(i + inner * o)] =
-                prod ? tandem::detail::canonical_fold(line.data(), len, 1.0, [](double a, double b) { return a * b; })
-                     : tandem::detail::canonical_fold(line.data(), len, 0.0, [](double a, double b) { return a + b; });
+                prod ? tandem::detail::canonical_fold(line.data(), len, 1.0, [](double a, double b) { return a * b; }, inner > 1)
+                     : tandem::detail::canonical_fold(line.data(), len, 0.0, [](double a, double b) { return a + b; }, inner > 1);
         }
     return out;
 }

@@ -355,7 +355,8 @@ TEST(Reductions, SettingsFromTheEnvironmentAreChecked) {
         const char* value;
     };
     for (const Bad& b : {Bad{"TANDEM_REDUCTION_WG", "100"}, Bad{"TANDEM_REDUCTION_WG", "2048"},
-                         Bad{"TANDEM_REDUCTION_WG", "x"}, Bad{"TANDEM_VULKAN_SUBGROUPS", "2"}}) {
+                         Bad{"TANDEM_REDUCTION_WG", "x"}, Bad{"TANDEM_VULKAN_SUBGROUPS", "2"},
+                         Bad{"TANDEM_REDUCTION_THREADS", "0"}, Bad{"TANDEM_REDUCTION_THREADS", "-3"}}) {
         ::setenv(b.var, b.value, 1);
         try {
             tandem::Config::from_environment();
@@ -366,9 +367,12 @@ TEST(Reductions, SettingsFromTheEnvironmentAreChecked) {
         ::unsetenv(b.var);
     }
     ::setenv("TANDEM_REDUCTION_WG", "128", 1);
+    ::setenv("TANDEM_REDUCTION_THREADS", "65536", 1);
     const auto c = tandem::Config::from_environment();
     EXPECT_EQ(c.reduction_workgroup, 128u);
+    EXPECT_EQ(c.reduction_threads, 65536);
     ::unsetenv("TANDEM_REDUCTION_WG");
+    ::unsetenv("TANDEM_REDUCTION_THREADS");
 }
 
 TEST(Reductions, ArgumentErrors) {

@@ -244,19 +244,23 @@ TEST(VulkanReduceFused, SumsAndProductsAreTheCpusBits) {
     struct Case {
         std::uint32_t wg;
         bool subgroups;
+        std::int64_t threads;  // strided: 1 = kStridedLanes lanes an invocation, 2^40 = one lane each
     };
     std::mt19937_64 rng(23);
     tandem::Runtime cpu(tvk::cpu_config());
-    for (const Case& c : {Case{256, true}, Case{32, false}, Case{1024, true}, Case{64, false}}) {
+    for (const Case& c : {Case{256, true, 0}, Case{32, false, std::int64_t{1} << 40}, Case{1024, true, 1},
+                          Case{64, false, 40000}, Case{256, false, std::int64_t{1} << 40}}) {
         tandem::Config cfg = tvk::gpu_config();
         cfg.reduction_workgroup = c.wg;
         cfg.vulkan_subgroups = c.subgroups;
+        cfg.reduction_threads = c.threads;
         auto gpu = tvk::open_gpu(cfg);
         const std::vector<Dims> shapes = c.wg == 256 ? std::vector<Dims>{Dims{3000, 70}, Dims{70, 3000}, Dims{7, 20}, Dims{33, 5, 130},
-                                                                         Dims{3, 1100000}, Dims{1100000, 2}, Dims{1, 1}}
+                                                                         Dims{3, 1100000}, Dims{1100000, 2}, Dims{1, 1}, Dims{6, 2}, Dims{5, 3}}
                                                      : std::vector<Dims>{Dims{3000, 70}, Dims{33, 5, 130}, Dims{2, 40000}};
         for (const Dims& d : shapes) {
-            SCOPED_TRACE(tref::dims_str(d) + " wg " + std::to_string(c.wg) + (c.subgroups ? " subgroups" : " tree"));
+            SCOPED_TRACE(tref::dims_str(d) + " wg " + std::to_string(c.wg) + (c.subgroups ? " subgroups" : " tree") +
+                         " threads " + std::to_string(c.threads));
             const Host hx = tred::random_data(d, DType::f64, rng, false);
             const std::int64_t n = tref::numel(d), rows = d[0], cols = d[1], outer2 = n / (rows * cols);
             std::vector<double> hy(hx.v.size()), hf(hx.v.size());

@@ -150,6 +150,48 @@ TEST(VulkanBackendTrees, ExactOpsBitIdenticalToCpuEmpty) { run_trees(kExactOps, 
 TEST(VulkanBackendTrees, BoundedOpsDoubleCloseToCpu) { run_trees(kBoundedOps, kFull, 40, 25000); }
 TEST(VulkanBackendTrees, BoundedOpsSingleCloseToCpu) { run_trees(kBoundedSingleOps, kFull, 24, 27000); }
 
+// Placement never changes the answer: random exact trees, reduced along each dimension and in
+// all (sums, products, means, max, min: several chunks of the canonical order along the first
+// dimension), give the same bits with every region on the CPU, on the device, and placed by the
+// cost model.
+TEST(VulkanBackendTrees, ReducedTreesSameBitsOnEveryPlacement) {
+    const ShapeSet kLong{"2100x3x2", {{2100, 3, 2}, {2100, 1, 2}, {1, 3, 1}, {1, 1}, {2100, 3}, {1, 3, 2}}};
+    tandem::Config automatic = gpu_config();
+    automatic.placement = "auto";
+    auto gpu = open_gpu();
+    auto placed = open_gpu(automatic);
+    Runtime cpu(cpu_config());
+    for (int it = 0; it < 24; ++it) {
+        const std::uint64_t seed = 29000 + static_cast<std::uint64_t>(it);
+        Generator gen(seed, kExactOps);
+        Tree t = gen.make(kLong, 1 + it % 6);
+        SCOPED_TRACE("seed " + std::to_string(seed) + ", " + t.describe());
+        auto reduced = [&](Runtime& rt) {
+            Built b(rt, t);
+            const Array x = tandem::as_double(b.array(t.root));
+            std::vector<Array> rs;
+            for (int dim : {1, 2, 3}) {
+                rs.push_back(tandem::sum(x, dim));
+                rs.push_back(tandem::prod(x * 1e-3 + 1.0, dim));
+                rs.push_back(tandem::mean(x, dim, tandem::NanFlag::omitnan));
+                rs.push_back(tandem::max(x, {}, dim));
+            }
+            rs.push_back(tandem::sum(x, tandem::all_dims));
+            rs.push_back(tandem::min(x, tandem::all_dims));
+            return rt.gather(rs).get();
+        };
+        const auto hc = reduced(cpu), hg = reduced(*gpu), ha = reduced(*placed);
+        ASSERT_EQ(hc.size(), hg.size());
+        for (std::size_t k = 0; k < hc.size(); ++k) {
+            const Host c = tref::from_host_array(hc[k]);
+            EXPECT_TRUE(tref::same_values(tref::from_host_array(hg[k]), c, Acc::exact_signed)) << "result " << k << ": GPU vs CPU";
+            EXPECT_TRUE(tref::same_values(tref::from_host_array(ha[k]), c, Acc::exact_signed)) << "result " << k << ": auto vs CPU";
+        }
+        if (::testing::Test::HasFailure()) break;
+    }
+    expect_device_clean(*gpu);
+}
+
 // ---- plans: several outputs, several shapes, CPU and GPU together -----------------------------
 
 std::vector<Array> plan_values(Runtime& rt, const Host& col, const Host& row, const Host& mat, const Host& small) {

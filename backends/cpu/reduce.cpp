@@ -138,31 +138,60 @@ void slice_tree(double* acc, std::size_t ss, std::size_t n, bool prod) {
         }
 }
 
+/// The halving tree over the nl lanes' slices of a chunk (slice l at a + l * ls, n values; the
+/// lanes from nl on hold the identity, which changes nothing): slice 0 ends with the results.
+void lane_slices_tree(double* a, std::size_t ls, std::size_t nl, std::size_t n, bool prod) {
+    for (std::size_t w = kReduceLanes / 2; w > 0; w /= 2)
+        for (std::size_t l = 0; l < w && l + w < nl; ++l) {
+            double* x = a + l * ls;
+            const double* y = a + (l + w) * ls;
+            if (prod)
+                for (std::size_t i = 0; i < n; ++i) x[i] = x[i] * y[i];
+            else
+                for (std::size_t i = 0; i < n; ++i) x[i] = x[i] + y[i];
+        }
+}
+
 /// The strided fold of rows into a sum's or product's slices: rows of `type` (double or float
-/// as they are, else converted row by row into `buf`), row r into slice (lane0 + r) % 32.
+/// as they are, else converted row by row into `buf`), row r (position pos0 + r of its chunk)
+/// into the slice of its blocked lane.
 void fold_slices(const ReduceKernels& rk, OpKind op, const Program::SinkView& s, double* acc, std::size_t ss,
-                 std::size_t stride, std::size_t rows, std::size_t n, std::size_t lane0, double* buf) {
+                 std::size_t stride, std::size_t rows, std::size_t n, std::size_t pos0, double* buf) {
     auto* fn = op == OpKind::Prod ? rk.rows_lanes_prod : rk.rows_lanes_sum;
-    if (!s.scalar && s.type == ElemType::f64) return fn[0](acc, ss, s.data, stride, rows, n, lane0);
-    if (!s.scalar && s.type == ElemType::f32) return fn[1](acc, ss, s.data, stride, rows, n, lane0);
+    if (!s.scalar && s.type == ElemType::f64) return fn[0](acc, ss, s.data, stride, rows, n, pos0);
+    if (!s.scalar && s.type == ElemType::f32) return fn[1](acc, ss, s.data, stride, rows, n, pos0);
     for (std::size_t r = 0; r < rows; ++r) {
         Program::SinkView row = s;
         if (!s.scalar) row.data = static_cast<const std::uint8_t*>(s.data) + r * stride;  // u8: a byte an element
-        fn[0](acc, ss, as_doubles(row, n, buf), 0, 1, n, lane0 + r);
+        fn[0](acc, ss, as_doubles(row, n, buf), 0, 1, n, pos0 + r);
     }
 }
 
 /// Folds each of n outputs' P partials (partial c of output i at v[c * stride + i]) by the
-/// canonical order's later levels, in place: v[i] ends with the results. `acc`: 32 * n doubles.
-void fold_levels(const ReduceKernels& rk, bool prod, double* v, std::size_t stride, std::size_t P, std::size_t n,
-                 double* acc) {
+/// canonical order's later levels (interleaved lanes), in place: v[i] ends with the results.
+/// `acc`: 32 * n doubles. Plain loops: the partials are few.
+void fold_levels(bool prod, double* v, std::size_t stride, std::size_t P, std::size_t n, double* acc) {
     const auto C = static_cast<std::size_t>(kReduceChunk);
-    auto* fn = prod ? rk.rows_lanes_prod : rk.rows_lanes_sum;
+    if (n == 1 && P > 1 && P <= 32) {
+        // One output, one chunk of at most 32 partials: a lane each (a run along the first
+        // dimension of up to 32K elements).
+        double lane[32];
+        for (std::size_t l = 0; l < 32; ++l) lane[l] = l < P ? v[l * stride] : prod ? 1.0 : 0.0;
+        v[0] = lane_tree(lane, prod);
+        return;
+    }
     while (P > 1) {
         const std::size_t next = (P + C - 1) / C;
         for (std::size_t c = 0; c < next; ++c) {
             std::fill_n(acc, 32 * n, prod ? 1.0 : 0.0);
-            fn[0](acc, n, v + c * C * stride, stride, std::min(C, P - c * C), n, 0);
+            for (std::size_t r = c * C; r < std::min(P, (c + 1) * C); ++r) {
+                double* a = acc + (r % 32) * n;
+                const double* x = v + r * stride;
+                if (prod)
+                    for (std::size_t i = 0; i < n; ++i) a[i] = a[i] * x[i];
+                else
+                    for (std::size_t i = 0; i < n; ++i) a[i] = a[i] + x[i];
+            }
             slice_tree(acc, n, n, prod);
             std::copy_n(acc, n, v + c * stride);  // row c: every row it covers is read already
         }
@@ -265,10 +294,6 @@ void for_range(std::size_t count, bool parallel, F&& f) {
                       [&](const tbb::blocked_range<std::size_t>& r) { f(r.begin(), r.end()); });
 }
 
-/// Rows of a strided reduction read straight from the input per pass over the accumulators: at
-/// least 8 (measured on the 2-core VM: 4096-double rows at 35, 49, 63, 72 GB/s for 1, 2, 4, 8
-/// rows a pass, less again from 16), more when rows are short, to span about a block.
-std::size_t direct_rows(std::size_t inner, std::size_t block) { return std::max<std::size_t>(8, block / inner); }
 /// Contiguous data read from memory is prefetched this many bytes ahead: the hardware prefetchers
 /// alone leave one core's stream well short of its share of the copy bandwidth (measured: 4096
 /// doubles ahead best of 0 / 2048 / 4096 / 8192; it reaches into the next chunk, which the same
@@ -277,8 +302,9 @@ constexpr std::size_t kPrefetchBytes = 32768;
 /// Rows of a strided reduction computed by the program (long rows) folded in one pass, each
 /// computed into a scratch of its own.
 constexpr std::size_t kFusedRows = 4;
-/// Outputs of a strided task: the 32 slices of a sum's lanes (128 KiB) stay in the core's cache.
-constexpr std::size_t kLanePiece = 512;
+/// Outputs of a strided task read straight from memory: at most kDirectPiece (the rows' long
+/// contiguous runs keep the prefetchers going). Tasks: about kTasks, where the shape allows.
+constexpr std::size_t kDirectPiece = 8192, kTasks = 64;
 
 std::size_t elem_bytes(ElemType t) { return t == ElemType::f64 ? 8 : t == ElemType::f32 ? 4 : 1; }
 
@@ -335,18 +361,26 @@ void run_reduce(const Region& region, std::span<const Storage* const> inputs, st
     bool need_pos = false;
     for (const auto& red : region.reductions) need_pos |= kind_of(red.op) == RedKind::Max || kind_of(red.op) == RedKind::Min;
 
-    // The canonical order (graph/reduce_order.hpp): each output's positions in chunks of C; a
-    // task folds whole chunks into partials, which the last phase folds by the later levels
-    // (sums, products) or combines in order (the order-free kinds). Partial of chunk c of
-    // output (i, o), reduction j: ((o * P + c) * nred + j) * I + i.
+    // The canonical order (graph/reduce_order.hpp): each output's positions in chunks of C.
+    // Contiguous: a task folds whole chunks (interleaved lanes, the tree) into partials.
+    // Strided: a task folds whole lanes (blocked: 32 consecutive rows) into partials, the last
+    // phase takes each chunk's tree. Then each output's chunk partials are folded by the later
+    // levels (sums, products) or combined in order (the order-free kinds). Partial of lane l
+    // (strided; contiguous: L = 1, l = 0) of chunk c of output (i, o), reduction j:
+    // (((o * P + c) * L + l) * nred + j) * I + i.
     const auto C = static_cast<std::size_t>(kReduceChunk);
     const auto P = static_cast<std::size_t>(reduce_chunks(len));
     const auto I = static_cast<std::size_t>(inner);
     const auto O = static_cast<std::size_t>(outer);
+    const std::size_t L = inner == 1 ? 1 : static_cast<std::size_t>(kReduceLanes);
     const std::size_t slice = nred * I;
-    auto pv = std::make_unique_for_overwrite<double[]>(O * P * slice);
+    auto pv = std::make_unique_for_overwrite<double[]>(O * P * L * slice);
     std::unique_ptr<std::int64_t[]> pk;
-    if (need_pos) pk = std::make_unique_for_overwrite<std::int64_t[]>(O * P * slice);
+    if (need_pos) pk = std::make_unique_for_overwrite<std::int64_t[]>(O * P * L * slice);
+    // Lanes with positions in chunk c.
+    auto lanes_in = [&](std::size_t c) {
+        return (std::min<std::size_t>(C, static_cast<std::size_t>(len) - c * C) + 31) / 32;
+    };
 
     if (inner == 1) {
         // Contiguous along the reduced dimension: a task takes a run of whole chunks of one
@@ -403,50 +437,61 @@ void run_reduce(const Region& region, std::span<const Storage* const> inputs, st
         });
     } else {
         // Strided: each position k of the reduced dimension is a run of `inner` outputs,
-        // contiguous in memory; consecutive k are consecutive runs. A task takes one chunk of k
-        // for a piece of the run (the 32 slices of a sum's lanes stay in cache), read row after
-        // row: straight from the inputs when the program computes nothing, from blocks of whole
-        // rows when rows are short, else kFusedRows rows at a time, each computed into a scratch
-        // of its own (S bytes apart: the scratch rounded up to lines, plus a few lines so that
-        // the rows do not alias in the caches).
+        // contiguous in memory; consecutive k are consecutive runs, and a lane is 32 of them. A
+        // task takes a group of lanes of one chunk for a piece of the run, read row after row:
+        // straight from the inputs when the program computes nothing, from blocks of whole rows
+        // when rows are short, else kFusedRows rows at a time, each computed into a scratch of
+        // its own (S bytes apart: the scratch rounded up to lines, plus a few lines so that the
+        // rows do not alias in the caches). The split (pieces, lanes a task) only shares out the
+        // work: the bits do not depend on it.
         const std::size_t S = (reg_bytes + 63) / 64 * 64 + 256;
         bool direct = program.steps() == 0;
         for (std::size_t j = 0; j < nred; ++j) direct &= static_cast<bool>(in_memory[j]);
-        const bool short_rows = !direct && I * kFusedRows <= B && I <= kLanePiece;
-        const std::size_t IP = short_rows ? I : std::min({I, kLanePiece, B});
+        const bool short_rows = !direct && I * kFusedRows <= B;
+        const std::size_t IP = short_rows ? I : std::min(I, direct ? kDirectPiece : B);
         const std::size_t pieces = (I + IP - 1) / IP;
-        for_range(O * P * pieces, parallel, [&](std::size_t first, std::size_t last) {
-            Scratch& s = scratch_for(kFusedRows * S, B, nred * 32 * IP);
+        std::size_t LB = 32;  // lanes a task
+        while (LB > 1 && O * P * (32 / LB) * pieces < kTasks) LB /= 2;
+        const std::size_t groups = 32 / LB;
+        for_range(O * P * groups * pieces, parallel, [&](std::size_t first, std::size_t last) {
+            Scratch& s = scratch_for(kFusedRows * S, std::max(B, IP));  // conv: a row of a piece
             std::byte* regs = aligned(s.regs);
             for (std::size_t t = first; t < last; ++t) {
-                const std::size_t piece = t % pieces, c = (t / pieces) % P, o = t / (pieces * P);
+                const std::size_t piece = t % pieces, grp = (t / pieces) % groups, c = (t / (pieces * groups)) % P,
+                                  o = t / (pieces * groups * P);
+                const std::size_t l0 = grp * LB, l1 = std::min(l0 + LB, lanes_in(c));
+                if (l0 >= l1) continue;  // past the last chunk's lanes
                 const std::size_t i0 = piece * IP, n = std::min(IP, I - i0);
-                const std::size_t base = (o * P + c) * slice;
-                auto lanes_of = [&](std::size_t j) { return s.lanes.data() + j * 32 * n; };
-                for (std::size_t j = 0; j < nred; ++j) {
-                    const OpKind op = region.reductions[j].op;
-                    if (in_lanes(op)) {
-                        std::fill_n(lanes_of(j), 32 * n, initial(op).v);
-                    } else {
-                        std::fill_n(&pv[base + j * I + i0], n, initial(op).v);
-                        if (need_pos) std::fill_n(&pk[base + j * I + i0], n, std::int64_t{0});
+                // Lane l's partials of reduction j.
+                auto at = [&](std::size_t l, std::size_t j) { return (((o * P + c) * L + l) * nred + j) * I + i0; };
+                for (std::size_t l = l0; l < l1; ++l)
+                    for (std::size_t j = 0; j < nred; ++j) {
+                        std::fill_n(&pv[at(l, j)], n, initial(region.reductions[j].op).v);
+                        if (need_pos) std::fill_n(&pk[at(l, j)], n, std::int64_t{0});
                     }
-                }
-                // Folds `rows` rows from position k: row r of reduction j at its view's data +
-                // r * stride elements.
+                // Folds `rows` rows from position k (k0: the chunk's first): row r of reduction
+                // j at its view's data + r * stride elements, into the lanes' partials.
                 auto fold = [&](std::size_t j, const Program::SinkView& x, std::size_t stride, std::size_t rows, std::int64_t k) {
                     const OpKind op = region.reductions[j].op;
-                    if (in_lanes(op))
-                        fold_slices(rk, op, x, lanes_of(j), n, stride, rows, n, static_cast<std::size_t>(k) % 32, s.conv.data());
-                    else
-                        fold_view_rows(rk, kind_of(op), x, &pv[base + j * I + i0], need_pos ? &pk[base + j * I + i0] : nullptr,
-                                       stride, rows, n, k, s.conv.data());
+                    const auto pos = static_cast<std::size_t>(k) - c * C;
+                    if (in_lanes(op)) {
+                        // lane l's partials slice * L ... apart: the blocked lanes' slices
+                        fold_slices(rk, op, x, &pv[at(0, j)], nred * I, stride, rows, n, pos, s.conv.data());
+                        return;
+                    }
+                    for (std::size_t r = 0; r < rows;) {
+                        const std::size_t p = pos + r, run = std::min(rows - r, 32 - p % 32);
+                        Program::SinkView xr = at_offset(x, x.scalar ? 0 : r * stride);
+                        fold_view_rows(rk, kind_of(op), xr, &pv[at(p / 32, j)], need_pos ? &pk[at(p / 32, j)] : nullptr, stride,
+                                       run, n, k + static_cast<std::int64_t>(r), s.conv.data());
+                        r += run;
+                    }
                 };
-                const auto kbeg = static_cast<std::int64_t>(c * C);
-                const std::int64_t kend = std::min<std::int64_t>(len, kbeg + static_cast<std::int64_t>(C));
+                const auto kbeg = static_cast<std::int64_t>(c * C + l0 * 32);
+                const std::int64_t kend = std::min<std::int64_t>(len, static_cast<std::int64_t>(c * C + l1 * 32));
                 const auto lo = static_cast<std::int64_t>(o);
                 if (direct || short_rows) {
-                    const std::size_t R = direct ? direct_rows(n, B) : B / I;
+                    const std::size_t R = direct ? C : B / I;
                     for (std::int64_t k = kbeg; k < kend; k += static_cast<std::int64_t>(R)) {
                         const auto rows = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(R), kend - k));
                         const std::int64_t start = static_cast<std::int64_t>(i0) + inner * (k + len * lo);
@@ -466,35 +511,42 @@ void run_reduce(const Region& region, std::span<const Storage* const> inputs, st
                         }
                     }
                 }
-                for (std::size_t j = 0; j < nred; ++j) {
-                    const OpKind op = region.reductions[j].op;
-                    if (!in_lanes(op)) continue;
-                    slice_tree(lanes_of(j), n, n, op == OpKind::Prod);
-                    std::copy_n(lanes_of(j), n, &pv[base + j * I + i0]);
-                }
             }
         });
     }
 
-    // Each output's chunks: folded by the later levels or combined in order, in pieces of the
-    // inner run, then written out.
+    // Each output: each chunk's lanes by the tree (strided) or combined in order, then the
+    // chunks folded by the later levels or combined in order, in pieces of the inner run, then
+    // written out.
     constexpr std::size_t kPiece = 1024;
     const std::size_t fp = (I + kPiece - 1) / kPiece;
+    const std::size_t lane_stride = slice, chunk_stride = L * slice;
     for_range(O * fp, parallel, [&](std::size_t first, std::size_t last) {
         Scratch& s = scratch_for(0, 0, 32 * kPiece);
         for (std::size_t w = first; w < last; ++w) {
             const std::size_t o = w / fp, i0 = (w % fp) * kPiece, n = std::min(kPiece, I - i0);
             for (std::size_t j = 0; j < nred; ++j) {
                 const OpKind op = region.reductions[j].op;
-                const std::size_t at0 = o * P * slice + j * I + i0;
-                double* a = &pv[at0];
-                std::int64_t* ak = need_pos ? &pk[at0] : nullptr;
+                const bool prod = op == OpKind::Prod;
+                const std::size_t at0 = o * P * chunk_stride + j * I + i0;
+                auto combine_into = [&](std::size_t a, std::size_t b) {
+                    rk.combine[static_cast<int>(kind_of(op))](&pv[a], need_pos ? &pk[a] : nullptr, &pv[b],
+                                                              need_pos ? &pk[b] : nullptr, n);
+                };
+                if (L > 1)
+                    for (std::size_t c = 0; c < P; ++c) {
+                        const std::size_t a0 = at0 + c * chunk_stride, nl = lanes_in(c);
+                        if (in_lanes(op))
+                            lane_slices_tree(&pv[a0], lane_stride, nl, n, prod);
+                        else
+                            for (std::size_t l = 1; l < nl; ++l) combine_into(a0, a0 + l * lane_stride);
+                    }
                 if (in_lanes(op))
-                    fold_levels(rk, op == OpKind::Prod, a, slice, P, n, s.lanes.data());
+                    fold_levels(prod, &pv[at0], chunk_stride, P, n, s.lanes.data());
                 else
-                    for (std::size_t c = 1; c < P; ++c)
-                        rk.combine[static_cast<int>(kind_of(op))](a, ak, &pv[at0 + c * slice], need_pos ? &pk[at0 + c * slice] : nullptr, n);
-                write_outputs(*region.outputs[j].node, op, *outputs[j], static_cast<std::int64_t>(i0 + I * o), a, ak, n);
+                    for (std::size_t c = 1; c < P; ++c) combine_into(at0, at0 + c * chunk_stride);
+                write_outputs(*region.outputs[j].node, op, *outputs[j], static_cast<std::int64_t>(i0 + I * o), &pv[at0],
+                              need_pos ? &pk[at0] : nullptr, n);
             }
         }
     });

@@ -22,12 +22,13 @@ struct ReduceKernels {
     /// % 32], in order. pf > 0: prefetch that many elements ahead (for data read from memory).
     void (*lanes_sum[2])(double* lanes, const void* x, std::size_t n, std::size_t lane0, std::size_t pf);
     void (*lanes_prod[2])(double* lanes, const void* x, std::size_t n, std::size_t lane0, std::size_t pf);
-    /// The same across rows: row r of x (at x + r * stride, n elements) folded elementwise into
-    /// slice (lane0 + r) % 32 of acc (slice l: n accumulators at acc + l * ss).
+    /// Strided: row r of x (at x + r * stride, n elements; position pos0 + r of a chunk) folded
+    /// elementwise into the slice of its blocked lane, (pos0 + r) / 32 (slice l: n accumulators at
+    /// acc + l * ss), in order.
     void (*rows_lanes_sum[2])(double* acc, std::size_t ss, const void* x, std::size_t stride, std::size_t rows,
-                              std::size_t n, std::size_t lane0);
+                              std::size_t n, std::size_t pos0);
     void (*rows_lanes_prod[2])(double* acc, std::size_t ss, const void* x, std::size_t stride, std::size_t rows,
-                               std::size_t n, std::size_t lane0);
+                               std::size_t n, std::size_t pos0);
     /// Contiguous any / all of x[0..n).
     bool (*any_run)(const double* x, std::size_t n);
     bool (*all_run)(const double* x, std::size_t n);

@@ -149,7 +149,7 @@ void access_for(const Region& region, std::vector<InputAccess>& access, std::vec
     }
 }
 
-ReducePlan plan_reduce(const Region& region) {
+ReducePlan plan_reduce(const Region& region, std::uint64_t threads) {
     const auto [inner, len, outer] = region.reduce_extents();
     ReducePlan p;
     p.inner = static_cast<std::uint64_t>(inner);
@@ -157,7 +157,13 @@ ReducePlan plan_reduce(const Region& region) {
     p.outer = static_cast<std::uint64_t>(outer);
     p.contiguous = inner == 1;
     p.chunks = static_cast<std::uint64_t>(reduce_chunks(len));
-    p.lanes = static_cast<std::uint64_t>(reduce_lanes(len));
+    p.lanes = static_cast<std::uint64_t>(reduce_lanes(len, !p.contiguous));
+    if (!p.contiguous) {
+        const std::uint64_t want = threads > 0 ? threads : kStridedThreads;
+        const std::uint64_t slots_all = p.outputs() * p.chunks;
+        p.per_invocation = std::min(kStridedLanes, p.lanes);
+        while (p.per_invocation > 1 && slots_all * (p.lanes / p.per_invocation) < want) p.per_invocation /= 2;
+    }
     return p;
 }
 
@@ -168,9 +174,9 @@ std::vector<std::uint64_t> ReducePlan::levels() const {
     return l;
 }
 
-std::uint64_t reduce_partial_bytes(const Region& region, const Kernel&) {
+std::uint64_t reduce_partial_bytes(const Region& region, const Kernel& kernel) {
     if (!region.is_reduce()) return 0;
-    const ReducePlan p = plan_reduce(region);
+    const ReducePlan p = plan_reduce(region, kernel.reduction_threads);
     std::uint64_t records = 0;
     for (std::uint64_t n : p.levels()) records += n;
     return 16 * region.reductions.size() * p.outputs() * records;
@@ -236,8 +242,8 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
     for (std::size_t s = npush; s < plan.values.size(); ++s) put(l.args, plan.values[s]);
 
     if (region.is_reduce()) {
-        const ReducePlan rp = plan_reduce(region);
-        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.chunks, rp.lanes, partials}) put(l.args, v);
+        const ReducePlan rp = plan_reduce(region, kernel.reduction_threads);
+        for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.chunks, rp.lanes, partials, rp.per_invocation}) put(l.args, v);
         if (!region.tail.empty()) {
             // The tail's own block after the region's: it reads the stored results, writes its outputs.
             if (!kernel.tail || kernel.tail_args_offset != l.args.size())
@@ -252,13 +258,13 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
         const std::vector<std::uint64_t> levels = rp.levels();
         if (!levels.empty() && partials == 0) throw DeviceError("vulkan: a two-pass reduction without its partials (bug)");
         const std::uint64_t wg = kernel.workgroup_size;
-        // A slot (a chunk) per `lanes` invocations.
-        auto groups_for = [&](std::uint64_t items, std::uint64_t lanes) { return (items + wg / lanes - 1) / (wg / lanes); };
-        split_groups(groups_for(outs * rp.chunks, rp.lanes), max_groups_x, l.groups_x, l.groups_y);
+        // A slot (a chunk) per `lanes` invocations (strided first pass: lanes / per_invocation).
+        auto groups_for = [&](std::uint64_t items, std::uint64_t slots) { return (items + slots - 1) / slots; };
+        split_groups(groups_for(outs * rp.chunks, rp.slots(wg)), max_groups_x, l.groups_x, l.groups_y);
         for (std::uint64_t n : levels) {
             const auto next = static_cast<std::uint64_t>(reduce_chunks(static_cast<std::int64_t>(n)));
             std::uint32_t x = 0, y = 1;
-            split_groups(groups_for(outs * next, static_cast<std::uint64_t>(reduce_lanes(static_cast<std::int64_t>(n)))),
+            split_groups(groups_for(outs * next, wg / static_cast<std::uint64_t>(reduce_lanes(static_cast<std::int64_t>(n)))),
                          max_groups_x, x, y);
             l.combines.emplace_back(x, y);
         }

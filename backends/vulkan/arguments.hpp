@@ -31,7 +31,7 @@ struct Kernel;  // codegen.hpp
 //                      extent_divisor(extent), for the 32-bit index path)
 //   then       double  the scalar slots that did not fit in the push constants
 //   then       uint64  (reduce regions) inner, len, outer, chunks, lanes, the address of
-//                      the partials (chunks > 1): see ReducePlan
+//                      the partials (chunks > 1), per_invocation: see ReducePlan
 // Push constants: uint64 address of the argument block, uint64 element count, then as many
 // scalar slots (double; f32 ops read float(slot)) as fit in max_push_bytes.
 // The kernel only ever sets bits of the header (atomicOr / atomicMin), so the host must write the
@@ -103,30 +103,49 @@ std::uint32_t push_slots(std::size_t scalars, std::uint32_t max_push_bytes);
 /// How a reduce region's kernel splits the work: the canonical order of graph/reduce_order.hpp,
 /// which depends on the shape alone. The domain is (inner, len, outer) -- Region::reduce_extents.
 /// Each output's len positions form `chunks` chunks of kReduceChunk; a chunk is one slot of
-/// `lanes` invocations (reduce_lanes(len)), lane l folding positions l, l + lanes, ... of the
-/// chunk in order, then the lanes combined by the halving tree. A workgroup holds
-/// workgroup size / lanes slots.
-/// contiguous (inner == 1): a slot's lanes are consecutive invocations (consecutive elements:
-///   coalesced), the slots of a workgroup consecutive chunks; the tree by subgroup shuffles where
-///   a subgroup holds the slot, else in shared memory.
-/// strided: a slot's lanes are workgroup size / lanes invocations apart and consecutive slots
-///   are consecutive outputs (coalesced), the tree in shared memory.
+/// `lanes` lanes (reduce_lanes(len, blocked)), each folding its positions of the chunk in order,
+/// then the lanes combined by the halving tree.
+/// contiguous (inner == 1): interleaved lanes, a slot's lanes consecutive invocations
+///   (consecutive elements: coalesced), workgroup size / lanes slots a workgroup, consecutive
+///   chunks; the tree by subgroup shuffles where a subgroup holds the slot, else in shared memory.
+/// strided: blocked lanes; consecutive slots are consecutive outputs (coalesced); a slot is
+///   lanes / per_invocation invocations, each holding per_invocation lanes in registers (the
+///   most, up to kStridedLanes, that still leaves kStridedThreads invocations in all: few
+///   outputs or short runs need the parallelism more than the loads in flight of one
+///   invocation); the tree's first steps in registers, the rest in shared memory. The grouping
+///   changes the speed, never the bits.
 /// chunks > 1: the first pass writes each chunk's partial (value, position: 16 bytes) at
 ///   ((j * outputs + q) * chunks + c) * 16 of a scratch buffer; combine passes (the push
 ///   constants' count = the level, from 1) fold each output's partials of a level by the same
 ///   rule into the next level (placed after it), until one is left, which they store.
-inline constexpr std::uint64_t kReduceParamsCount = 6;
+inline constexpr std::uint64_t kReduceParamsCount = 7;
+/// Measured on the H100 (sum(A, 2) of 2^14 x 2^14 floats: 4, 8, 16 lanes an invocation at 2624,
+/// 2786, 2769 GB/s; 2^13 x 2^13: 2317, 2423, 2236).
+inline constexpr std::uint64_t kStridedLanes = 8, kStridedThreads = std::uint64_t{1} << 20;
+/// Positions of a contiguous lane whose elements are computed before they are folded (their
+/// loads in flight together). Measured on the H100: a bare sum(A, 1) / sum(A, 'all') of 2^28
+/// floats prefers more (4: 2756 / 2642 GB/s, 8: 2867 / 2746, 16: 2938 / 2809), but programs
+/// with work in the element code do not (16 against 4: W1 at n = 100M 0.96 against 0.80 ms of
+/// kernels, W2 at B = 16 2.0 against 1.78): registers.
+inline constexpr int kContiguousUnroll = 4;
 struct ReducePlan {
     bool contiguous = true;
     std::uint64_t inner = 1, len = 0, outer = 1;
     std::uint64_t chunks = 1;  ///< of the first pass (reduce_chunks(len))
-    std::uint64_t lanes = 1;   ///< of the first pass (reduce_lanes(len))
+    std::uint64_t lanes = 1;   ///< of the first pass (reduce_lanes(len, !contiguous))
+    std::uint64_t per_invocation = 1;  ///< strided: lanes an invocation holds
+
     std::uint64_t outputs() const noexcept { return inner * outer; }
+    /// Slots (chunks) of a first-pass workgroup.
+    std::uint64_t slots(std::uint64_t workgroup_size) const noexcept {
+        return contiguous ? workgroup_size / lanes : workgroup_size / (lanes / per_invocation);
+    }
     /// Partials of each level after the first pass (empty: one pass): chunks, then
     /// reduce_chunks(chunks), ... down to (not including) 1.
     std::vector<std::uint64_t> levels() const;
 };
-ReducePlan plan_reduce(const Region& region);
+/// `threads`: the strided plan's target (0: kStridedThreads).
+ReducePlan plan_reduce(const Region& region, std::uint64_t threads = 0);
 
 // ---- one dispatch ------------------------------------------------------------------------------
 

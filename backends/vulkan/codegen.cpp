@@ -260,17 +260,19 @@ public:
             else pre_ << "    double s" << s << " = RefF64(" << args_ << " + " << off + 8 * (s - npush) << "ul).v;\n";
         }
         if (r_.is_reduce()) {
-            // After the scalars: inner, len, outer, chunks, lanes, partials (arguments.hpp).
+            // After the scalars: inner, len, outer, chunks, lanes, partials, per_invocation (arguments.hpp).
             const std::uint64_t at = off + 8 * (plan_.values.size() > npush ? plan_.values.size() - npush : 0);
-            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_chunks", "r_lanes", "r_partials"};
+            const char* names[kReduceParamsCount] = {"r_inner", "r_len", "r_outer", "r_chunks", "r_lanes", "r_partials", "r_per"};
             for (std::uint64_t q = 0; q < kReduceParamsCount; ++q)
                 pre_ << "    uint64_t " << names[q] << " = RefU64(" << args_ << " + " << at + 8 * q << "ul).v;\n";
-            const ReducePlan rp = plan_reduce(r_);
+            k.reduction_threads = o_.reduction_threads;
+            const ReducePlan rp = plan_reduce(r_, k.reduction_threads);
             contiguous_ = rp.contiguous;
+            per_invocation_ = static_cast<std::uint32_t>(rp.per_invocation);
             if (reduce_shared_bytes(r_, k.workgroup_size) > o_.max_shared_bytes)
                 throw DeviceError("vulkan codegen: " + std::to_string(r_.reductions.size()) +
                                   " reductions in one region need more shared memory than the device has");
-            key_ << ";reduce=" << (contiguous_ ? (o_.subgroup_shuffle ? "contig-sg" : "contig") : "strided");
+            key_ << ";reduce=" << (contiguous_ ? (o_.subgroup_shuffle ? "contig-sg" : "contig") : "strided-m" + std::to_string(per_invocation_));
             for (const Reduction& red : r_.reductions) key_ << ',' << op_info(red.op).name << ':' << red.value;
             if (!r_.tail.empty()) write_tail(k, at + 8 * kReduceParamsCount);
         }
@@ -989,6 +991,7 @@ private:
             parts.region = &r_;
             parts.workgroup_size = k.workgroup_size;
             parts.contiguous = contiguous_;
+            parts.per_invocation = per_invocation_;
             parts.subgroups = (contiguous_ || combine) && o_.subgroup_shuffle;
             parts.pre = pre_.str();
             parts.element = general_;
@@ -1111,6 +1114,7 @@ private:
     bool loop_failed_ = false;
     bool need_f64_ = false, need_f32_ = false, need_modrem_ = false, uses_u8_ = false;
     bool contiguous_ = false;  // reduce regions: ReducePlan::contiguous
+    std::uint32_t per_invocation_ = 1;  // reduce regions: ReducePlan::per_invocation
     std::string tail_fn_, tail_call_;  // reduce regions with a tail: write_tail
     std::string args_ = "pc.args";     // the argument block's address, as the per-element setup reads it
     bool need_rng_ = false;    // a generator of random numbers: paste shaders/philox.glsl

@@ -42,6 +42,7 @@ struct CodegenOptions {
     std::uint32_t max_shared_bytes = 32768;  ///< the device's maxComputeSharedMemorySize
     bool subgroup_shuffle = false;           ///< reductions combine with subgroup shuffles (where a subgroup holds 32 lanes)
     std::uint32_t reduction_workgroup_size = 256;  ///< invocations per workgroup of reduce kernels
+    std::uint64_t reduction_threads = 0;           ///< see plan_reduce (0: kStridedThreads)
 };
 
 /// The generated kernel and what the backend needs to launch it.
@@ -72,6 +73,7 @@ struct Kernel {
     /// paste the per-element code as a function, and where its argument block starts (after the
     /// region's own, pack_arguments fills both).
     std::shared_ptr<const Kernel> tail;
+    std::uint64_t reduction_threads = 0;  ///< reduce kernels: the plan_reduce setting they were made for
     std::uint64_t tail_args_offset = 0;
 };
 

@@ -1,5 +1,9 @@
 #include "backends/vulkan/reduce_kernels.hpp"
 
+#include "backends/vulkan/arguments.hpp"
+
+#include <algorithm>
+
 namespace tandem::detail::vk {
 
 namespace {
@@ -86,6 +90,78 @@ void write_fold_loop(std::ostream& s, const ReduceKernelParts& p, const std::str
     for (std::size_t j = 0; j < nr; ++j)
         s << "        tdmr_fold" << j << "(racc" << j << ", rpos" << j << ", double(" << p.value[j] << "), k);\n";
     s << "    }\n";
+}
+
+/// The strided first pass up to the lanes' tree (blocked lanes: lane L = positions 32L ..
+/// 32L + 31 of the chunk): consecutive slots are consecutive outputs (a subgroup's loads one
+/// coalesced run); a slot is G = lanes / M invocations, `slots` apart, of M = per_invocation
+/// (at most kStridedLanes) lanes each: invocation g holds lanes g, g + G, ..., g + (M - 1)G in
+/// registers, folds them, and takes the tree's steps w = (M / 2)G, ..., G in registers; the
+/// rest runs in shared memory over the G invocations (lanes, lane := G, g: write_reduce_main).
+/// Chunk c of output q (ii, o), live.
+void write_strided_fold(std::ostream& s, const ReduceKernelParts& p) {
+    const std::size_t nr = p.region->reductions.size();
+    const std::string C = std::to_string(kReduceChunk);
+    const std::string L = std::to_string(kReduceLanes);
+    const int M = static_cast<int>(p.per_invocation);
+    // Elements of one step of the fast loop: M lanes x U positions (their loads overlap).
+    const int U = std::max(1, static_cast<int>(kStridedLanes) / M);
+    auto name = [](const char* base, std::size_t j, int u) {
+        return std::string(base) + std::to_string(j) + (u == 0 ? "" : "_" + std::to_string(u));
+    };
+    s << "    int64_t kbeg = int64_t(c) * " << C << "L;\n"
+         "    int64_t kend = live ? min(kbeg + " << C << "L, int64_t(r_len)) : kbeg;\n"
+         "    int64_t lb = kbeg + " << L << "L * int64_t(g), ls = " << L << "L * int64_t(G);  // lane g's first position; lanes apart\n";
+    for (std::size_t j = 0; j < nr; ++j)
+        for (int u = 1; u < M; ++u)
+            s << "    precise double " << name("racc", j, u) << " = racc" << j << ";\n    int64_t " << name("rpos", j, u)
+              << " = 0L;\n";
+    auto fold = [&](std::size_t j, int u, const std::string& x, const std::string& k) {
+        s << "        tdmr_fold" << j << "(" << name("racc", j, u) << ", " << name("rpos", j, u) << ", " << x << ", " << k
+          << ");\n";
+    };
+    auto at = [](int u, int v) {
+        return "lb + " + std::to_string(u) + "L * ls + sp + " + std::to_string(v) + "L";
+    };
+    // Whole steps (positions sp .. sp + U - 1 of all M lanes in range): the elements first, so
+    // their loads overlap, then folded, each lane in order.
+    s << "    int64_t sp = 0L;\n"
+         "    for (; sp + " << U - 1 << "L < " << L << "L && " << at(M - 1, U - 1) << " < kend; sp += " << U << "L) {\n";
+    for (std::size_t j = 0; j < nr; ++j) s << "        double rx" << j << "[" << M * U << "];\n";
+    for (int u = 0; u < M; ++u)
+        for (int v = 0; v < U; ++v) {
+            s << "        {\n        uint64_t i = ii + r_inner * (uint64_t(" << at(u, v) << ") + r_len * o);\n" << p.element;
+            for (std::size_t j = 0; j < nr; ++j)
+                s << "        rx" << j << "[" << u * U + v << "] = double(" << p.value[j] << ");\n";
+            s << "        }\n";
+        }
+    for (int u = 0; u < M; ++u)
+        for (int v = 0; v < U; ++v)
+            for (std::size_t j = 0; j < nr; ++j)
+                fold(j, u, "rx" + std::to_string(j) + "[" + std::to_string(u * U + v) + "]", at(u, v));
+    s << "    }\n";
+    // The rest: one position at a time (the element code once), into its lane's accumulator; a
+    // lane past the end means the later ones are too.
+    s << "    for (; sp < " << L << "L; ++sp) {\n"
+         "    for (uint u = 0u; u < M; ++u) {\n"
+         "        int64_t k = lb + int64_t(u) * ls + sp;\n"
+         "        if (k >= kend) break;\n"
+         "        uint64_t i = ii + r_inner * (uint64_t(k) + r_len * o);\n"
+      << p.element;
+    for (std::size_t j = 0; j < nr; ++j) s << "        double x" << j << " = double(" << p.value[j] << ");\n";
+    for (int u = 0; u < M; ++u) {
+        if (M > 1) s << "        " << (u ? "else " : "") << "if (u == " << u << "u) {\n";
+        for (std::size_t j = 0; j < nr; ++j) fold(j, u, "x" + std::to_string(j), "k");
+        if (M > 1) s << "        }\n";
+    }
+    s << "    }\n"
+         "    }\n";
+    // The tree's steps within an invocation: w = h * G, lanes u and u + h.
+    for (int h = M / 2; h >= 1; h /= 2)
+        for (int u = 0; u < h; ++u)
+            for (std::size_t j = 0; j < nr; ++j)
+                s << "    tdmr_combine" << j << "(" << name("racc", j, u) << ", " << name("rpos", j, u) << ", "
+                  << name("racc", j, u + h) << ", " << name("rpos", j, u + h) << ");\n";
 }
 
 }  // namespace
@@ -185,20 +261,27 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
         s << "    uint lane = t % lanes, slot = t / lanes, sstride = 1u;\n"
              "    uint64_t item = group * uint64_t(slots) + uint64_t(slot);\n"
              "    bool live = item < outs * r_chunks;  // not: a slot of the grid's rounding\n"
-             "    uint64_t q = item / r_chunks, c = item % r_chunks;\n";
+             "    uint64_t q = item / r_chunks, c = item % r_chunks;\n"
+             "    int64_t kbeg = int64_t(c) * " << C << "L;\n"
+             "    int64_t kend = live ? min(kbeg + " << C << "L, int64_t(r_len)) : kbeg;\n";
+        write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", kContiguousUnroll);
+        write_lane_tree(s, p, p.subgroups);
     } else {
-        // Consecutive slots are consecutive outputs (coalesced), a slot's lanes `slots` apart.
-        s << "    uint lane = t / slots, slot = t % slots, sstride = slots;\n"
+        // Consecutive slots are consecutive outputs (coalesced); a slot's G invocations `slots`
+        // apart.
+        s << "    const uint M = " << p.per_invocation << "u;\n"
+             "    uint G = lanes / M;\n"
+             "    slots = " << WG << "u / G;\n"
+             "    uint g = t / slots, slot = t % slots, sstride = slots;\n"
              "    uint64_t item = group * uint64_t(slots) + uint64_t(slot);\n"
              "    bool live = item < outs * r_chunks;\n"
              "    uint64_t q = item % outs, c = item / outs;\n"
              "    uint64_t ii = q % r_inner, o = q / r_inner;\n";
+        write_strided_fold(s, p);
+        s << "    lanes = G;\n"
+             "    uint lane = g;\n";
+        write_lane_tree(s, p, false);
     }
-    s << "    int64_t kbeg = int64_t(c) * " << C << "L;\n"
-         "    int64_t kend = live ? min(kbeg + " << C << "L, int64_t(r_len)) : kbeg;\n";
-    write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)",
-                    p.contiguous ? "uint64_t(k) + r_len * q" : "ii + r_inner * (uint64_t(k) + r_len * o)", 4);
-    write_lane_tree(s, p, p.contiguous && p.subgroups);
     write_store(s, p, "r_chunks == 1ul", "r_partials", "r_chunks");
     s << "    if (err != 0xFFFFFFFFu) {\n"
          "        atomicOr(RefErr(pc.args).flag, 1u);\n"

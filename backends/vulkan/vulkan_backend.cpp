@@ -71,8 +71,9 @@ VkResult wait_all(VkDevice device, std::initializer_list<std::pair<VkSemaphore, 
 /// What decides the generated kernel: the ops and types of the program, where each argument
 /// comes from, how each input is read, and whether 32-bit indices suffice. Not the sizes and not
 /// the scalar values: those are arguments. Far cheaper to form than the GLSL itself.
+/// `reduce_variant`: 0 for a contiguous reduce kernel, else the strided plan's lanes an invocation.
 std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
-                      bool contiguous) {
+                      std::uint64_t reduce_variant) {
     std::string s;
     s.reserve(16 * r.program.size() + 8 * r.inputs.size() + 16);
     auto put = [&](std::uint64_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
@@ -96,7 +97,7 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
     instructions(r.program, 0);
     for (auto& o : r.outputs) put(o.value | static_cast<std::uint64_t>(o.node->dtype) << 32);
     if (r.is_reduce()) {
-        put(0x5245445543450000ull | (contiguous ? 1u : 0u));
+        put(0x5245445543450000ull | reduce_variant);
         for (const Reduction& red : r.reductions) put(static_cast<std::uint64_t>(red.op) << 32 | red.value);
         instructions(r.tail, 0x7A11);  // tagged: the tail's instructions are never the program's
     }
@@ -138,6 +139,7 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
                               std::to_string(d.max_workgroup_invocations) + " invocations per workgroup of " + d.name);
         b->codegen_.reduction_workgroup_size = options.reduction_workgroup;
     }
+    b->codegen_.reduction_threads = options.reduction_threads;
 
     b->pool_ = make_pool(c.device(), c.compute_family());
     b->copy_pool_ = make_pool(c.device(), c.transfer_family());
@@ -420,8 +422,10 @@ void VulkanBackend::submit(Submission s) {
     access_for(r, access, walks);
     const Kernel* kernel = nullptr;
     const ComputePipeline* pipeline_ptr = nullptr;
-    const bool contiguous = r.is_reduce() && plan_reduce(r).contiguous;
-    std::string sig = signature(r, access, walks, contiguous);
+    std::uint64_t reduce_variant = 0;
+    if (r.is_reduce())
+        if (const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads); !rp.contiguous) reduce_variant = rp.per_invocation;
+    std::string sig = signature(r, access, walks, reduce_variant);
     KernelEntry* entry = nullptr;
     {
         std::lock_guard lock(kernels_mutex_);

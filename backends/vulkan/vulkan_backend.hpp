@@ -38,6 +38,7 @@ struct VulkanOptions {
     std::string test_fault;          ///< Config::test_fault (tests only)
     HostPool* pool = nullptr;        ///< where downloads land
     std::uint32_t reduction_workgroup = 0;  ///< 0: the device's default (Config::reduction_workgroup)
+    std::uint64_t reduction_threads = 0;    ///< 0: kStridedThreads (Config::reduction_threads)
     bool subgroups = true;                  ///< Config::vulkan_subgroups
     bool loops = true;                      ///< Config::vulkan_loops
     bool log_gpu = false;                   ///< TANDEM_LOG=gpu: each timed span's GPU time to stderr

@@ -62,6 +62,10 @@ struct TANDEM_API Config {
     /// Invocations per workgroup of the GPU reduction kernels: 0 = the device's default, else a
     /// power of two from 32 to 1024 (and at most the device's limit). TANDEM_REDUCTION_WG.
     std::uint32_t reduction_workgroup = 0;
+    /// Invocations a GPU reduction along a later dimension aims for (it holds fewer lanes of the
+    /// sum an invocation until it has them): 0 = the default (2^20, measured), else at least 1.
+    /// Speed only: the bits are the same. TANDEM_REDUCTION_THREADS.
+    std::int64_t reduction_threads = 0;
     /// Combine within a workgroup with subgroup shuffles where the device has them (else a
     /// shared-memory tree). TANDEM_VULKAN_SUBGROUPS=0|1.
     bool vulkan_subgroups = true;
