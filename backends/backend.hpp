@@ -51,6 +51,7 @@ struct Activity {
     std::chrono::steady_clock::time_point start, end;
     std::uint64_t bytes = 0;  ///< a copy's
     double device_ms = -1;    ///< a copy's own time on the device (timestamp queries; -1: unknown)
+    double host_ms = -1;      ///< an upload's host side: the staging copy and the submit (-1: unknown)
     bool from_disk = false;   ///< a build whose SPIR-V came from the disk cache (no compile)
 };
 using ActivitySink = std::function<void(const Activity&)>;

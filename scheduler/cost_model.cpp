@@ -123,6 +123,11 @@ double download_seconds(std::int64_t bytes, const LinkProfile& l) {
     return l.latency_s + static_cast<double>(bytes) / l.download_bytes_per_s;
 }
 
+std::uint64_t link_signature(bool up, std::int64_t bytes) {
+    const auto size_class = static_cast<std::uint64_t>(std::max(0, std::ilogb(static_cast<double>(std::max<std::int64_t>(bytes, 1))) / 2));
+    return std::uint64_t{0xA1} << 56 | static_cast<std::uint64_t>(up) << 48 | size_class << 32;
+}
+
 std::uint64_t region_signature(const RegionCost& c, RegionKind kind) {
     // Fields side by side: kind (8 bits), the op classes present per type (2 x 8), the size class.
     std::uint64_t classes = 0;

@@ -96,6 +96,9 @@ double compute_seconds(const RegionCost& c, const ExecutorProfile& p);
 /// Seconds to bring `bytes` to the device (upload) or to the host (download, with the wait for
 /// the device's queue when the value is computed there).
 double upload_seconds(std::int64_t bytes, const LinkProfile& l);
+/// The PerformanceHistory signature of transfers one way (`up`: to the device) of about `bytes`
+/// (a size class per factor of 4; a tag no region signature has).
+std::uint64_t link_signature(bool up, std::int64_t bytes);
 double download_seconds(std::int64_t bytes, const LinkProfile& l);
 
 }  // namespace tandem::detail

@@ -27,6 +27,20 @@ double Placement::compute_s(const Region& r, bool on_device) const {
     return s * profile_.history.correction(region_signature(r.cost, r.kind), on_device);
 }
 
+void Placement::learn_link(bool up, std::int64_t bytes, double observed_s) {
+    ++learned_;
+    const double model = up ? upload_seconds(bytes, profile_.link) : download_seconds(bytes, profile_.link);
+    profile_.history.observe(link_signature(up, bytes), true, model, observed_s);
+}
+
+double Placement::upload_s(std::int64_t bytes) const {
+    return upload_seconds(bytes, profile_.link) * profile_.history.correction(link_signature(true, bytes), true);
+}
+
+double Placement::download_s(std::int64_t bytes) const {
+    return download_seconds(bytes, profile_.link) * profile_.history.correction(link_signature(false, bytes), true);
+}
+
 void Placement::learn(const Region& r, bool on_device, double observed_s) {
     ++learned_;
     profile_.history.observe(region_signature(r.cost, r.kind), on_device, model_s(r, on_device), observed_s);
@@ -73,7 +87,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     std::int64_t bytes_on_host = 0;
     for (const InputSite& in : q.inputs) {
         ready = std::max(ready, in.ready_s);
-        if (!in.on_host) to_host += download_seconds(in.bytes, link);
+        if (!in.on_host) to_host += download_s(in.bytes);
         host_waits_for_device = host_waits_for_device || !in.on_host;
         if (in.on_host) bytes_on_host += in.bytes;
     }
@@ -85,7 +99,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     // this region's results went back (no flip-flopping along a chain on the device).
     const bool inputs_on_devices_only = bytes_on_host == 0 && !q.inputs.empty();
     if (inputs_on_devices_only && q.bytes_to_consumers > 0)
-        cpu.cpu_s += link.sync_s + upload_seconds(q.bytes_to_consumers, link);
+        cpu.cpu_s += link.sync_s + upload_s(q.bytes_to_consumers);
     cpu.finish_s = cpu.cpu_s;
     cpu.transfer_s = to_host;
 
@@ -102,14 +116,14 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
                 here += in.bytes;
                 continue;
             }
-            const double up = upload_seconds(in.bytes, link);
+            const double up = upload_s(in.bytes);
             const bool host_only = in.on_host && in.devices == 0;
             // An upload its readers' losses have paid for already (ski rental): free to use.
             if (host_only && in.regret_s >= up) continue;
             to_device += up;
             if (host_only) host_only_uploads += up;
             if (!in.on_host) {  // on another device: down to the host first
-                from_others += download_seconds(in.bytes, link);
+                from_others += download_s(in.bytes);
                 waits = true;
             }
         }
@@ -122,10 +136,10 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         };
         const double moved = from_others + (waits ? link.sync_s : 0.0) + to_device;
         double tail = 0;  // after the compute: results the host or the plan's host side wants
-        if (q.bytes_to_host > 0) tail += link.sync_s + download_seconds(q.bytes_to_host, link);
+        if (q.bytes_to_host > 0) tail += link.sync_s + download_s(q.bytes_to_host);
         // Inputs only on the host, outputs read later in the plan: the chain goes on on the host.
         if (here == 0 && bytes_on_host > 0 && q.bytes_to_consumers > 0)
-            tail += link.sync_s + download_seconds(q.bytes_to_consumers, link);
+            tail += link.sync_s + download_s(q.bytes_to_consumers);
         const double finish = start_after(moved) + device_compute + tail;
         const double resident = start_after(moved - host_only_uploads) + device_compute + tail;
         if (resident_finish < 0 || resident < resident_finish) resident_finish = resident;
@@ -133,7 +147,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         if (!dev.backend || finish < dev.finish_s || (finish == dev.finish_s && here > bytes_on_dev)) {
             dev.backend = devices_[d];
             dev.finish_s = dev.device_s = finish;
-            dev.transfer_s = from_others + to_device + (q.bytes_to_host > 0 ? download_seconds(q.bytes_to_host, link) : 0.0);
+            dev.transfer_s = from_others + to_device + (q.bytes_to_host > 0 ? download_s(q.bytes_to_host) : 0.0);
             bytes_on_dev = here;
         }
     }

@@ -83,6 +83,13 @@ public:
     double model_s(const Region& r, bool on_device) const;
     /// A region ran: its compute took `observed_s` on that executor (under the scheduler's lock).
     void learn(const Region& r, bool on_device, double observed_s);
+    /// A transfer of `bytes` to the device (`up`) or back took `observed_s` (its host side and
+    /// its copy; under the scheduler's lock): later transfers of about that size are priced so.
+    void learn_link(bool up, std::int64_t bytes, double observed_s);
+    /// The predicted seconds of such a transfer: the link's rates, scaled by what transfers of
+    /// about that size taught.
+    double upload_s(std::int64_t bytes) const;
+    double download_s(std::int64_t bytes) const;
     const PerformanceHistory& history() const noexcept { return profile_.history; }
     std::uint64_t runs_learned() const noexcept { return learned_; }  ///< learn() calls so far
     Backend& cpu() const noexcept { return *cpu_; }

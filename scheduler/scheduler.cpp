@@ -100,11 +100,30 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
       workers_(options.threads) {
     for (Backend* d : devices) {
         residency_.push_back(std::make_unique<ResidencyTable>(options.device_memory_budget, d->ordinal()));
-        if (trace_) d->set_activity_sink([trace = trace_](const Activity& a) { trace->activity(a); });
+        if (!trace_ && !options.learn) continue;
+        d->set_activity_sink([trace = trace_, inbox = options.learn ? link_inbox_ : nullptr](const Activity& a) {
+            if (trace) trace->activity(a);
+            // An upload's cost: its host side (the staging copy, the submit) and its copy (when
+            // the device times its copy queue).
+            if (inbox && a.kind == Activity::Kind::upload && a.host_ms >= 0) {
+                std::lock_guard lock(inbox->mutex);
+                if (inbox->samples.size() < 4096)
+                    inbox->samples.push_back({static_cast<std::int64_t>(a.bytes), 1e-3 * (a.host_ms + std::max(a.device_ms, 0.0))});
+            }
+        });
     }
 }
 
 Scheduler::~Scheduler() { wait_idle(); }
+
+void Scheduler::learn_link() {
+    std::vector<LinkInbox::Sample> samples;
+    {
+        std::lock_guard lock(link_inbox_->mutex);
+        samples.swap(link_inbox_->samples);
+    }
+    for (const LinkInbox::Sample& s : samples) placement_.learn_link(true, s.bytes, s.seconds);
+}
 
 void Scheduler::charge(Job& job, bool on_device, double seconds, double link_seconds) {
     job.charged_s = seconds;
@@ -711,6 +730,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                          error ? " (failed)" : "");
         }
         discharge(*job);
+        if (options_.learn) learn_link();
         if (options_.learn && !error && !requeue && job->observed_s > 0) {
             // The model learns how long regions like this one take there. A device region's
             // kernels are timed on the device; its dispatch cost is the model's own.

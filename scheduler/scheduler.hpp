@@ -163,6 +163,19 @@ private:
     /// Written once the work in flight is done and the device has let go of it (its copies and
     /// builds are reported from its own threads, until it goes).
     std::shared_ptr<Trace> trace_;
+    /// Uploads the devices reported (bytes, seconds), learned from under the lock at the next
+    /// completion: the devices report from their own threads, which must not take the lock
+    /// (and may report after the scheduler is gone: the inbox is shared with their sinks).
+    struct LinkInbox {
+        struct Sample {
+            std::int64_t bytes;
+            double seconds;
+        };
+        std::mutex mutex;
+        std::vector<Sample> samples;
+    };
+    std::shared_ptr<LinkInbox> link_inbox_ = std::make_shared<LinkInbox>();
+    void learn_link();  // under the lock
     WorkQueue workers_;  // last: its threads stop before the rest is destroyed
 };
 

@@ -308,6 +308,36 @@ TEST(Placement, WhatRunsTaughtMovesTheDecision) {
     EXPECT_EQ(p.runs_learned(), 3u);
 }
 
+TEST(Placement, WhatUploadsTaughtMovesTheDecision) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, device{false};
+    Placement p(cpu, {&device}, PlacementMode::automatic, 0, fixed_profile());
+    // Heavy work on 8 MB of host data, its one result read back: the device, by the link's rates.
+    const Array x = data(rt, 1'000'000);
+    const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(x)) * tandem::cos(x)));
+    auto d = p.place(query(heavy, false, true), 0, 0);
+    ASSERT_EQ(d.backend, &device) << d.reason;
+    const std::int64_t bytes = heavy.cost.input_bytes[0];
+    const double rate_s = p.upload_s(bytes);
+    // Uploads of that size took 40x the link's rates (a host copy on one core, a busy bus):
+    // twice is not enough to believe, three times is, and only for that size.
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(p.upload_s(bytes), rate_s);
+        p.learn_link(true, bytes, 40 * rate_s);
+    }
+    EXPECT_DOUBLE_EQ(p.upload_s(bytes), 40 * rate_s);
+    EXPECT_EQ(p.upload_s(64 * bytes), upload_seconds(64 * bytes, p.profile().link));
+    EXPECT_EQ(p.download_s(bytes), download_seconds(bytes, p.profile().link));
+    d = p.place(query(heavy, false, true), 0, 0);
+    EXPECT_EQ(d.backend, &cpu) << d.reason;
+    // Data already on the device pays no upload: the device still.
+    EXPECT_EQ(p.place(query(heavy, true, true), 0, 0).backend, &device);
+    // What it learned is kept with the calibration, beside the regions' history.
+    bool kept = false;
+    for (const auto& e : p.history().entries()) kept |= e.signature == link_signature(true, bytes) && e.ratios.size() == 3;
+    EXPECT_TRUE(kept);
+}
+
 TEST(Placement, AChainOnTheDeviceStaysThereWhenItsResultsAreReadLaterInThePlan) {
     Runtime rt = cpu_runtime();
     Fixture f;

@@ -78,6 +78,7 @@ struct VulkanBackend::CopyJob {
     std::vector<std::shared_ptr<void>> keep;   // staging the copies read
     std::uint64_t bytes = 0;                   // copied, for the activity sink
     std::chrono::steady_clock::time_point submitted{};  // by the host (submit_copy)
+    double host_ms = -1;                       // an upload's staging copy and submit, for the activity sink
 };
 
 struct VulkanBackend::Batch {

@@ -11,7 +11,8 @@
 namespace tandem::detail::vk {
 
 void copy_bytes(void* dst, const void* src, std::size_t bytes) {
-    constexpr std::size_t kChunk = std::size_t{2} << 20, kParallelFrom = std::size_t{8} << 20;
+    // From 1 MiB (an upload of 2 MiB took 0.4 ms of one core on the H100 host, 7x its copy engine time).
+    constexpr std::size_t kChunk = std::size_t{256} << 10, kParallelFrom = std::size_t{1} << 20;
     if (bytes < kParallelFrom) {
         if (bytes) std::memcpy(dst, src, bytes);
         return;

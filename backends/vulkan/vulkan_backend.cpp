@@ -311,6 +311,7 @@ void VulkanBackend::retire_copy(std::unique_ptr<CopyJob> job) {
         a.end = std::chrono::steady_clock::now();
         a.bytes = job->bytes;
         a.device_ms = ms;
+        a.host_ms = job->host_ms;
         activity_(a);
     }
     std::lock_guard lock(record_mutex_);
@@ -332,6 +333,7 @@ std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
     }
     auto host = v.host();
     if (!host) throw Error("vulkan: an input has neither a host nor a device copy (scheduler bug)");
+    const auto host_start = std::chrono::steady_clock::now();
     const VkDeviceSize bytes = std::max<VkDeviceSize>(v.bytes(), 1);
     auto arr = device_heap_->allocate(bytes);
     auto staging = upload_heap_->allocate(bytes);
@@ -353,6 +355,7 @@ std::shared_ptr<DeviceArray> VulkanBackend::device_copy(Value& v, Batch& b) {
             throw;
         }
         uploaded_at = job->signal;
+        job->host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host_start).count();
         b.upload_wait = std::max(b.upload_wait, uploaded_at);
         b.uploads.push_back(std::move(job));
     } else {
