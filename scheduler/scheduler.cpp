@@ -104,11 +104,15 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
         d->set_activity_sink([trace = trace_, inbox = options.learn ? link_inbox_ : nullptr](const Activity& a) {
             if (trace) trace->activity(a);
             // An upload's cost: its host side (the staging copy, the submit) and its copy (when
-            // the device times its copy queue).
-            if (inbox && a.kind == Activity::Kind::upload && a.host_ms >= 0) {
+            // the device times its copy queue). A download's: from the host's request to the
+            // data, the wait for the device's queue included (a round trip).
+            double seconds = -1;
+            if (a.kind == Activity::Kind::upload && a.host_ms >= 0) seconds = 1e-3 * (a.host_ms + std::max(a.device_ms, 0.0));
+            if (a.kind == Activity::Kind::download) seconds = std::chrono::duration<double>(a.end - a.start).count();
+            if (inbox && seconds > 0) {
                 std::lock_guard lock(inbox->mutex);
                 if (inbox->samples.size() < 4096)
-                    inbox->samples.push_back({static_cast<std::int64_t>(a.bytes), 1e-3 * (a.host_ms + std::max(a.device_ms, 0.0))});
+                    inbox->samples.push_back({a.kind == Activity::Kind::upload, static_cast<std::int64_t>(a.bytes), seconds});
             }
         });
     }
@@ -122,7 +126,7 @@ void Scheduler::learn_link() {
         std::lock_guard lock(link_inbox_->mutex);
         samples.swap(link_inbox_->samples);
     }
-    for (const LinkInbox::Sample& s : samples) placement_.learn_link(true, s.bytes, s.seconds);
+    for (const LinkInbox::Sample& s : samples) placement_.learn_link(s.up, s.bytes, s.seconds);
 }
 
 void Scheduler::charge(Job& job, bool on_device, double seconds, double link_seconds) {

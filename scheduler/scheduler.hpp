@@ -163,11 +163,12 @@ private:
     /// Written once the work in flight is done and the device has let go of it (its copies and
     /// builds are reported from its own threads, until it goes).
     std::shared_ptr<Trace> trace_;
-    /// Uploads the devices reported (bytes, seconds), learned from under the lock at the next
+    /// Transfers the devices reported (way, bytes, seconds), learned from under the lock at the next
     /// completion: the devices report from their own threads, which must not take the lock
     /// (and may report after the scheduler is gone: the inbox is shared with their sinks).
     struct LinkInbox {
         struct Sample {
+            bool up;
             std::int64_t bytes;
             double seconds;
         };

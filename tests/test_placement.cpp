@@ -332,6 +332,15 @@ TEST(Placement, WhatUploadsTaughtMovesTheDecision) {
     EXPECT_EQ(d.backend, &cpu) << d.reason;
     // Data already on the device pays no upload: the device still.
     EXPECT_EQ(p.place(query(heavy, true, true), 0, 0).backend, &device);
+    // Round trips: a scalar on the device that the host's next step reads. Waiting for it took
+    // 30x the link's latency three times (the device's queue ran late): the chain stays there.
+    const Region step = region_of(data(rt, 1) / 3.0);
+    PlacementQuery back = query(step, true, false);
+    back.bytes_to_consumers = 8;
+    const double wait_s = p.download_s(8);
+    for (int i = 0; i < 3; ++i) p.learn_link(false, 8, 30 * wait_s);
+    EXPECT_DOUBLE_EQ(p.download_s(8), 30 * wait_s);
+    EXPECT_EQ(p.place(back, 0, 0).backend, &device);
     // What it learned is kept with the calibration, beside the regions' history.
     bool kept = false;
     for (const auto& e : p.history().entries()) kept |= e.signature == link_signature(true, bytes) && e.ratios.size() == 3;
