@@ -256,7 +256,7 @@ TEST(VulkanReduceFused, SumsAndProductsAreTheCpusBits) {
         cfg.reduction_threads = c.threads;
         auto gpu = tvk::open_gpu(cfg);
         const std::vector<Dims> shapes = c.wg == 256 ? std::vector<Dims>{Dims{3000, 70}, Dims{70, 3000}, Dims{7, 20}, Dims{33, 5, 130},
-                                                                         Dims{3, 1100000}, Dims{1100000, 2}, Dims{1, 1}, Dims{6, 2}, Dims{5, 3}}
+                                                                         Dims{3, 1100000}, Dims{1100000, 2}, Dims{1, 1}, Dims{6, 2}, Dims{5, 3}, Dims{8000, 3}, Dims{5000, 2}, Dims{8193, 2}}
                                                      : std::vector<Dims>{Dims{3000, 70}, Dims{33, 5, 130}, Dims{2, 40000}};
         for (const Dims& d : shapes) {
             SCOPED_TRACE(tref::dims_str(d) + " wg " + std::to_string(c.wg) + (c.subgroups ? " subgroups" : " tree") +

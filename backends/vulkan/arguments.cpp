@@ -149,7 +149,7 @@ void access_for(const Region& region, std::vector<InputAccess>& access, std::vec
     }
 }
 
-ReducePlan plan_reduce(const Region& region, std::uint64_t threads) {
+ReducePlan plan_reduce(const Region& region, std::uint64_t threads, std::uint64_t workgroup_size) {
     const auto [inner, len, outer] = region.reduce_extents();
     ReducePlan p;
     p.inner = static_cast<std::uint64_t>(inner);
@@ -164,11 +164,13 @@ ReducePlan plan_reduce(const Region& region, std::uint64_t threads) {
         p.per_invocation = std::min(kStridedLanes, p.lanes);
         while (p.per_invocation > 1 && slots_all * (p.lanes / p.per_invocation) < want) p.per_invocation /= 2;
     }
+    p.whole_outputs = p.contiguous && p.chunks >= 2 && p.chunks * p.lanes <= workgroup_size;
     return p;
 }
 
 std::vector<std::uint64_t> ReducePlan::levels() const {
     std::vector<std::uint64_t> l;
+    if (whole_outputs) return l;
     for (std::uint64_t n = chunks; n > 1; n = static_cast<std::uint64_t>(reduce_chunks(static_cast<std::int64_t>(n))))
         l.push_back(n);
     return l;
@@ -176,7 +178,7 @@ std::vector<std::uint64_t> ReducePlan::levels() const {
 
 std::uint64_t reduce_partial_bytes(const Region& region, const Kernel& kernel) {
     if (!region.is_reduce()) return 0;
-    const ReducePlan p = plan_reduce(region, kernel.reduction_threads);
+    const ReducePlan p = plan_reduce(region, kernel.reduction_threads, kernel.workgroup_size);
     std::uint64_t records = 0;
     for (std::uint64_t n : p.levels()) records += n;
     return 16 * region.reductions.size() * p.outputs() * records;
@@ -242,7 +244,7 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
     for (std::size_t s = npush; s < plan.values.size(); ++s) put(l.args, plan.values[s]);
 
     if (region.is_reduce()) {
-        const ReducePlan rp = plan_reduce(region, kernel.reduction_threads);
+        const ReducePlan rp = plan_reduce(region, kernel.reduction_threads, kernel.workgroup_size);
         for (std::uint64_t v : {rp.inner, rp.len, rp.outer, rp.chunks, rp.lanes, partials, rp.per_invocation}) put(l.args, v);
         if (!region.tail.empty()) {
             // The tail's own block after the region's: it reads the stored results, writes its outputs.
@@ -260,7 +262,8 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
         const std::uint64_t wg = kernel.workgroup_size;
         // A slot (a chunk) per `lanes` invocations (strided first pass: lanes / per_invocation).
         auto groups_for = [&](std::uint64_t items, std::uint64_t slots) { return (items + slots - 1) / slots; };
-        split_groups(groups_for(outs * rp.chunks, rp.slots(wg)), max_groups_x, l.groups_x, l.groups_y);
+        if (rp.whole_outputs) split_groups(groups_for(outs, rp.outputs_per_group(wg)), max_groups_x, l.groups_x, l.groups_y);
+        else split_groups(groups_for(outs * rp.chunks, rp.slots(wg)), max_groups_x, l.groups_x, l.groups_y);
         for (std::uint64_t n : levels) {
             const auto next = static_cast<std::uint64_t>(reduce_chunks(static_cast<std::int64_t>(n)));
             std::uint32_t x = 0, y = 1;

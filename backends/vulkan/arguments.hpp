@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -134,18 +135,27 @@ struct ReducePlan {
     std::uint64_t chunks = 1;  ///< of the first pass (reduce_chunks(len))
     std::uint64_t lanes = 1;   ///< of the first pass (reduce_lanes(len, !contiguous))
     std::uint64_t per_invocation = 1;  ///< strided: lanes an invocation holds
+    /// Contiguous, 2 to workgroup size / 32 chunks an output: a workgroup holds whole outputs
+    /// (bit_ceil(chunks) slots each) and folds their chunks' partials itself, in shared memory
+    /// (the second level of the same rule): no partials buffer, no combine pass.
+    bool whole_outputs = false;
 
     std::uint64_t outputs() const noexcept { return inner * outer; }
     /// Slots (chunks) of a first-pass workgroup.
     std::uint64_t slots(std::uint64_t workgroup_size) const noexcept {
         return contiguous ? workgroup_size / lanes : workgroup_size / (lanes / per_invocation);
     }
+    /// Outputs a first-pass workgroup finishes (whole_outputs).
+    std::uint64_t outputs_per_group(std::uint64_t workgroup_size) const noexcept {
+        return workgroup_size / lanes / std::bit_ceil(chunks);
+    }
     /// Partials of each level after the first pass (empty: one pass): chunks, then
     /// reduce_chunks(chunks), ... down to (not including) 1.
     std::vector<std::uint64_t> levels() const;
 };
-/// `threads`: the strided plan's target (0: kStridedThreads).
-ReducePlan plan_reduce(const Region& region, std::uint64_t threads = 0);
+/// `threads`: the strided plan's target (0: kStridedThreads); `workgroup_size`: the reduce
+/// kernels' (whole_outputs depends on it).
+ReducePlan plan_reduce(const Region& region, std::uint64_t threads, std::uint64_t workgroup_size);
 
 // ---- one dispatch ------------------------------------------------------------------------------
 

@@ -266,13 +266,15 @@ public:
             for (std::uint64_t q = 0; q < kReduceParamsCount; ++q)
                 pre_ << "    uint64_t " << names[q] << " = RefU64(" << args_ << " + " << at + 8 * q << "ul).v;\n";
             k.reduction_threads = o_.reduction_threads;
-            const ReducePlan rp = plan_reduce(r_, k.reduction_threads);
+            const ReducePlan rp = plan_reduce(r_, k.reduction_threads, k.workgroup_size);
+            whole_outputs_ = rp.whole_outputs;
             contiguous_ = rp.contiguous;
             per_invocation_ = static_cast<std::uint32_t>(rp.per_invocation);
             if (reduce_shared_bytes(r_, k.workgroup_size) > o_.max_shared_bytes)
                 throw DeviceError("vulkan codegen: " + std::to_string(r_.reductions.size()) +
                                   " reductions in one region need more shared memory than the device has");
-            key_ << ";reduce=" << (contiguous_ ? (o_.subgroup_shuffle ? "contig-sg" : "contig") : "strided-m" + std::to_string(per_invocation_));
+            key_ << ";reduce=" << (contiguous_ ? (o_.subgroup_shuffle ? "contig-sg" : "contig") : "strided-m" + std::to_string(per_invocation_))
+                 << (whole_outputs_ ? "-whole" : "");
             for (const Reduction& red : r_.reductions) key_ << ',' << op_info(red.op).name << ':' << red.value;
             if (!r_.tail.empty()) write_tail(k, at + 8 * kReduceParamsCount);
         }
@@ -992,6 +994,7 @@ private:
             parts.workgroup_size = k.workgroup_size;
             parts.contiguous = contiguous_;
             parts.per_invocation = per_invocation_;
+            parts.whole_outputs = whole_outputs_;
             parts.subgroups = (contiguous_ || combine) && o_.subgroup_shuffle;
             parts.pre = pre_.str();
             parts.element = general_;
@@ -1115,6 +1118,7 @@ private:
     bool need_f64_ = false, need_f32_ = false, need_modrem_ = false, uses_u8_ = false;
     bool contiguous_ = false;  // reduce regions: ReducePlan::contiguous
     std::uint32_t per_invocation_ = 1;  // reduce regions: ReducePlan::per_invocation
+    bool whole_outputs_ = false;        // reduce regions: ReducePlan::whole_outputs
     std::string tail_fn_, tail_call_;  // reduce regions with a tail: write_tail
     std::string args_ = "pc.args";     // the argument block's address, as the per-element setup reads it
     bool need_rng_ = false;    // a generator of random numbers: paste shaders/philox.glsl

@@ -210,7 +210,8 @@ void write_reduce_helpers(std::ostream& s, const Region& r) {
 }
 
 std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size) {
-    return static_cast<std::uint32_t>(16 * region.reductions.size() * workgroup_size);
+    // The lanes' tree, and (whole outputs) a partial per slot.
+    return static_cast<std::uint32_t>(16 * region.reductions.size() * (workgroup_size + workgroup_size / kReduceLanes));
 }
 
 namespace {
@@ -221,6 +222,9 @@ void write_main_head(std::ostream& s, const ReduceKernelParts& p) {
     const std::size_t nr = p.region->reductions.size();
     s << "shared double sh_v[" << nr * p.workgroup_size << "];\n"
       << "shared int64_t sh_k[" << nr * p.workgroup_size << "];\n";
+    if (p.whole_outputs)
+        s << "shared double sh_pv[" << nr * p.workgroup_size / kReduceLanes << "];\n"
+          << "shared int64_t sh_pk[" << nr * p.workgroup_size / kReduceLanes << "];\n";
     s << "void main() {\n"
          "    uint64_t group = uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x);\n"
          "    uint t = gl_LocalInvocationID.x;\n"
@@ -250,11 +254,59 @@ void write_store(std::ostream& s, const ReduceKernelParts& p, const std::string&
 
 }  // namespace
 
+namespace {
+
+/// The contiguous first pass when a workgroup holds whole outputs (ReducePlan::whole_outputs):
+/// S = bit_ceil(chunks) consecutive slots an output, its chunks folded as usual, then the
+/// chunks' partials through shared memory into the output's first slot, lane l taking partial l
+/// (the second level of the canonical order: one chunk of partials, interleaved), and the
+/// lanes' tree again. Every invocation reaches every barrier.
+void write_whole_outputs(std::ostream& s, const ReduceKernelParts& p) {
+    const std::size_t nr = p.region->reductions.size();
+    const std::string C = std::to_string(kReduceChunk), P = std::to_string(p.workgroup_size / kReduceLanes);
+    auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
+    s << "    uint lane = t % lanes, slot = t / lanes, sstride = 1u;\n"
+         "    uint S = 1u;\n"
+         "    while (uint64_t(S) < r_chunks) S <<= 1u;\n"
+         "    uint64_t q = group * uint64_t(slots / S) + uint64_t(slot / S), c = uint64_t(slot % S);\n"
+         "    bool live = q < outs && c < r_chunks;\n"
+         "    int64_t kbeg = int64_t(c) * " << C << "L;\n"
+         "    int64_t kend = live ? min(kbeg + " << C << "L, int64_t(r_len)) : kbeg;\n";
+    write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", kContiguousUnroll);
+    write_lane_tree(s, p, p.subgroups);
+    s << "    if (lane == 0u) {\n";
+    each("        sh_pv[# * " + P + " + slot] = racc#; sh_pk[# * " + P + " + slot] = rpos#;\n");
+    s << "    }\n"
+         "    barrier();\n";
+    for (std::size_t j = 0; j < nr; ++j)
+        s << "    racc" << j << " = " << init_of(p.region->reductions[j].op) << "; rpos" << j << " = 0L;\n";
+    s << "    if (uint64_t(lane) < r_chunks) {\n"
+         "        uint at = slot - slot % S + lane;\n";
+    each("        tdmr_combine#(racc#, rpos#, sh_pv[# * " + P + " + at], sh_pk[# * " + P + " + at]);\n");
+    s << "    }\n";
+    write_lane_tree(s, p, p.subgroups);
+    s << "    if (lane == 0u && c == 0ul && q < outs) {\n";
+    each("        tdmr_store#(out#, q, racc#, rpos#);\n");
+    s << p.tail_call
+      << "    }\n"
+         "    if (err != 0xFFFFFFFFu) {\n"
+         "        atomicOr(RefErr(pc.args).flag, 1u);\n"
+         "        atomicMin(RefErr(pc.args).instr, err);\n"
+         "    }\n"
+         "}\n";
+}
+
+}  // namespace
+
 void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
     const std::string WG = std::to_string(p.workgroup_size), C = std::to_string(kReduceChunk);
     write_main_head(s, p);
     s << "    uint err = 0xFFFFFFFFu;\n"
          "    uint lanes = uint(r_lanes), slots = " << WG << "u / lanes;\n";
+    if (p.contiguous && p.whole_outputs) {
+        write_whole_outputs(s, p);
+        return;
+    }
     if (p.contiguous) {
         // A slot's lanes consecutive invocations reading consecutive elements; a workgroup's
         // slots consecutive chunks.

@@ -24,6 +24,7 @@ struct ReduceKernelParts {
     bool contiguous = true;             ///< ReducePlan::contiguous: the key says which
     bool subgroups = false;             ///< the tree by subgroup shuffles where a subgroup holds a slot
     std::uint32_t per_invocation = 1;   ///< strided: ReducePlan::per_invocation (the key says which)
+    bool whole_outputs = false;         ///< contiguous: ReducePlan::whole_outputs (the key says which)
     std::string pre;                    ///< per-invocation setup: scalars, input/output addresses, r_* params
     std::string element;                ///< per-element code at uint64_t `i`, defining the program's values
     std::vector<std::string> value;     ///< per reduction: the GLSL expression of the reduced value

@@ -71,7 +71,8 @@ VkResult wait_all(VkDevice device, std::initializer_list<std::pair<VkSemaphore, 
 /// What decides the generated kernel: the ops and types of the program, where each argument
 /// comes from, how each input is read, and whether 32-bit indices suffice. Not the sizes and not
 /// the scalar values: those are arguments. Far cheaper to form than the GLSL itself.
-/// `reduce_variant`: 0 for a contiguous reduce kernel, else the strided plan's lanes an invocation.
+/// `reduce_variant`: 0 for a contiguous reduce kernel (1024: one finishing whole outputs), else
+/// the strided plan's lanes an invocation.
 std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
                       std::uint64_t reduce_variant) {
     std::string s;
@@ -426,8 +427,10 @@ void VulkanBackend::submit(Submission s) {
     const Kernel* kernel = nullptr;
     const ComputePipeline* pipeline_ptr = nullptr;
     std::uint64_t reduce_variant = 0;
-    if (r.is_reduce())
-        if (const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads); !rp.contiguous) reduce_variant = rp.per_invocation;
+    if (r.is_reduce()) {
+        const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads, codegen_.reduction_workgroup_size);
+        reduce_variant = !rp.contiguous ? rp.per_invocation : rp.whole_outputs ? 1024 : 0;
+    }
     std::string sig = signature(r, access, walks, reduce_variant);
     KernelEntry* entry = nullptr;
     {
