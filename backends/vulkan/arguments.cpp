@@ -164,7 +164,8 @@ ReducePlan plan_reduce(const Region& region, std::uint64_t threads, std::uint64_
         p.per_invocation = std::min(kStridedLanes, p.lanes);
         while (p.per_invocation > 1 && slots_all * (p.lanes / p.per_invocation) < want) p.per_invocation /= 2;
     }
-    p.whole_outputs = p.contiguous && p.chunks >= 2 && p.chunks * p.lanes <= workgroup_size;
+    p.whole_outputs = p.contiguous && p.chunks >= 2 && p.chunks * p.lanes <= workgroup_size &&
+                      p.outputs() * p.chunks <= kWholeOutputsMost;
     return p;
 }
 

@@ -129,15 +129,19 @@ inline constexpr std::uint64_t kStridedLanes = 8, kStridedThreads = std::uint64_
 /// with work in the element code do not (16 against 4: W1 at n = 100M 0.96 against 0.80 ms of
 /// kernels, W2 at B = 16 2.0 against 1.78): registers.
 inline constexpr int kContiguousUnroll = 4;
+inline constexpr std::uint64_t kWholeOutputsMost = 65536;
 struct ReducePlan {
     bool contiguous = true;
     std::uint64_t inner = 1, len = 0, outer = 1;
     std::uint64_t chunks = 1;  ///< of the first pass (reduce_chunks(len))
     std::uint64_t lanes = 1;   ///< of the first pass (reduce_lanes(len, !contiguous))
     std::uint64_t per_invocation = 1;  ///< strided: lanes an invocation holds
-    /// Contiguous, 2 to workgroup size / 32 chunks an output: a workgroup holds whole outputs
-    /// (bit_ceil(chunks) slots each) and folds their chunks' partials itself, in shared memory
-    /// (the second level of the same rule): no partials buffer, no combine pass.
+    /// Contiguous, 2 to workgroup size / 32 chunks an output, at most kWholeOutputsMost chunks in
+    /// all: a workgroup holds whole outputs (bit_ceil(chunks) slots each) and folds their chunks'
+    /// partials itself, in shared memory (the second level of the same rule): no partials
+    /// buffer, no combine pass. Worth it where that pass's fixed cost counts; beyond, the slots
+    /// left idle by the rounding cost more (H100: sum(A, 1) of 4096 x 4096 floats 1973 -> 2120
+    /// GB/s; W2 at B = 16, 184k outputs of 3 chunks, 1.77 -> 1.87 ms).
     bool whole_outputs = false;
 
     std::uint64_t outputs() const noexcept { return inner * outer; }
