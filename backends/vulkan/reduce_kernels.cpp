@@ -256,6 +256,15 @@ void write_store(std::ostream& s, const ReduceKernelParts& p, const std::string&
 
 namespace {
 
+/// Chunk c of output q (live) along the first dimension: the slot's lanes fold it, then the tree.
+void write_contiguous_chunk(std::ostream& s, const ReduceKernelParts& p) {
+    const std::string C = std::to_string(kReduceChunk);
+    s << "    int64_t kbeg = int64_t(c) * " << C << "L;\n"
+         "    int64_t kend = live ? min(kbeg + " << C << "L, int64_t(r_len)) : kbeg;\n";
+    write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", kContiguousUnroll);
+    write_lane_tree(s, p, p.subgroups);
+}
+
 /// The contiguous first pass when a workgroup holds whole outputs (ReducePlan::whole_outputs):
 /// S = bit_ceil(chunks) consecutive slots an output, its chunks folded as usual, then the
 /// chunks' partials through shared memory into the output's first slot, lane l taking partial l
@@ -263,17 +272,14 @@ namespace {
 /// lanes' tree again. Every invocation reaches every barrier.
 void write_whole_outputs(std::ostream& s, const ReduceKernelParts& p) {
     const std::size_t nr = p.region->reductions.size();
-    const std::string C = std::to_string(kReduceChunk), P = std::to_string(p.workgroup_size / kReduceLanes);
+    const std::string P = std::to_string(p.workgroup_size / kReduceLanes);
     auto each = [&](const std::string& text) { each_reduction(s, nr, text); };
     s << "    uint lane = t % lanes, slot = t / lanes, sstride = 1u;\n"
          "    uint S = 1u;\n"
          "    while (uint64_t(S) < r_chunks) S <<= 1u;\n"
          "    uint64_t q = group * uint64_t(slots / S) + uint64_t(slot / S), c = uint64_t(slot % S);\n"
-         "    bool live = q < outs && c < r_chunks;\n"
-         "    int64_t kbeg = int64_t(c) * " << C << "L;\n"
-         "    int64_t kend = live ? min(kbeg + " << C << "L, int64_t(r_len)) : kbeg;\n";
-    write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", kContiguousUnroll);
-    write_lane_tree(s, p, p.subgroups);
+         "    bool live = q < outs && c < r_chunks;\n";
+    write_contiguous_chunk(s, p);
     s << "    if (lane == 0u) {\n";
     each("        sh_pv[# * " + P + " + slot] = racc#; sh_pk[# * " + P + " + slot] = rpos#;\n");
     s << "    }\n"
@@ -299,7 +305,7 @@ void write_whole_outputs(std::ostream& s, const ReduceKernelParts& p) {
 }  // namespace
 
 void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
-    const std::string WG = std::to_string(p.workgroup_size), C = std::to_string(kReduceChunk);
+    const std::string WG = std::to_string(p.workgroup_size);
     write_main_head(s, p);
     s << "    uint err = 0xFFFFFFFFu;\n"
          "    uint lanes = uint(r_lanes), slots = " << WG << "u / lanes;\n";
@@ -313,11 +319,8 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p) {
         s << "    uint lane = t % lanes, slot = t / lanes, sstride = 1u;\n"
              "    uint64_t item = group * uint64_t(slots) + uint64_t(slot);\n"
              "    bool live = item < outs * r_chunks;  // not: a slot of the grid's rounding\n"
-             "    uint64_t q = item / r_chunks, c = item % r_chunks;\n"
-             "    int64_t kbeg = int64_t(c) * " << C << "L;\n"
-             "    int64_t kend = live ? min(kbeg + " << C << "L, int64_t(r_len)) : kbeg;\n";
-        write_fold_loop(s, p, "kbeg + int64_t(lane)", "int64_t(lanes)", "uint64_t(k) + r_len * q", kContiguousUnroll);
-        write_lane_tree(s, p, p.subgroups);
+             "    uint64_t q = item / r_chunks, c = item % r_chunks;\n";
+        write_contiguous_chunk(s, p);
     } else {
         // Consecutive slots are consecutive outputs (coalesced); a slot's G invocations `slots`
         // apart.
