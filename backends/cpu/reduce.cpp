@@ -450,9 +450,12 @@ void run_reduce(const Region& region, std::span<const Storage* const> inputs, st
         const bool short_rows = !direct && I * kFusedRows <= B;
         const std::size_t IP = short_rows ? I : std::min(I, direct ? kDirectPiece : B);
         const std::size_t pieces = (I + IP - 1) / IP;
-        std::size_t LB = 32;  // lanes a task
-        while (LB > 1 && O * P * (32 / LB) * pieces < kTasks) LB /= 2;
-        const std::size_t groups = 32 / LB;
+        // Lanes a task: groups of LB of the first chunk's lanes (the most any chunk has), so that
+        // no task but the last chunk's is empty (empty tasks unbalance the threads' shares).
+        const std::size_t L0 = lanes_in(0);
+        std::size_t LB = 32;
+        while (LB > 1 && O * P * ((L0 + LB - 1) / LB) * pieces < kTasks) LB /= 2;
+        const std::size_t groups = (L0 + LB - 1) / LB;
         for_range(O * P * groups * pieces, parallel, [&](std::size_t first, std::size_t last) {
             Scratch& s = scratch_for(kFusedRows * S, std::max(B, IP));  // conv: a row of a piece
             std::byte* regs = aligned(s.regs);
