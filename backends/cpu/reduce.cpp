@@ -303,8 +303,9 @@ constexpr std::size_t kPrefetchBytes = 32768;
 /// computed into a scratch of its own.
 constexpr std::size_t kFusedRows = 4;
 /// Outputs of a strided task read straight from memory: at most kDirectPiece (the rows' long
-/// contiguous runs keep the prefetchers going). Tasks: about kTasks, where the shape allows.
-constexpr std::size_t kDirectPiece = 8192, kTasks = 64;
+/// contiguous runs keep the prefetchers going), at least kMinPiece where more tasks are wanted.
+/// Tasks: about kTasks, where the shape allows.
+constexpr std::size_t kDirectPiece = 8192, kMinPiece = 256, kTasks = 64;
 
 std::size_t elem_bytes(ElemType t) { return t == ElemType::f64 ? 8 : t == ElemType::f32 ? 4 : 1; }
 
@@ -448,14 +449,17 @@ void run_reduce(const Region& region, std::span<const Storage* const> inputs, st
         bool direct = program.steps() == 0;
         for (std::size_t j = 0; j < nred; ++j) direct &= static_cast<bool>(in_memory[j]);
         const bool short_rows = !direct && I * kFusedRows <= B;
-        const std::size_t IP = short_rows ? I : std::min(I, direct ? kDirectPiece : B);
-        const std::size_t pieces = (I + IP - 1) / IP;
+        std::size_t IP = short_rows ? I : std::min(I, direct ? kDirectPiece : B);
         // Lanes a task: groups of LB of the first chunk's lanes (the most any chunk has), so that
-        // no task but the last chunk's is empty (empty tasks unbalance the threads' shares).
+        // no task but the last chunk's is empty (empty tasks unbalance the threads' shares);
+        // then shorter pieces of outputs, down to kMinPiece, until there are kTasks tasks.
         const std::size_t L0 = lanes_in(0);
         std::size_t LB = 32;
-        while (LB > 1 && O * P * ((L0 + LB - 1) / LB) * pieces < kTasks) LB /= 2;
+        while (LB > 1 && O * P * ((L0 + LB - 1) / LB) * ((I + IP - 1) / IP) < kTasks) LB /= 2;
         const std::size_t groups = (L0 + LB - 1) / LB;
+        while (!short_rows && IP > kMinPiece && O * P * groups * ((I + IP - 1) / IP) < kTasks)
+            IP = std::max(kMinPiece, (IP / 2 + 7) / 8 * 8);
+        const std::size_t pieces = (I + IP - 1) / IP;
         for_range(O * P * groups * pieces, parallel, [&](std::size_t first, std::size_t last) {
             Scratch& s = scratch_for(kFusedRows * S, std::max(B, IP));  // conv: a row of a piece
             std::byte* regs = aligned(s.regs);
