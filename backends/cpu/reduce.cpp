@@ -117,29 +117,9 @@ void fold_lanes(const ReduceKernels& rk, OpKind op, const Program::SinkView& s, 
     fn[0](lanes, as_doubles(s, n, buf), n, lane0, 0);
 }
 
-/// The halving tree over the 32 lanes (graph/reduce_order.hpp).
-double lane_tree(double* lane, bool prod) {
-    for (std::int64_t w = kReduceLanes / 2; w > 0; w /= 2)
-        for (std::int64_t l = 0; l < w; ++l) lane[l] = prod ? lane[l] * lane[l + w] : lane[l] + lane[l + w];
-    return lane[0];
-}
-
-/// The same, elementwise over 32 slices of n accumulators (slice l at acc + l * ss): slice 0 ends
-/// with the results.
-void slice_tree(double* acc, std::size_t ss, std::size_t n, bool prod) {
-    for (std::size_t w = kReduceLanes / 2; w > 0; w /= 2)
-        for (std::size_t l = 0; l < w; ++l) {
-            double* a = acc + l * ss;
-            const double* b = acc + (l + w) * ss;
-            if (prod)
-                for (std::size_t i = 0; i < n; ++i) a[i] = a[i] * b[i];
-            else
-                for (std::size_t i = 0; i < n; ++i) a[i] = a[i] + b[i];
-        }
-}
-
-/// The halving tree over the nl lanes' slices of a chunk (slice l at a + l * ls, n values; the
-/// lanes from nl on hold the identity, which changes nothing): slice 0 ends with the results.
+/// The halving tree (graph/reduce_order.hpp) over the nl lanes' slices of a chunk (slice l at
+/// a + l * ls, n values; the lanes from nl on hold the identity, which changes nothing): slice 0
+/// ends with the results.
 void lane_slices_tree(double* a, std::size_t ls, std::size_t nl, std::size_t n, bool prod) {
     for (std::size_t w = kReduceLanes / 2; w > 0; w /= 2)
         for (std::size_t l = 0; l < w && l + w < nl; ++l) {
@@ -150,6 +130,12 @@ void lane_slices_tree(double* a, std::size_t ls, std::size_t nl, std::size_t n, 
             else
                 for (std::size_t i = 0; i < n; ++i) x[i] = x[i] + y[i];
         }
+}
+
+/// The same over one chunk's 32 lanes: its partial.
+double lane_tree(double* lane, bool prod) {
+    lane_slices_tree(lane, 1, kReduceLanes, 1, prod);
+    return lane[0];
 }
 
 /// The strided fold of rows into a sum's or product's slices: rows of `type` (double or float
@@ -172,14 +158,6 @@ void fold_slices(const ReduceKernels& rk, OpKind op, const Program::SinkView& s,
 /// `acc`: 32 * n doubles. Plain loops: the partials are few.
 void fold_levels(bool prod, double* v, std::size_t stride, std::size_t P, std::size_t n, double* acc) {
     const auto C = static_cast<std::size_t>(kReduceChunk);
-    if (n == 1 && P > 1 && P <= 32) {
-        // One output, one chunk of at most 32 partials: a lane each (a run along the first
-        // dimension of up to 32K elements).
-        double lane[32];
-        for (std::size_t l = 0; l < 32; ++l) lane[l] = l < P ? v[l * stride] : prod ? 1.0 : 0.0;
-        v[0] = lane_tree(lane, prod);
-        return;
-    }
     while (P > 1) {
         const std::size_t next = (P + C - 1) / C;
         for (std::size_t c = 0; c < next; ++c) {
@@ -192,7 +170,7 @@ void fold_levels(bool prod, double* v, std::size_t stride, std::size_t P, std::s
                 else
                     for (std::size_t i = 0; i < n; ++i) a[i] = a[i] + x[i];
             }
-            slice_tree(acc, n, n, prod);
+            lane_slices_tree(acc, n, kReduceLanes, n, prod);
             std::copy_n(acc, n, v + c * stride);  // row c: every row it covers is read already
         }
         P = next;
