@@ -5,7 +5,6 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config             # toolchain
   libtbb-dev libhwloc-dev                      # CPU executor and topology
-  libsleef-dev                                 # vectorised math, dispatched at run time
   libopenblas-dev                              # matrix multiply on the CPU (CBLAS)
   nlohmann-json3-dev libcli11-dev              # files and command line
   libvulkan-dev libvulkan-volk-dev glslang-dev # Vulkan backend (the loader is loaded at run time)

@@ -93,10 +93,14 @@ double tdm_f32_log_d(float x, int bi) {
     double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
     if (m > 1.4142135623730951LF) { m *= 0.5LF; k += 1; }
     double f = m - 1.0LF;                        // exact
-    // s = f / (2 + f) without an f64 division (a long sequence on GPUs): the f32 reciprocal of
-    // d in [1.7, 2.5] (within 3.5 ulp of 1/d) and a Newton step in double: relative error < 2^-42.
+    // s = f / (2 + f) without an f64 division (a long sequence on GPUs): 1/d for d in [1.70, 2.42]
+    // from its minimax line (relative error 0.0155) and three Newton steps in double (each squares
+    // it: < 2^-47). Not the device's f32 reciprocal as a seed: its bits are the driver's (Vulkan
+    // allows 2.5 ulp), and the result must be the CPU's, bit for bit.
     double d = 2.0LF + f;
-    double rd = double(1.0f / float(d));
+    double rd = 0.98592897482530880LF - 0.23930314922944387LF * d;
+    rd = rd * (2.0LF - d * rd);
+    rd = rd * (2.0LF - d * rd);
     rd = rd * (2.0LF - d * rd);
     double s = f * rd;
     double z = s * s;

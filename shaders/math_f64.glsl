@@ -405,12 +405,12 @@ double tdm_log1p(double x) {
 // Trigonometric functions
 // ---------------------------------------------------------------------------------------------------------
 // 2/pi, 1280 bits, 32 per word, most significant first (word j holds bits 2^-(32j+1) .. 2^-(32j+32)).
-const uint TDM_2OPI_BITS[40] = uint[40](
+const uint TDM_2OPI_BITS[40] = {  // an initializer list: C++ reads it too
     0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u,
     0xB7246E3Au, 0x424DD2E0u, 0x06492EEAu, 0x09D1921Cu, 0xFE1DEB1Cu, 0xB129A73Eu, 0xE88235F5u, 0x2EBB4484u,
     0xE99C7026u, 0xB45F7E41u, 0x3991D639u, 0x835339F4u, 0x9C845F8Bu, 0xBDF9283Bu, 0x1FF897FFu, 0xDE05980Fu,
     0xEF2F118Bu, 0x5A0A6D1Fu, 0x6D367ECFu, 0x27CB09B7u, 0x4F463F66u, 0x9E5FEA2Du, 0x7527BAC7u, 0xEBE5F17Bu,
-    0x3D0739F7u, 0x8A5292EAu, 0x6BFB5FB1u, 0x1F8D5D08u, 0x56033046u, 0xFC7B6BABu, 0xF0CFBC20u, 0x9AF4361Du);
+    0x3D0739F7u, 0x8A5292EAu, 0x6BFB5FB1u, 0x1F8D5D08u, 0x56033046u, 0xFC7B6BABu, 0xF0CFBC20u, 0x9AF4361Du};
 
 // Payne-Hanek for |x| >= 2^20: x = M 2^E (M a 53-bit integer), and x*2/pi mod 4 is the integer product of M
 // with the 224 bits of 2/pi that matter for this E (earlier bits give multiples of 4, later ones < 2^-137).
@@ -611,7 +611,7 @@ double tdm_tan(double x) {
 // Inverse trigonometric functions: all reduce to atan(a/b) with a, b >= 0 as double-doubles.
 // ---------------------------------------------------------------------------------------------------------
 // atan(j/8), j = 0..8
-const dvec2 TDM_ATAN_J8[9] = dvec2[9](
+const dvec2 TDM_ATAN_J8[9] = {
     dvec2(0.0LF, 0.0LF),
     dvec2(1.24354994546761438e-01LF, -3.12532414245393831e-18LF),
     dvec2(2.44978663126864143e-01LF, 1.06987556187344514e-17LF),
@@ -620,7 +620,7 @@ const dvec2 TDM_ATAN_J8[9] = dvec2[9](
     dvec2(5.58599315343562441e-01LF, -5.45563054859162639e-18LF),
     dvec2(6.43501108793284371e-01LF, 1.58347850514442862e-17LF),
     dvec2(7.18829999621624527e-01LF, -2.14783884444569830e-17LF),
-    dvec2(7.85398163397448279e-01LF, 3.06161699786838302e-17LF));
+    dvec2(7.85398163397448279e-01LF, 3.06161699786838302e-17LF)};
 
 // atan(t) for t in [0, 1] (t slightly above 1 is fine): atan(t) = atan(c) + atan((t - c)/(1 + t c)) with
 // c = j/8 the nearest eighth, so the reduced argument is <= 1/16 and Taylor to u^21 is below 2^-70.

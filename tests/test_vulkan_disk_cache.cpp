@@ -71,7 +71,7 @@ TEST(VulkanBackendPipelineCache, SecondRuntimeUsesTheDiskCacheAndCorruptFilesAre
     auto check = [&](const std::vector<tandem::HostArray>& got, const std::string& what) {
         ASSERT_EQ(got.size(), want.size());
         for (std::size_t k = 0; k < got.size(); ++k)
-            EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), Acc::ulp, 4))
+            EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), Acc::exact_signed))
                 << what << ": output " << k;
     };
     {

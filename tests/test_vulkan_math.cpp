@@ -10,6 +10,9 @@
 //     glibc's double function for f32) a larger distance from glibc is excused if the result is
 //     within the same limit (2 / 4 ulp) of the exact value -- the harness's rule.
 //   * Special results (NaN, +-Inf, +-0, on either side) must match exactly, sign of zero included.
+//   * The CPU executor's kernel of the same op (the library translated to C++, every instruction set
+//     this CPU has) gives the device's bits for every input: placement never changes an answer. The
+//     shader carries the generated kernels' exact-arithmetic marker (no contraction), as they do.
 // Each test prints (and records as test properties) the function's max ulp from glibc, the max
 // error against the exact value and the worst input; the validation layer must stay silent.
 //
@@ -37,6 +40,8 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/kernels.hpp"
+#include "backends/vulkan/compiler.hpp"
 #include "glsl_harness.hpp"
 #include "tandem_shaders.hpp"
 
@@ -119,6 +124,20 @@ template <class T> struct Func {
     std::string domain;            // which input generators
     std::function<Q(T, T)> truth;  // exact (quadmath for f64, glibc's double for f32)
 };
+
+/// The CPU executor's op for a library function of this file (fmod is MATLAB's rem).
+tandem::detail::OpKind cpu_op(const std::string& name) {
+    using tandem::detail::OpKind;
+    static const std::vector<std::pair<std::string, OpKind>> ops = {
+        {"exp", OpKind::Exp},     {"expm1", OpKind::Expm1}, {"log", OpKind::Log},   {"log2", OpKind::Log2},
+        {"log10", OpKind::Log10}, {"log1p", OpKind::Log1p}, {"sin", OpKind::Sin},   {"cos", OpKind::Cos},
+        {"tan", OpKind::Tan},     {"asin", OpKind::Asin},   {"acos", OpKind::Acos}, {"atan", OpKind::Atan},
+        {"sinh", OpKind::Sinh},   {"cosh", OpKind::Cosh},   {"tanh", OpKind::Tanh}, {"atan2", OpKind::Atan2},
+        {"hypot", OpKind::Hypot}, {"fmod", OpKind::Rem},    {"pow", OpKind::Pow},   {"div", OpKind::Div}};
+    for (const auto& [n, op] : ops)
+        if (n == name) return op;
+    throw std::runtime_error("no CPU op for " + name);
+}
 
 template <class T> struct Gen {
     std::mt19937_64 rng{12345};
@@ -337,7 +356,7 @@ template <class T> std::string shader_source(const Func<T>& f) {
          "#extension GL_EXT_buffer_reference : require\n"
          "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
          "#extension GL_EXT_control_flow_attributes : require\n"
-         "layout(local_size_x = 64) in;\n"
+      << tandem::detail::vk::kExactArithmeticMarker << "layout(local_size_x = 64) in;\n"
       << tandem_shader_convert_f32 << '\n'
       << tandem_shader_math_f64 << '\n';
     if (sizeof(T) == 4) s << tandem_shader_math_f32 << '\n';
@@ -460,6 +479,38 @@ protected:
         EXPECT_EQ(nspec, 0u) << kind << " " << f.name << ": special values (NaN, Inf, signed zero) differ from glibc";
         for (std::size_t i : specs) ADD_FAILURE() << kind << " " << f.name << " special value mismatch: " << describe(i);
         EXPECT_EQ(dev_.ctx->validation_messages(), 0u) << dev_.texts();
+        expect_cpu_bits(f, in, out, describe);
+    }
+
+    /// Every CPU instruction set's kernel of f's op gives the device's results, bit for bit (any
+    /// NaN matches any NaN: a payload is not a value).
+    template <class T, class Describe>
+    void expect_cpu_bits(const Func<T>& f, const Inputs<T>& in, const std::vector<T>& device, Describe describe) {
+        namespace cpu = tandem::detail::cpu;
+        const std::size_t n = in.x.size(), t = sizeof(T) == 8 ? 0 : 1;
+        const auto op = static_cast<std::size_t>(cpu_op(f.name));
+        int tables = 0;
+        for (const cpu::KernelTable* k : {cpu::kernels_baseline(), cpu::kernels_avx2(), cpu::kernels_avx512()}) {
+            if (k == nullptr) continue;
+            ++tables;
+            std::vector<T> got(n);
+            if (f.arity == 1) {
+                ASSERT_NE(k->unary[op][t], nullptr) << f.name;
+                k->unary[op][t](n, in.x.data(), got.data());
+            } else {
+                ASSERT_NE(k->binary[op][t], nullptr) << f.name;
+                k->binary[op][t](n, in.x.data(), in.y.data(), 0u, got.data());
+            }
+            std::size_t differ = 0, first = n;
+            for (std::size_t i = 0; i < n; ++i) {
+                const bool same = tobits(got[i]) == tobits(device[i]) || (got[i] != got[i] && device[i] != device[i]);
+                if (!same && differ++ == 0) first = i;
+            }
+            EXPECT_EQ(differ, 0u) << f.name << ": the " << k->isa << " CPU kernel differs from the device on " << differ
+                                  << " of " << n << " inputs; first: " << (first < n ? describe(first) : "")
+                                  << " cpu " << (first < n ? static_cast<double>(got[first]) : 0.0);
+        }
+        EXPECT_GE(tables, 1);
     }
 
     static inline tglsl::Device dev_;

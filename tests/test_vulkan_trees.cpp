@@ -71,27 +71,6 @@ const std::vector<std::string> kBoundedBinary = {"plus", "minus", "times", "min"
 const ttree::Family kBoundedOps{ttree::Style::bounded, kBoundedUnary, kBoundedBinary, DType::f64};
 const ttree::Family kBoundedSingleOps{ttree::Style::bounded, kBoundedUnary, kBoundedBinary, DType::f32};
 
-/// GPU vs CPU within `rel` * (1 + magnitude bound); NaN and Inf positions identical.
-::testing::AssertionResult close_to(const Host& got, const Host& want, double rel, double magnitude) {
-    if (got.dims != want.dims)
-        return ::testing::AssertionFailure() << "shape " << tref::dims_str(got.dims) << ", expected " << tref::dims_str(want.dims);
-    if (got.dtype != want.dtype)
-        return ::testing::AssertionFailure() << "dtype " << tref::dtype_str(got.dtype) << ", expected " << tref::dtype_str(want.dtype);
-    std::ostringstream os;
-    int bad = 0;
-    for (std::size_t k = 0; k < want.v.size(); ++k) {
-        const double g = got.v[k], w = want.v[k];
-        bool ok;
-        if (std::isnan(w) || std::isnan(g)) ok = std::isnan(w) && std::isnan(g);
-        else if (std::isinf(w) || std::isinf(g)) ok = g == w;
-        else ok = std::abs(g - w) <= rel * (1 + magnitude);
-        if (!ok && bad++ < 5)
-            os << "\n  [" << k << "] GPU " << tref::fmt(g) << ", CPU " << tref::fmt(w) << " (magnitude bound " << magnitude << ")";
-    }
-    if (bad == 0) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << bad << " of " << want.v.size() << " elements differ:" << os.str();
-}
-
 void run_trees(const ttree::Family& family, const ShapeSet& shapes, int count, std::uint64_t base_seed) {
     auto gpu = open_gpu();
     Runtime cpu(cpu_config());
@@ -127,12 +106,8 @@ void run_trees(const ttree::Family& family, const ShapeSet& shapes, int count, s
             const Host g = tref::from_host_array(hg[static_cast<std::size_t>(k)]);
             const Host c = tref::from_host_array(hc[static_cast<std::size_t>(k)]);
             const char* which = k == 0 ? "root" : "inner node";
-            if (family.style == ttree::Style::mixed) {
-                EXPECT_TRUE(tref::same_values(g, c, Acc::exact_signed)) << which << ": GPU vs CPU";
-            } else {
-                const double rel = family.leaf_dtype == DType::f64 ? 1e-9 : 1e-4;
-                EXPECT_TRUE(close_to(g, c, rel, gen.bound(k == 0 ? t.root : inner))) << which << ": GPU vs CPU";
-            }
+            // every family, transcendentals included: one math library on both executors
+            EXPECT_TRUE(tref::same_values(g, c, Acc::exact_signed)) << which << ": GPU vs CPU";
         }
         if (::testing::Test::HasFailure()) break;  // one failing tree is enough to look at
     }
@@ -212,8 +187,8 @@ void compare_plans(const std::vector<tandem::HostArray>& got, const std::vector<
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t k = 0; k < got.size(); ++k) {
         const Host g = tref::from_host_array(got[k]), w = tref::from_host_array(want[k]);
-        // transcendentals inside: within a tolerance relative to the magnitude (at most ~2e4)
-        EXPECT_TRUE(close_to(g, w, g.dtype == DType::f32 ? 1e-5 : 1e-12, 1e3)) << what << ": output " << k;
+        // transcendentals inside, the same bits: both executors run one math library
+        EXPECT_TRUE(tref::same_values(g, w, Acc::exact_signed)) << what << ": output " << k;
     }
 }
 
@@ -414,9 +389,8 @@ TEST(VulkanBackendTrees, SoftmaxWithItsExponentialRecomputedMatchesTheMaterialis
             const auto p = softmax(*plain, v, n, d, dim, single), c = softmax(cpu, v, n, d, dim, single);
             for (std::size_t k = 0; k < g.size(); ++k) {
                 EXPECT_TRUE(tref::same_values(g[k], p[k], Acc::exact_signed)) << "recomputed vs materialised, value " << k;
-                // The device sums in another order than the CPU: close, NaN where the CPU has it.
-                EXPECT_TRUE(close_to(g[k], c[k], single ? 1e-5 : 1e-12, k == 0 ? 1.0 : static_cast<double>(n * d) * 40.0))
-                    << "device vs CPU, value " << k;
+                // One reduction order and one exp on both executors: the same bits.
+                EXPECT_TRUE(tref::same_values(g[k], c[k], Acc::exact_signed)) << "device vs CPU, value " << k;
             }
         }
     expect_device_clean(*gpu);

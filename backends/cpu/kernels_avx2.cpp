@@ -1,6 +1,5 @@
 // The block kernels for AVX2 with FMA: 4 doubles or 8 floats a vector.
 #include <immintrin.h>
-#include <sleef.h>
 
 #define TANDEM_KERNEL_NS avx2
 #define TANDEM_KERNEL_ISA_NAME "avx2"
@@ -16,8 +15,6 @@
 #define TD_STREAM _mm256_stream_pd
 #define TF_STREAM _mm256_stream_ps
 #define TF_SET1 _mm256_set1_ps
-#define TD_FN(f, u) Sleef_##f##d4##u##avx2
-#define TF_FN(f, u) Sleef_##f##f8##u##avx2
 #include "backends/cpu/kernels_impl.inc"
 
 namespace tandem::detail::cpu {

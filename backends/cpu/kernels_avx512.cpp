@@ -1,6 +1,5 @@
 // The block kernels for AVX-512 (F, DQ, VL, BW): 8 doubles or 16 floats a vector.
 #include <immintrin.h>
-#include <sleef.h>
 
 #define TANDEM_KERNEL_NS avx512
 #define TANDEM_KERNEL_ISA_NAME "avx512"
@@ -16,8 +15,6 @@
 #define TD_STREAM _mm512_stream_pd
 #define TF_STREAM _mm512_stream_ps
 #define TF_SET1 _mm512_set1_ps
-#define TD_FN(f, u) Sleef_##f##d8##u##avx512f
-#define TF_FN(f, u) Sleef_##f##f16##u##avx512f
 #include "backends/cpu/kernels_impl.inc"
 
 namespace tandem::detail::cpu {

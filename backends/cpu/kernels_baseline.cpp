@@ -1,6 +1,5 @@
 // The block kernels for x86-64's baseline, SSE2: 2 doubles or 4 floats a vector (every x86-64 CPU has it).
 #include <immintrin.h>
-#include <sleef.h>
 
 #define TANDEM_KERNEL_NS baseline
 #define TANDEM_KERNEL_ISA_NAME "baseline"
@@ -16,8 +15,6 @@
 #define TD_STREAM _mm_stream_pd
 #define TF_STREAM _mm_stream_ps
 #define TF_SET1 _mm_set1_ps
-#define TD_FN(f, u) Sleef_##f##d2##u##sse2
-#define TF_FN(f, u) Sleef_##f##f4##u##sse2
 #include "backends/cpu/kernels_impl.inc"
 
 namespace tandem::detail::cpu {

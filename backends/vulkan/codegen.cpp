@@ -5,6 +5,7 @@
 // rounds each operation). Transcendentals come from shaders/math_f64.glsl and math_f32.glsl
 // (within 2 ulp of libm, as the CPU's SLEEF kernels are), pasted only into kernels that use them.
 #include "backends/vulkan/codegen.hpp"
+#include "backends/vulkan/compiler.hpp"
 #include "backends/vulkan/reduce_kernels.hpp"
 #include "graph/repeat.hpp"
 
@@ -940,7 +941,8 @@ private:
         s << "#version 450\n"
              "#extension GL_EXT_buffer_reference : require\n"
              "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
-             "#extension GL_EXT_control_flow_attributes : require\n";
+             "#extension GL_EXT_control_flow_attributes : require\n"
+          << kExactArithmeticMarker;
         if (u8) s << "#extension GL_EXT_shader_8bit_storage : require\n";
         if (r_.is_reduce() && (contiguous_ || combine) && o_.subgroup_shuffle)
             s << "#extension GL_KHR_shader_subgroup_basic : require\n"

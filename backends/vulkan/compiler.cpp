@@ -51,6 +51,43 @@ std::string describe(const std::string& stage, const std::string& log, const std
     return m.str();
 }
 
+// Decorates every floating-point add, subtract, multiply, divide and negate NoContraction, as if
+// each were `precise`: the driver may then neither fuse a*b+c into an fma nor reorder, so the
+// kernel rounds each operation as the CPU's translation of the same source does. Decorations go
+// after the module's last existing annotation (generated kernels always have some: bindings,
+// the `precise` temporaries), where SPIR-V's layout rules put them.
+void forbid_contraction(std::vector<std::uint32_t>& spirv) {
+    constexpr std::uint32_t kOpDecorate = 71, kOpFunction = 54, kNoContraction = 42;
+    auto is_annotation = [](std::uint32_t op) { return (op >= 71 && op <= 75) || op == 332 || op == 5632 || op == 5633; };
+    auto is_float_arith = [](std::uint32_t op) {
+        return op == 127 /*FNegate*/ || op == 129 /*FAdd*/ || op == 131 /*FSub*/ || op == 133 /*FMul*/ ||
+               op == 136 /*FDiv*/ || op == 142 /*VectorTimesScalar*/;
+    };
+    std::size_t insert_at = 0;
+    std::vector<bool> decorated;
+    std::vector<std::uint32_t> targets;
+    bool in_functions = false;
+    for (std::size_t i = 5; i < spirv.size();) {
+        const std::uint32_t words = spirv[i] >> 16, op = spirv[i] & 0xFFFFu;
+        if (words == 0 || i + words > spirv.size()) throw ShaderCompileError("malformed SPIR-V from glslang");
+        if (op == kOpFunction) in_functions = true;
+        if (!in_functions && is_annotation(op)) insert_at = i + words;
+        if (op == kOpDecorate && words >= 3 && spirv[i + 2] == kNoContraction) {
+            if (decorated.size() <= spirv[i + 1]) decorated.resize(spirv[i + 1] + 1, false);
+            decorated[spirv[i + 1]] = true;
+        }
+        if (in_functions && is_float_arith(op) && words >= 3) targets.push_back(spirv[i + 2]);
+        i += words;
+    }
+    if (insert_at == 0) throw ShaderCompileError("SPIR-V without annotations: cannot forbid contraction");
+    std::vector<std::uint32_t> added;
+    for (std::uint32_t id : targets) {
+        if (id < decorated.size() && decorated[id]) continue;
+        added.insert(added.end(), {(3u << 16) | kOpDecorate, id, kNoContraction});
+    }
+    spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(insert_at), added.begin(), added.end());
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> compile_compute_shader(const std::string& glsl) {
@@ -79,6 +116,7 @@ std::vector<std::uint32_t> compile_compute_shader(const std::string& glsl) {
     options.validate = false;
     glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), spirv, &logger, &options);
     if (spirv.empty()) throw ShaderCompileError(describe("SPIR-V generation", logger.getAllMessages(), glsl));
+    if (glsl.find(kExactArithmeticMarker) != std::string::npos) forbid_contraction(spirv);
     return spirv;
 }
 

@@ -16,7 +16,12 @@ public:
     using DeviceError::DeviceError;
 };
 
-/// Compiles a compute shader for Vulkan 1.2 / SPIR-V 1.5. Thread-safe.
+/// A line that makes every floating-point operation of a kernel round on its own (SPIR-V
+/// NoContraction on each, as if all were `precise`): generated kernels carry it, so that they give
+/// the bits of the CPU's translation of the same GLSL. Hand-written kernels (GEMM) leave it out.
+inline constexpr const char* kExactArithmeticMarker = "#define TANDEM_EXACT_ARITHMETIC 1\n";
+
+/// Compiles a compute shader for Vulkan 1.2 / SPIR-V 1.5 (see kExactArithmeticMarker). Thread-safe.
 std::vector<std::uint32_t> compile_compute_shader(const std::string& glsl);
 
 }  // namespace tandem::detail::vk
