@@ -43,21 +43,54 @@
 #error "math_f32.glsl: paste convert_f32.glsl before this file (exact float<->double conversions)"
 #endif
 
+// The fast paths below (tdm_f32_*_fast) are branch-free and return NaN where they do not apply; the
+// function proper takes its other path for those. The CPU runs the fast paths over whole blocks in vector
+// registers (the C++ translation), so their operations must stay plain: selects, no loops, no early return.
+float tdm_f32_nan() { return uintBitsToFloat(0x7FC00000u); }
+bool tdm_f32_isnan(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u; }
+// roundEven(x) for |x| < 2^22 by two IEEE additions, as tdm_f64_round_even.
+float tdm_f32_round_even(float x) {
+    precise float t = x + 12582912.0f;               // 1.5 * 2^23
+    precise float r = t - 12582912.0f;
+    return r;
+}
+
 
 // Float-native exp for -103.9 < x < 88.7: Cody-Waite r = x - k ln2 with ln2 = LN2HI + LN2LO (LN2HI has 15
 // bits, so k*LN2HI and x - k*LN2HI are exact), Taylor to r^7 (truncation < 2^-27 on |r| <= ln2/2), then 2^k
 // in two exact factors for k in [-125, 128] (one rounding in all); subnormal results (k < -125) are scaled in
 // double and rounded twice (< 1.5 ulp). Measured < 1.03 ulp from exact. x < -104 gives 0 (exp x < 2^-150);
 // the rest (NaN, +Inf, the overflow edge, the last underflow band) goes through the f64 exp.
+// Fast path of expf: -86.5 < x < 88.7 (k >= -125: normal results, scaled by two exact float factors).
+float tdm_f32_exp_fast(float x) {
+    bool ok = x > -86.5f && x < 88.7f;               // false for NaN
+    float xc = ok ? x : 0.0f;
+    float kf = tdm_f32_round_even(xc * 1.44269502162933349609f);
+    // precise: without it the H100 driver gave 5-ulp errors (as if kf*LN2HI + kf*LN2LO were folded into
+    // kf*float(ln2))
+    precise float hi = xc - kf * 0.693145751953125f;  // exact
+    precise float r = hi - kf * 1.42860682030941723212e-06f;
+    float p = 1.98412698412698413e-04f;
+    p = p * r + 1.38888888888888894e-03f;
+    p = p * r + 8.33333333333333322e-03f;
+    p = p * r + 4.16666666666666644e-02f;
+    p = p * r + 1.66666666666666657e-01f;
+    p = p * r + 0.5f;
+    float e = 1.0f + (r + (r * r) * p);
+    int k = int(kf);
+    int k1 = k >> 1;                                 // k = 128 needs two factors
+    float v = (e * intBitsToFloat((k1 + 127) << 23)) * intBitsToFloat((k - k1 + 127) << 23);
+    return ok ? v : tdm_f32_nan();
+}
 float tdm_expf(float x) {
 #ifdef TDM_F32_BUILTIN_EXP
     return exp(x);
 #else
-    if (x > -103.9f && x < 88.7f) {
-        float kf = roundEven(x * 1.44269502162933349609f);
-        // precise: without it the H100 driver gave 5-ulp errors (as if kf*LN2HI + kf*LN2LO were folded into
-        // kf*float(ln2))
-        precise float hi = x - kf * 0.693145751953125f;     // exact
+    float v = tdm_f32_exp_fast(x);
+    if (!tdm_f32_isnan(v)) return v;
+    if (x > -103.9f && x < 88.7f) {                  // subnormal results: the same steps, scaled in double
+        float kf = tdm_f32_round_even(x * 1.44269502162933349609f);
+        precise float hi = x - kf * 0.693145751953125f;
         precise float r = hi - kf * 1.42860682030941723212e-06f;
         float p = 1.98412698412698413e-04f;
         p = p * r + 1.38888888888888894e-03f;
@@ -66,13 +99,9 @@ float tdm_expf(float x) {
         p = p * r + 1.66666666666666657e-01f;
         p = p * r + 0.5f;
         float e = 1.0f + (r + (r * r) * p);
-        int k = int(kf);
-        // subnormal results: scale in double and convert (one more rounding). Float multiplies would flush
-        // them to 0 on devices that flush fp32 denormals (NVIDIA does in Vulkan; the f64->f32 conversion
-        // keeps them there).
-        if (k < -125) return tdm_f64_to_f32(double(e) * tdm_f64_pow2i(k));
-        int k1 = k >> 1;                             // k = 128 needs two factors
-        return (e * intBitsToFloat((k1 + 127) << 23)) * intBitsToFloat((k - k1 + 127) << 23);
+        // Float multiplies would flush them to 0 on devices that flush fp32 denormals (NVIDIA does in
+        // Vulkan; the f64->f32 conversion keeps them there).
+        return tdm_f64_to_f32(double(e) * tdm_f64_pow2i(int(kf)));
     }
     if (x < -104.0f) return 0.0f;                   // also -Inf
     return tdm_f64_to_f32(tdm_exp(tdm_f32_to_f64(x)));
@@ -91,7 +120,9 @@ double tdm_f32_log_d(float x, int bi) {
     int64_t b = doubleBitsToInt64(xd);
     int k = int(b >> 52) - 1023;
     double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-    if (m > 1.4142135623730951LF) { m *= 0.5LF; k += 1; }
+    bool high = m > 1.4142135623730951LF;
+    m = high ? m * 0.5LF : m;
+    k = high ? k + 1 : k;
     double f = m - 1.0LF;                        // exact
     // s = f / (2 + f) without an f64 division (a long sequence on GPUs): 1/d for d in [1.70, 2.42]
     // from its minimax line (relative error 0.0155) and three Newton steps in double (each squares
@@ -113,13 +144,21 @@ double tdm_f32_log_d(float x, int bi) {
     p = p * z + 6.66666666666666667e-01LF;       // 2/3
     return double(k) * 6.93147180559945286e-01LF + (2.0LF * s + (s * z) * p);
 }
+// Fast path of logf: +subnormal .. FLT_MAX (by the bits).
+float tdm_f32_log_fast(float x) {
+    int bi = floatBitsToInt(x);
+    bool ok = bi > 0 && bi < 0x7F800000;
+    float v = float(tdm_f32_log_d(ok ? x : 1.0f, ok ? bi : 0x3F800000));
+    return ok ? v : tdm_f32_nan();
+}
 // log of a float: tdm_f32_log_d rounded once to float. 0, negatives, +Inf and NaN go through the f64 log.
 float tdm_logf(float x) {
 #ifdef TDM_F32_BUILTIN_LOG
     return log(x);
 #else
+    float v = tdm_f32_log_fast(x);
+    if (!tdm_f32_isnan(v)) return v;
     int bi = floatBitsToInt(x);
-    if (bi > 0 && bi < 0x7F800000) return float(tdm_f32_log_d(x, bi));   // +subnormal .. FLT_MAX, by bits
     if (bi < 0 && (bi & 0x7FFFFFFF) != 0) return uintBitsToFloat(0x7FC00000u);   // x < 0 (subnormal too), NaN
     return tdm_f64_to_f32(tdm_log(tdm_f32_to_f64(x)));
 #endif
@@ -168,28 +207,36 @@ double tdm_f32_cos_poly(double r) {
 // x = q pi/2 + r for |x| < 1647099; |x| <= pi/4 gives r = x exactly (keeps -0).
 double tdm_f32_rem_pio2(float x, out int q) {
     double xd = double(x);
-    q = 0;
-    if (abs(x) <= 0.785398163f) return xd;
-    double kd = roundEven(xd * 6.36619772367581382e-01LF);
-    q = int(kd) & 3;
+    double kd = tdm_f64_round_even(xd * 6.36619772367581382e-01LF);
     // precise: without it the H100 driver gave 4000-ulp errors near k pi/2 (as if kd*P1 + kd*P1T were folded
     // into kd*double(pi/2))
     precise double t = xd - kd * 1.57079632673412561e+00LF;   // exact
     precise double r = t - kd * 6.077100506506192e-11LF;
-    return r;
+    bool small = abs(x) <= 0.785398163f;
+    q = small ? 0 : int(kd) & 3;
+    return small ? xd : r;
 }
+// Fast path of sinf (cosine false) and cosf: |x| < 1647099 (not NaN, +-Inf).
+float tdm_f32_sincos_fast(float x, bool cosine) {
+    float a = abs(x);
+    bool ok = a < 1647099.0f;
+    float xc = ok ? x : 0.0f;
+    int q;
+    double r = tdm_f32_rem_pio2(xc, q);
+    int qc = cosine ? q + 1 : q;                     // cos x = sin(x + pi/2); int tests as in tdm_f64_sincos_fast
+    double v = (qc & 1) > 0 ? tdm_f32_cos_poly(r) : tdm_f32_sin_poly(r);
+    float f = float((qc & 2) > 0 ? -v : v);
+    f = (!cosine && a < 2.44140625e-4f) ? x : f;     // 2^-12: sin x rounds to x (keeps -0)
+    return ok ? f : tdm_f32_nan();
+}
+float tdm_f32_sin_fast(float x) { return tdm_f32_sincos_fast(x, false); }
+float tdm_f32_cos_fast(float x) { return tdm_f32_sincos_fast(x, true); }
 float tdm_sinf(float x) {
 #ifdef TDM_F32_BUILTIN_SIN
     return sin(x);
 #else
-    float a = abs(x);
-    if (a < 2.44140625e-4f) return x;                           // 2^-12: sin x rounds to x (keeps -0)
-    if (a < 1647099.0f) {
-        int q;
-        double r = tdm_f32_rem_pio2(x, q);
-        double v = (q & 1) == 0 ? tdm_f32_sin_poly(r) : tdm_f32_cos_poly(r);
-        return float((q & 2) == 0 ? v : -v);
-    }
+    float v = tdm_f32_sin_fast(x);
+    if (!tdm_f32_isnan(v)) return v;
     return tdm_f64_to_f32(tdm_sin(tdm_f32_to_f64(x)));
 #endif
 }
@@ -197,13 +244,8 @@ float tdm_cosf(float x) {
 #ifdef TDM_F32_BUILTIN_COS
     return cos(x);
 #else
-    float a = abs(x);
-    if (a < 1647099.0f) {
-        int q;
-        double r = tdm_f32_rem_pio2(x, q);
-        double v = (q & 1) == 0 ? tdm_f32_cos_poly(r) : tdm_f32_sin_poly(r);
-        return float(((q + 1) & 2) == 0 ? v : -v);
-    }
+    float v = tdm_f32_cos_fast(x);
+    if (!tdm_f32_isnan(v)) return v;
     return tdm_f64_to_f32(tdm_cos(tdm_f32_to_f64(x)));
 #endif
 }
@@ -261,35 +303,40 @@ float tdm_coshf(float x) {
 // q = expm1(r) = r + r^2 P(r) (Taylor to r^13, < 1e-17). For k = 0, u = q with no cancellation; for k >= 1
 // u = 2^k q + (2^k - 1) (exact terms, one rounding). Relative error < 1e-13, far below float's needs.
 // |x| < 2^-12 returns x (tanh x rounds to x); |x| >= 9.5 gives +-1 (1 - tanh < 2^-26); NaN via f64.
+// Fast path of tanhf: every x but NaN.
+float tdm_f32_tanh_fast(float x) {
+    float a = abs(x);
+    bool mid = a < 9.5f;                             // false for NaN
+    double y = 2.0LF * double(mid ? a : 1.0f);
+    double kd = tdm_f64_round_even(y * 1.44269504088896339e+00LF);
+    double r = y - kd * 6.93147180559945286e-01LF;
+    double p = 2.08767569878681002e-09LF;            // 1/13!
+    p = p * r + 2.50521083854417202e-08LF;
+    p = p * r + 2.75573192239858883e-07LF;
+    p = p * r + 2.75573192239858925e-06LF;
+    p = p * r + 2.48015873015873016e-05LF;
+    p = p * r + 1.98412698412698413e-04LF;
+    p = p * r + 1.38888888888888894e-03LF;
+    p = p * r + 8.33333333333333322e-03LF;
+    p = p * r + 4.16666666666666644e-02LF;
+    p = p * r + 1.66666666666666657e-01LF;
+    p = p * r + 0.5LF;
+    double q = r + (r * r) * p;
+    double sc = tdm_f64_pow2i(int(kd));
+    double u = sc * q + (sc - 1.0LF);
+    float t = float(u / (u + 2.0LF));
+    t = mid ? t : 1.0f;                              // |x| >= 9.5 (+-Inf included): +-1
+    float v = x < 0.0f ? -t : t;
+    v = a < 2.44140625e-4f ? x : v;                  // tanh x rounds to x (keeps -0)
+    return tdm_f32_isnan(x) ? tdm_f32_nan() : v;
+}
 float tdm_tanhf(float x) {
 #ifdef TDM_F32_BUILTIN_TANH
     return tanh(x);
 #else
-    float a = abs(x);
-    if (a < 9.5f) {                                  // false for NaN
-        if (a < 2.44140625e-4f) return x;            // keeps -0
-        double y = 2.0LF * double(a);
-        double kd = roundEven(y * 1.44269504088896339e+00LF);
-        double r = y - kd * 6.93147180559945286e-01LF;
-        double p = 2.08767569878681002e-09LF;        // 1/13!
-        p = p * r + 2.50521083854417202e-08LF;
-        p = p * r + 2.75573192239858883e-07LF;
-        p = p * r + 2.75573192239858925e-06LF;
-        p = p * r + 2.48015873015873016e-05LF;
-        p = p * r + 1.98412698412698413e-04LF;
-        p = p * r + 1.38888888888888894e-03LF;
-        p = p * r + 8.33333333333333322e-03LF;
-        p = p * r + 4.16666666666666644e-02LF;
-        p = p * r + 1.66666666666666657e-01LF;
-        p = p * r + 0.5LF;
-        double q = r + (r * r) * p;
-        double sc = tdm_f64_pow2i(int(kd));
-        double u = sc * q + (sc - 1.0LF);
-        float t = float(u / (u + 2.0LF));
-        return x < 0.0f ? -t : t;
-    }
-    if (a >= 9.5f) return x < 0.0f ? -1.0f : 1.0f;  // +-Inf included
-    return tdm_f64_to_f32(tdm_tanh(tdm_f32_to_f64(x)));
+    float v = tdm_f32_tanh_fast(x);
+    if (!tdm_f32_isnan(v)) return v;
+    return tdm_f64_to_f32(tdm_tanh(tdm_f32_to_f64(x)));   // NaN
 #endif
 }
 // pow for x > 0 finite (subnormals too) and y finite: exp(y log x) in plain double, rounded once to
@@ -298,32 +345,49 @@ float tdm_tanhf(float x) {
 // 2.1e-10 (2^-32) relative; exp(t) = 2^k exp(r), |r| <= ln2/2, by Taylor to r^10 (truncation 2.2e-13).
 // Well inside the float ulp (2^-24), and cheaper on the H100 than the f64 log/exp (W2's .^0.8 region:
 // 1.41 ms). The rest (x <= 0, +-Inf, NaN, infinite y) goes through the f64 pow, exact on its special values.
+// exp(t) for |t| <= 110 in plain double (the tail of tdm_f32_pow_fast and tdm_powf), before rounding.
+double tdm_f32_pow_exp(double t) {
+    double kd = tdm_f64_round_even(t * TDM_INV_LN2);
+    precise double hi = t - kd * TDM_LN2_HI;         // exact
+    precise double r = hi - kd * TDM_LN2_LO;
+    double e = 2.75573192239858925e-07LF;            // 1/10!
+    e = e * r + 2.75573192239858925e-06LF;           // 1/9!
+    e = e * r + 2.48015873015873016e-05LF;
+    e = e * r + 1.98412698412698413e-04LF;
+    e = e * r + 1.38888888888888894e-03LF;
+    e = e * r + 8.33333333333333322e-03LF;
+    e = e * r + 4.16666666666666644e-02LF;
+    e = e * r + 1.66666666666666657e-01LF;
+    e = e * r + 0.5LF;
+    e = e * r + 1.0LF;
+    e = e * r + 1.0LF;
+    return e * tdm_f64_pow2i(int(kd));
+}
+// Fast path of powf: x > 0 finite (subnormals too), y finite, and a result that is not subnormal
+// (t = y log x >= -87; t > 100 gives Inf).
+float tdm_f32_pow_fast(float x, float y) {
+    // The operands' tests in 32-bit lanes, the result's in 64-bit ones (one mask width per step, or GCC
+    // does not vectorise): an invalid operand makes t NaN, which fails t >= -87.
+    int bx = floatBitsToInt(x);
+    bool ok = bx > 0 && bx < 0x7F800000 && abs(y) < uintBitsToFloat(0x7F800000u);   // NaN y fails too
+    double t = double(ok ? y : tdm_f32_nan()) * tdm_f32_log_d(ok ? x : 1.0f, ok ? bx : 0x3F800000);
+    bool normal = t >= -87.0LF;                      // below: subnormal results, tdm_powf's other path
+    bool over = t > 100.0LF;                         // above FLT_MAX
+    double e = tdm_f32_pow_exp(normal && !over ? t : 0.0LF);
+    e = over ? tdm_f64_inf() : e;
+    return float(normal ? e : tdm_f64_nan());
+}
 float tdm_powf(float x, float y) {
 #ifdef TDM_F32_BUILTIN_POW
     return pow(x, y);
 #else
+    float v = tdm_f32_pow_fast(x, y);
+    if (!tdm_f32_isnan(v)) return v;
     int bx = floatBitsToInt(x);
     if (bx > 0 && bx < 0x7F800000 && (floatBitsToInt(y) & 0x7FFFFFFF) < 0x7F800000) {
         double t = double(y) * tdm_f32_log_d(x, bx);
-        if (t > 100.0LF) return uintBitsToFloat(0x7F800000u);   // above FLT_MAX
         if (t < -110.0LF) return 0.0f;                          // below half the least subnormal
-        // k from a float: the f64 roundEven of some drivers is wrong (convert_f32.glsl); near a half
-        // the float's rounding may pick the other integer, |r| then a hair above ln2/2
-        double kd = double(roundEven(float(t * TDM_INV_LN2)));
-        precise double hi = t - kd * TDM_LN2_HI;     // exact
-        precise double r = hi - kd * TDM_LN2_LO;
-        double e = 2.75573192239858925e-07LF;        // 1/10!
-        e = e * r + 2.75573192239858925e-06LF;       // 1/9!
-        e = e * r + 2.48015873015873016e-05LF;
-        e = e * r + 1.98412698412698413e-04LF;
-        e = e * r + 1.38888888888888894e-03LF;
-        e = e * r + 8.33333333333333322e-03LF;
-        e = e * r + 4.16666666666666644e-02LF;
-        e = e * r + 1.66666666666666657e-01LF;
-        e = e * r + 0.5LF;
-        e = e * r + 1.0LF;
-        e = e * r + 1.0LF;
-        return tdm_f64_to_f32(e * tdm_f64_pow2i(int(kd)));
+        return tdm_f64_to_f32(tdm_f32_pow_exp(t));              // a subnormal result, rounded once
     }
     return tdm_f64_to_f32(tdm_pow(tdm_f32_to_f64(x), tdm_f32_to_f64(y)));
 #endif

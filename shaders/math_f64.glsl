@@ -7,7 +7,8 @@
 // Include after the #version line. Needs:
 //   #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 //   SPIR-V capabilities Float64 and Int64 -- Vulkan features shaderFloat64 and shaderInt64.
-// Nothing else (no Float16, no float-controls, no 64-bit atomics).
+// convert_f32.glsl pasted before it (tdm_trunc). Nothing else (no Float16, no float-controls, no 64-bit
+// atomics).
 //
 // Rules the code relies on (the Vulkan backend must not break them):
 //  * + - * are IEEE round-to-nearest. Division and sqrt are only used as a first guess that an exact
@@ -36,6 +37,10 @@
 
 #ifndef TDM_MATH_F64_GLSL
 #define TDM_MATH_F64_GLSL
+
+#ifndef TDM_CONVERT_F32_GLSL
+#error "math_f64.glsl: paste convert_f32.glsl before this file (tdm_trunc)"
+#endif
 
 // ---------------------------------------------------------------------------------------------------------
 // Bits and special values
@@ -71,6 +76,15 @@ double tdm_f64_scale(double x, int k) {
         if (k < -1022) { x *= tdm_f64_pow2i(-969); k = max(k + 969, -1022); }
     }
     return x * tdm_f64_pow2i(k);
+}
+// roundEven(x) for |x| < 2^51: adding 1.5 * 2^52 leaves no fraction bits, so the sum rounds x to the
+// nearest integer, ties to even, and subtracting it back is exact. Two IEEE additions instead of the
+// builtin: lavapipe's f64 roundEven/trunc/floor are wrong on CPUs without AVX-512 (convert_f32.glsl),
+// and the C++ translation of these additions vectorises on every x86 (the CPU's fast-path loops).
+double tdm_f64_round_even(double x) {
+    precise double t = x + 6755399441055744.0LF;
+    precise double r = t - 6755399441055744.0LF;
+    return r;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -176,7 +190,7 @@ const double TDM_2OPI = 6.36619772367581382e-01LF;
 // Cody-Waite: r = z - k*ln2 with ln2 = LN2_HI + LN2_LO (k*LN2_HI exact), then Taylor to r^17 on |r| <= ln2/2.
 // Valid for |z.x| < 1100.
 dvec2 tdm_f64_exp_core(dvec2 z, out int k) {
-    double kd = roundEven(z.x * TDM_INV_LN2);
+    double kd = tdm_f64_round_even(z.x * TDM_INV_LN2);
     k = int(kd);
     precise double hi = z.x - kd * TDM_LN2_HI;      // exact
     precise double lo = z.y - kd * TDM_LN2_LO;
@@ -204,35 +218,42 @@ dvec2 tdm_f64_exp_core(dvec2 z, out int k) {
     return tdm_dd_fast_two_sum(s.x, s.y + t);
 }
 
+// Fast path of exp, plain double (no double-double), < 0.76 ulp, for |x| < 707: k = round(x/ln2) is in
+// [-1020, 1020] and the result is normal (the scaling by 2^k is exact). r = x - k ln2 as r + rlo (k LN2_HI
+// exact; rlo good to ~2^-74 absolute); exp(r) = 1 + r + r^2 P(r), Taylor to r^14 (truncation < 2^-62 on
+// |r| <= ln2/2); 1 + r is kept exact by two_sum so the only large rounding is the final one.
+// Branch-free, and NaN where it does not apply (|x| >= 707, NaN): the CPU runs it over whole blocks in
+// vector registers and sends the NaN lanes to tdm_exp, which gives them the slow path.
+double tdm_f64_exp_fast(double x) {
+    bool ok = abs(x) < 707.0LF;                      // false for NaN
+    double xc = ok ? x : 0.0LF;                      // keeps int(kd) in range on every lane
+    double kd = tdm_f64_round_even(xc * TDM_INV_LN2);
+    precise double hi = xc - kd * TDM_LN2_HI;        // exact
+    precise double lo = kd * TDM_LN2_LO;
+    precise double r = hi - lo;
+    precise double rlo = (hi - r) - lo;
+    double p = 1.14707455977297245e-11LF;
+    p = p * r + 1.60590438368216133e-10LF;
+    p = p * r + 2.08767569878681002e-09LF;
+    p = p * r + 2.50521083854417202e-08LF;
+    p = p * r + 2.75573192239858883e-07LF;
+    p = p * r + 2.75573192239858925e-06LF;
+    p = p * r + 2.48015873015873016e-05LF;
+    p = p * r + 1.98412698412698413e-04LF;
+    p = p * r + 1.38888888888888894e-03LF;
+    p = p * r + 8.33333333333333322e-03LF;
+    p = p * r + 4.16666666666666644e-02LF;
+    p = p * r + 1.66666666666666657e-01LF;
+    p = p * r + 0.5LF;
+    dvec2 s = tdm_dd_two_sum(1.0LF, r);
+    double t = s.y + ((r * r) * p + (rlo + r * rlo));
+    double v = (s.x + t) * tdm_f64_pow2i(int(kd));
+    return ok ? v : tdm_f64_nan();
+}
+
 double tdm_exp(double x) {
-    // Fast path, plain double (no double-double), < 0.76 ulp: |x| < 707, so k = round(x/ln2) is in
-    // [-1020, 1020] and the result is normal (the scaling by 2^k is exact). NaN fails the comparison.
-    // r = x - k ln2 as r + rlo (k LN2_HI exact; rlo good to ~2^-74 absolute, with or without fma);
-    // exp(r) = 1 + r + r^2 P(r), Taylor to r^14 (truncation < 2^-62 on |r| <= ln2/2); 1 + r is kept
-    // exact by two_sum so the only large rounding is the final one.
-    if (abs(x) < 707.0LF) {
-        double kd = roundEven(x * TDM_INV_LN2);
-        precise double hi = x - kd * TDM_LN2_HI;   // exact
-        precise double lo = kd * TDM_LN2_LO;
-        precise double r = hi - lo;
-        precise double rlo = (hi - r) - lo;
-        double p = 1.14707455977297245e-11LF;
-        p = p * r + 1.60590438368216133e-10LF;
-        p = p * r + 2.08767569878681002e-09LF;
-        p = p * r + 2.50521083854417202e-08LF;
-        p = p * r + 2.75573192239858883e-07LF;
-        p = p * r + 2.75573192239858925e-06LF;
-        p = p * r + 2.48015873015873016e-05LF;
-        p = p * r + 1.98412698412698413e-04LF;
-        p = p * r + 1.38888888888888894e-03LF;
-        p = p * r + 8.33333333333333322e-03LF;
-        p = p * r + 4.16666666666666644e-02LF;
-        p = p * r + 1.66666666666666657e-01LF;
-        p = p * r + 0.5LF;
-        dvec2 s = tdm_dd_two_sum(1.0LF, r);
-        double t = s.y + ((r * r) * p + (rlo + r * rlo));
-        return (s.x + t) * tdm_f64_pow2i(int(kd));
-    }
+    double v = tdm_f64_exp_fast(x);
+    if (!tdm_f64_isnan(v)) return v;
     // Slow path (near overflow, subnormal results, NaN, +-Inf): double-double.
     if (tdm_f64_isnan(x)) return x + x;
     if (x > 709.8LF) return tdm_f64_inf();       // exp(709.79) > DBL_MAX
@@ -340,26 +361,34 @@ bool tdm_f64_log_special(double x, out double r) {
     return false;
 }
 
-// Fast path for normal positive x, plain double (FreeBSD e_log.c, < 1 ulp): x = 2^k (1 + f) with
+// Fast path of log for normal positive x, plain double (FreeBSD e_log.c, < 1 ulp): x = 2^k (1 + f) with
 // 1 + f in [sqrt(1/2), sqrt(2)), s = f/(2+f), log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)) with fdlibm's Lg1..Lg7.
 // The division only feeds the small correction term, so an f64 division off by an ulp or two is harmless.
-double tdm_log(double x) {
+// Branch-free, NaN elsewhere (subnormals, zeros, negatives, Inf, NaN), as tdm_f64_exp_fast.
+double tdm_f64_log_fast(double x) {
     int64_t bx = doubleBitsToInt64(x);
-    if (bx >= 0x0010000000000000L && bx < 0x7FF0000000000000L) {   // normal, > 0, finite (not NaN)
-        int k = int(bx >> 52) - 1023;
-        double m = int64BitsToDouble((bx & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-        if (m > 1.4142135623730951LF) { m *= 0.5LF; k += 1; }
-        double f = m - 1.0LF;                        // exact
-        double hfsq = 0.5LF * f * f;
-        double s = f / (2.0LF + f);
-        double z = s * s, w = z * z;
-        double t1 = w * (3.999999999940941908e-01LF + w * (2.222219843214978396e-01LF + w * 1.531383769920937332e-01LF));
-        double t2 = z * (6.666666666666735130e-01LF + w * (2.857142874366239149e-01LF
-                  + w * (1.818357216161805012e-01LF + w * 1.479819860511658591e-01LF)));
-        double R = t2 + t1;
-        double dk = double(k);
-        return dk * TDM_LN2_HI - ((hfsq - (s * (hfsq + R) + dk * TDM_LN2_LO)) - f);
-    }
+    bool ok = bx >= 0x0010000000000000L && bx < 0x7FF0000000000000L;   // normal, > 0, finite (not NaN)
+    int k = int(bx >> 52) - 1023;
+    double m = int64BitsToDouble((bx & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+    bool high = m > 1.4142135623730951LF;
+    m = high ? m * 0.5LF : m;
+    k = high ? k + 1 : k;
+    double f = m - 1.0LF;                            // exact
+    double hfsq = 0.5LF * f * f;
+    double s = f / (2.0LF + f);
+    double z = s * s, w = z * z;
+    double t1 = w * (3.999999999940941908e-01LF + w * (2.222219843214978396e-01LF + w * 1.531383769920937332e-01LF));
+    double t2 = z * (6.666666666666735130e-01LF + w * (2.857142874366239149e-01LF
+              + w * (1.818357216161805012e-01LF + w * 1.479819860511658591e-01LF)));
+    double R = t2 + t1;
+    double dk = double(k);
+    double v = dk * TDM_LN2_HI - ((hfsq - (s * (hfsq + R) + dk * TDM_LN2_LO)) - f);
+    return ok ? v : tdm_f64_nan();
+}
+
+double tdm_log(double x) {
+    double v = tdm_f64_log_fast(x);
+    if (!tdm_f64_isnan(v)) return v;
     // Slow path: subnormals and special values (double-double).
     double r;
     if (tdm_f64_log_special(x, r)) return r;
@@ -471,7 +500,7 @@ int tdm_f64_rem_pio2(double x, out dvec2 r) {
     double a = abs(x);
     if (a <= TDM_PIO4) { r = dvec2(x, 0.0LF); return 0; }
     if (a < 1647099.0LF) {                           // k < 2^20: 4-part Cody-Waite, pi/2 to 2^-152
-        double kd = roundEven(x * TDM_2OPI);
+        double kd = tdm_f64_round_even(x * TDM_2OPI);
         precise double t = x - kd * 1.57079632673412561e+00LF;     // 33-bit part: exact product and difference
         r = tdm_dd_two_sum(t, -(kd * 6.07710050630396598e-11LF));  // 33-bit part: exact product
         r = tdm_dd_add_d(r, -(kd * 2.02226624871116646e-21LF));   // 33-bit part: exact product
@@ -524,7 +553,7 @@ dvec2 tdm_f64_cos_kernel(dvec2 r) {
 // minimax polynomials (< 1 ulp on |r| <= pi/4 with a low part y1), see tdm_f64_ksincos.
 // Returns false when the slow (double-double / Payne-Hanek) path is needed.
 bool tdm_f64_rem_pio2_fast(double x, out double y0, out double y1, out int q) {
-    double kd = roundEven(x * TDM_2OPI);
+    double kd = tdm_f64_round_even(x * TDM_2OPI);
     precise double t = x - kd * 1.57079632673412561e+00LF;    // exact
     precise double w = kd * 6.07710050630396598e-11LF;        // exact (33-bit constant, k < 2^20)
     dvec2 s = tdm_dd_two_sum(t, -w);                           // exact
@@ -557,44 +586,50 @@ double tdm_f64_ksincos(double x, double y, bool cosine) {
     return a + (m * p + n);
 }
 
-double tdm_sin(double x) {
+// Fast path of sin (cosine false) and cos: |x| < 1647099 and x not within 2^-40 of a multiple of pi/2;
+// NaN elsewhere (NaN, +-Inf too), as tdm_f64_exp_fast. Tiny |x| < 2^-27: sin x rounds to x (keeping -0),
+// cos x to 1.
+double tdm_f64_sincos_fast(double x, bool cosine) {
     double ax = abs(x);
-    if (ax < 1647099.0LF) {                          // false for NaN, +-Inf
-        if (ax < 7.450580596923828e-09LF) return x;  // 2^-27: x - x^3/6 rounds to x (keeps -0)
-        double y0 = x, y1 = 0.0LF;
-        int q = 0;
-        bool ok = ax <= TDM_PIO4 || tdm_f64_rem_pio2_fast(x, y0, y1, q);
-        if (ok) {
-            double v = tdm_f64_ksincos(y0, y1, (q & 1) != 0);
-            return (q & 2) == 0 ? v : -v;
-        }
-    }
+    bool in_range = ax < 1647099.0LF;                // false for NaN, +-Inf
+    double xr = in_range ? x : 0.0LF;                // keeps int(kd) in range on every lane
+    double y0, y1;
+    int q;
+    bool reduced = tdm_f64_rem_pio2_fast(xr, y0, y1, q);
+    bool small = ax <= TDM_PIO4;                     // no reduction: r = x
+    y0 = small ? xr : y0;
+    y1 = small ? 0.0LF : y1;
+    q = small ? 0 : q;
+    // Quadrant arithmetic in int, tested by comparisons (GCC does not vectorise bool conversions of bits).
+    int qc = cosine ? q + 1 : q;                     // cos x = sin(x + pi/2)
+    double v = tdm_f64_ksincos(y0, y1, (qc & 1) > 0);   // odd: the other polynomial
+    v = (qc & 2) > 0 ? -v : v;
+    v = ax < 7.450580596923828e-09LF ? (cosine ? 1.0LF : x) : v;   // 2^-27
+    return in_range && (small || reduced) ? v : tdm_f64_nan();
+}
+double tdm_f64_sin_fast(double x) { return tdm_f64_sincos_fast(x, false); }
+double tdm_f64_cos_fast(double x) { return tdm_f64_sincos_fast(x, true); }
+
+double tdm_sin(double x) {
+    double v = tdm_f64_sin_fast(x);
+    if (!tdm_f64_isnan(v)) return v;
     if (!tdm_f64_isfinite(x)) return tdm_f64_isnan(x) ? x : tdm_f64_nan();   // not x - x: may fold to 0
     if (abs(x) < 7.450580596923828e-09LF) return x;  // 2^-27: x - x^3/6 rounds to x (keeps -0)
     dvec2 r;
     int q = tdm_f64_rem_pio2(x, r);
-    dvec2 v = (q & 1) == 0 ? tdm_f64_sin_kernel(r) : tdm_f64_cos_kernel(r);
-    return (q & 2) == 0 ? v.x : -v.x;
+    dvec2 w = (q & 1) == 0 ? tdm_f64_sin_kernel(r) : tdm_f64_cos_kernel(r);
+    return (q & 2) == 0 ? w.x : -w.x;
 }
 
 double tdm_cos(double x) {
-    double ax = abs(x);
-    if (ax < 1647099.0LF) {                          // fast path, see tdm_f64_rem_pio2_fast
-        if (ax < 7.450580596923828e-09LF) return 1.0LF;
-        double y0 = x, y1 = 0.0LF;
-        int q = 0;
-        bool ok = ax <= TDM_PIO4 || tdm_f64_rem_pio2_fast(x, y0, y1, q);
-        if (ok) {
-            double v = tdm_f64_ksincos(y0, y1, (q & 1) == 0);
-            return (((q + 1) & 2) == 0) ? v : -v;
-        }
-    }
+    double v = tdm_f64_cos_fast(x);
+    if (!tdm_f64_isnan(v)) return v;
     if (!tdm_f64_isfinite(x)) return tdm_f64_isnan(x) ? x : tdm_f64_nan();
     if (abs(x) < 7.450580596923828e-09LF) return 1.0LF;
     dvec2 r;
     int q = tdm_f64_rem_pio2(x, r);
-    dvec2 v = (q & 1) == 0 ? tdm_f64_cos_kernel(r) : tdm_f64_sin_kernel(r);
-    return (((q + 1) & 2) == 0) ? v.x : -v.x;
+    dvec2 w = (q & 1) == 0 ? tdm_f64_cos_kernel(r) : tdm_f64_sin_kernel(r);
+    return (((q + 1) & 2) == 0) ? w.x : -w.x;
 }
 
 double tdm_tan(double x) {
@@ -625,7 +660,7 @@ const dvec2 TDM_ATAN_J8[9] = {
 // atan(t) for t in [0, 1] (t slightly above 1 is fine): atan(t) = atan(c) + atan((t - c)/(1 + t c)) with
 // c = j/8 the nearest eighth, so the reduced argument is <= 1/16 and Taylor to u^21 is below 2^-70.
 dvec2 tdm_f64_atan_unit(dvec2 t) {
-    int j = int(roundEven(t.x * 8.0LF));
+    int j = int(tdm_f64_round_even(t.x * 8.0LF));
     dvec2 u = t;
     if (j > 0) {
         double c = double(j) * 0.125LF;
@@ -775,7 +810,7 @@ double tdm_tanh(double x) {
 // ---------------------------------------------------------------------------------------------------------
 // 0: y not an integer, 1: odd integer, 2: even integer (y finite)
 int tdm_f64_int_kind(double y) {
-    if (floor(y) != y) return 0;
+    if (tdm_trunc(y) != y) return 0;             // (convert_f32.glsl: exact on every device)
     if (abs(y) >= 9007199254740992.0LF) return 2;   // 2^53 and above: all even
     return (int64_t(y) & 1L) != 0L ? 1 : 2;
 }
