@@ -364,7 +364,7 @@ double tdm_f32_pow_exp(double t) {
     return e * tdm_f64_pow2i(int(kd));
 }
 // Fast path of powf: x > 0 finite (subnormals too), y finite, and a result that is not subnormal
-// (t = y log x >= -87; t > 100 gives Inf).
+// (t = y log x >= -87; t > 100 gives Inf); and x = +0 with y finite.
 float tdm_f32_pow_fast(float x, float y) {
     // The operands' tests in 32-bit lanes, the result's in 64-bit ones (one mask width per step, or GCC
     // does not vectorise): an invalid operand makes t NaN, which fails t >= -87.
@@ -375,7 +375,15 @@ float tdm_f32_pow_fast(float x, float y) {
     bool over = t > 100.0LF;                         // above FLT_MAX
     double e = tdm_f32_pow_exp(normal && !over ? t : 0.0LF);
     e = over ? tdm_f64_inf() : e;
-    return float(normal ? e : tdm_f64_nan());
+    // +0 to a finite power (clipped data: max(x, 0) .^ p): 0 for y > 0, Inf for y < 0, 1 for y = +-0.
+    // Tested on the bits, converted to double (64-bit lanes here; and a device may flush a subnormal y).
+    int by = floatBitsToInt(y);
+    double ymag = double(by & 0x7FFFFFFF);           // y's magnitude bits; its sign: by < 0
+    // (No mask combines an x test with a y test: with y the same for every element, GCC would not
+    // vectorise that; a non-finite y makes zr the NaN that sends x = +0 to the other path.)
+    double zr = ymag == 0.0LF ? 1.0LF : (double(by) > 0.0LF ? 0.0LF : tdm_f64_inf());
+    zr = ymag < 2139095040.0LF ? zr : tdm_f64_nan();  // 0x7F800000: y finite
+    return float(double(bx) == 0.0LF ? zr : (normal ? e : tdm_f64_nan()));
 }
 float tdm_powf(float x, float y) {
 #ifdef TDM_F32_BUILTIN_POW

@@ -509,6 +509,29 @@ protected:
             EXPECT_EQ(differ, 0u) << f.name << ": the " << k->isa << " CPU kernel differs from the device on " << differ
                                   << " of " << n << " inputs; first: " << (first < n ? describe(first) : "")
                                   << " cpu " << (first < n ? static_cast<double>(got[first]) : 0.0);
+            // The kernel's other call forms give the same bits: the output over its input (unary), one
+            // operand a scalar (binary: against the same value repeated).
+            auto same = [](const std::vector<T>& u, const std::vector<T>& v) {
+                for (std::size_t i = 0; i < u.size(); ++i)
+                    if (tobits(u[i]) != tobits(v[i]) && !(u[i] != u[i] && v[i] != v[i])) return false;
+                return true;
+            };
+            if (f.arity == 1) {
+                std::vector<T> inplace = in.x;
+                k->unary[op][t](n, inplace.data(), inplace.data());
+                EXPECT_TRUE(same(inplace, got)) << f.name << " (" << k->isa << "): in place";
+            } else {
+                const std::size_t m = std::min<std::size_t>(n, 5000);
+                for (std::size_t pick : {std::size_t{0}, m / 3, m / 2}) {
+                    std::vector<T> xs(m, in.x[pick]), ys(m, in.y[pick]), want(m), one(m);
+                    k->binary[op][t](m, in.x.data(), ys.data(), 0u, want.data());
+                    k->binary[op][t](m, in.x.data(), ys.data(), 2u, one.data());
+                    EXPECT_TRUE(same(one, want)) << f.name << " (" << k->isa << "): scalar second operand";
+                    k->binary[op][t](m, xs.data(), in.y.data(), 0u, want.data());
+                    k->binary[op][t](m, xs.data(), in.y.data(), 1u, one.data());
+                    EXPECT_TRUE(same(one, want)) << f.name << " (" << k->isa << "): scalar first operand";
+                }
+            }
         }
         EXPECT_GE(tables, 1);
     }
