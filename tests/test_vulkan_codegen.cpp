@@ -330,6 +330,62 @@ TEST(VulkanCodegen, CompileErrorNamesTheLine) {
     }
 }
 
+/// The instructions of a SPIR-V module: opcode and operands.
+std::vector<std::vector<std::uint32_t>> spirv_instructions(const std::vector<std::uint32_t>& m) {
+    std::vector<std::vector<std::uint32_t>> out;
+    for (std::size_t i = 5; i < m.size();) {
+        const std::uint32_t words = m[i] >> 16;
+        if (words == 0 || i + words > m.size()) break;
+        out.emplace_back(m.begin() + static_cast<std::ptrdiff_t>(i), m.begin() + static_cast<std::ptrdiff_t>(i + words));
+        i += words;
+    }
+    return out;
+}
+
+TEST(VulkanCodegen, MarkersForbidContractionAndKeepSubnormals) {
+    const std::string body = "layout(local_size_x = 1) in;\n"
+                             "layout(std430, binding = 0) buffer B { float v[]; } b;\n"
+                             "void main() { b.v[0] = b.v[1] * b.v[2] + b.v[3]; b.v[4] = -b.v[5] / b.v[6]; }\n";
+    const auto plain = compile_compute_shader("#version 450\n" + body);
+    const auto exact = compile_compute_shader(std::string("#version 450\n") + kExactArithmeticMarker + body);
+    const auto kept = compile_compute_shader(std::string("#version 450\n") + kPreserveF32DenormalsMarker + body);
+    auto count = [](const std::vector<std::uint32_t>& m, auto pred) {
+        int n = 0;
+        for (const auto& ins : spirv_instructions(m)) n += pred(ins) ? 1 : 0;
+        return n;
+    };
+    auto no_contraction = [](const std::vector<std::uint32_t>& i) { return (i[0] & 0xFFFFu) == 71 && i.size() == 3 && i[2] == 42; };
+    auto float_ops = [](const std::vector<std::uint32_t>& i) {
+        const std::uint32_t op = i[0] & 0xFFFFu;
+        return op == 127 || op == 129 || op == 131 || op == 133 || op == 136;
+    };
+    EXPECT_EQ(count(plain, no_contraction), 0);
+    EXPECT_EQ(count(exact, float_ops), 4);  // *, +, negate, /
+    EXPECT_EQ(count(exact, no_contraction), 4) << "every float operation decorated NoContraction";
+    EXPECT_EQ(exact.size(), plain.size() + 4 * 3);
+    auto denorm_cap = [](const std::vector<std::uint32_t>& i) { return (i[0] & 0xFFFFu) == 17 && i[1] == 4464; };
+    auto denorm_mode = [](const std::vector<std::uint32_t>& i) {
+        return (i[0] & 0xFFFFu) == 16 && i.size() == 4 && i[2] == 4459 && i[3] == 32;
+    };
+    EXPECT_EQ(count(kept, denorm_cap), 1);
+    EXPECT_EQ(count(kept, denorm_mode), 1);
+    EXPECT_EQ(count(plain, denorm_mode), 0);
+    EXPECT_EQ(kept.size(), plain.size() + 2 + 4);
+    // layout: capabilities first, the execution mode after the entry point, before the annotations
+    const auto ins = spirv_instructions(kept);
+    std::size_t cap = 0, entry = 0, mode = 0, first_decoration = ins.size();
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+        const std::uint32_t op = ins[k][0] & 0xFFFFu;
+        if (denorm_cap(ins[k])) cap = k;
+        if (op == 15) entry = k;
+        if (denorm_mode(ins[k])) mode = k;
+        if (op == 71 && first_decoration == ins.size()) first_decoration = k;
+    }
+    EXPECT_LT(cap, entry);
+    EXPECT_GT(mode, entry);
+    EXPECT_LT(mode, first_decoration);
+}
+
 // ---- with a device ---------------------------------------------------------------------------
 
 class VulkanDevice : public ::testing::Test {

@@ -942,7 +942,7 @@ private:
              "#extension GL_EXT_buffer_reference : require\n"
              "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
              "#extension GL_EXT_control_flow_attributes : require\n"
-          << kExactArithmeticMarker;
+          << kExactArithmeticMarker << (o_.preserve_f32_denormals ? kPreserveF32DenormalsMarker : "");
         if (u8) s << "#extension GL_EXT_shader_8bit_storage : require\n";
         if (r_.is_reduce() && (contiguous_ || combine) && o_.subgroup_shuffle)
             s << "#extension GL_KHR_shader_subgroup_basic : require\n"

@@ -41,6 +41,9 @@ struct CodegenOptions {
     bool exact_f64_div_sqrt = false;
     std::uint32_t max_shared_bytes = 32768;  ///< the device's maxComputeSharedMemorySize
     bool subgroup_shuffle = false;           ///< reductions combine with subgroup shuffles (where a subgroup holds 32 lanes)
+    /// Kernels keep fp32 subnormals (the device supports DenormPreserve for 32-bit floats): f32
+    /// arithmetic then gives the CPU's bits there too.
+    bool preserve_f32_denormals = false;
     std::uint32_t reduction_workgroup_size = 256;  ///< invocations per workgroup of reduce kernels
     std::uint64_t reduction_threads = 0;           ///< see plan_reduce (0: kStridedThreads)
 };

@@ -88,6 +88,29 @@ void forbid_contraction(std::vector<std::uint32_t>& spirv) {
     spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(insert_at), added.begin(), added.end());
 }
 
+// Adds the DenormPreserve capability and the execution mode DenormPreserve 32 to the entry point
+// (both core in SPIR-V 1.4+), after the module's existing capabilities and execution modes.
+void preserve_f32_denormals(std::vector<std::uint32_t>& spirv) {
+    constexpr std::uint32_t kOpCapability = 17, kOpEntryPoint = 15, kOpExecutionMode = 16, kDenormPreserve = 4459,
+                            kCapabilityDenormPreserve = 4464;
+    std::size_t after_caps = 0, after_modes = 0;
+    std::uint32_t entry = 0;
+    for (std::size_t i = 5; i < spirv.size();) {
+        const std::uint32_t words = spirv[i] >> 16, op = spirv[i] & 0xFFFFu;
+        if (words == 0 || i + words > spirv.size()) throw ShaderCompileError("malformed SPIR-V from glslang");
+        if (op == kOpCapability) after_caps = i + words;
+        if (op == kOpEntryPoint) { entry = spirv[i + 2]; after_modes = i + words; }
+        if (op == kOpExecutionMode) after_modes = i + words;
+        i += words;
+    }
+    if (after_caps == 0 || entry == 0) throw ShaderCompileError("SPIR-V without capabilities or entry point");
+    // The later position first, so that the earlier one stays valid.
+    const std::uint32_t mode[] = {(4u << 16) | kOpExecutionMode, entry, kDenormPreserve, 32u};
+    spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(after_modes), std::begin(mode), std::end(mode));
+    const std::uint32_t cap[] = {(2u << 16) | kOpCapability, kCapabilityDenormPreserve};
+    spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(after_caps), std::begin(cap), std::end(cap));
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> compile_compute_shader(const std::string& glsl) {
@@ -117,6 +140,7 @@ std::vector<std::uint32_t> compile_compute_shader(const std::string& glsl) {
     glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), spirv, &logger, &options);
     if (spirv.empty()) throw ShaderCompileError(describe("SPIR-V generation", logger.getAllMessages(), glsl));
     if (glsl.find(kExactArithmeticMarker) != std::string::npos) forbid_contraction(spirv);
+    if (glsl.find(kPreserveF32DenormalsMarker) != std::string::npos) preserve_f32_denormals(spirv);
     return spirv;
 }
 

@@ -21,6 +21,10 @@ public:
 /// the bits of the CPU's translation of the same GLSL. Hand-written kernels (GEMM) leave it out.
 inline constexpr const char* kExactArithmeticMarker = "#define TANDEM_EXACT_ARITHMETIC 1\n";
 
+/// A line that makes a kernel keep fp32 subnormals (SPIR-V DenormPreserve 32, a Vulkan 1.2 float
+/// control): only for a device whose shaderDenormPreserveFloat32 is true.
+inline constexpr const char* kPreserveF32DenormalsMarker = "#define TANDEM_PRESERVE_F32_DENORMALS 1\n";
+
 /// Compiles a compute shader for Vulkan 1.2 / SPIR-V 1.5 (see kExactArithmeticMarker). Thread-safe.
 std::vector<std::uint32_t> compile_compute_shader(const std::string& glsl);
 

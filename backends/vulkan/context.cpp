@@ -288,8 +288,11 @@ DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
     VkPhysicalDeviceFeatures core{};
     if (v12) {
         // Structures of a version the device lacks may not be chained: only 1.2 devices get here.
+        VkPhysicalDeviceFloatControlsProperties floats{};
+        floats.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
         VkPhysicalDeviceDriverProperties driver{};
         driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+        driver.pNext = &floats;
         VkPhysicalDeviceSubgroupProperties subgroup{};
         subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
         subgroup.pNext = &driver;
@@ -302,6 +305,7 @@ DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT) != 0 &&
                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
         d.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+        d.denorm_preserve_f32 = floats.shaderDenormPreserveFloat32;
 
         VkPhysicalDeviceVulkan12Features f12{};
         f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;

@@ -39,6 +39,9 @@ struct DeviceDescription {
     std::uint32_t transfer_timestamp_bits = 0;   ///< of the transfer family's (= compute's without one)
     bool host_query_reset = false;               ///< vkResetQueryPool from the host (transfer queues cannot reset)
     bool float64 = false, int64 = false;
+    /// A shader may ask for fp32 subnormals to be kept (SPIR-V DenormPreserve 32): NVIDIA flushes
+    /// them otherwise, and the CPU does not.
+    bool denorm_preserve_f32 = false;
     bool buffer_device_address = false, timeline_semaphore = false, storage_8bit = false;
     bool shader_float16 = false, vulkan_memory_model = false;
     bool vulkan_memory_model_device_scope = false;  ///< needed with vulkanMemoryModel: other kernels use Device-scope atomics
