@@ -785,7 +785,9 @@ private:
 /// Ordinary numbers mixed with the special values (and halves, for round).
 std::vector<double> test_values(std::size_t n, std::uint64_t seed) {
     const double special[] = {0.0, -0.0, kInf, -kInf, kNaN, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 3.0, 1e308, -1e308,
-                              5e-324, -2.2e-308, 1e-300, 7.0, -7.0, 0.1, 1e20, 123456.789};
+                              5e-324, -2.2e-308, 1e-300, 7.0, -7.0, 0.1, 1e20, 123456.789,
+                              // single precision's subnormals, and factors whose products are
+                              1e-40, -3e-39, 1.401298464324817e-45, -1.1754943508222875e-38, 1e-20, -3e-21};
     std::mt19937_64 g(seed);
     std::uniform_real_distribution<double> u(-10, 10);
     std::uniform_int_distribution<int> ex(-60, 60);
@@ -840,21 +842,28 @@ TEST_F(VulkanDevice, BasicOpsMatchTheCpuBitForBit) {
                              OpKind::Gt, OpKind::Ge};
     const Shape s{37, 29};
     const auto n = static_cast<std::size_t>(s.numel());
-    for (DType t : {DType::f64, DType::f32}) {
-        for (OpKind op : unary) {
-            Builder b(s);
-            b.out(b.op(op, {b.input(t, s)}));
-            const std::vector<std::vector<double>> in = {test_values(n, 1)};
-            expect_matches(b.r, in, d.run(b.r, in), 0, std::string(op_info(op).name));
-        }
-        for (OpKind op : binary) {
-            Builder b(s);
-            // full x strided (a row, expanded) and an immediate in a second instruction
-            auto v = b.op(op, {b.input(t, s), b.input(t, Shape{1, 29})});
-            b.out(v);
-            b.out(b.op(op, {Builder::scalar(2.5, t), b.value(v)}));
-            const std::vector<std::vector<double>> in = {test_values(n, 2), test_values(29, 3)};
-            expect_matches(b.r, in, d.run(b.r, in), 0, std::string(op_info(op).name));
+    // Both single-precision lowerings: floats (a device that keeps subnormals) and doubles
+    // rounded to float (one that may flush them); lavapipe keeps them, so both give the CPU's bits.
+    for (bool wide : {false, true}) {
+        CodegenOptions o;
+        o.f32_in_f64 = wide;
+        const std::string mode = wide ? " (f32 in f64)" : "";
+        for (DType t : {DType::f64, DType::f32}) {
+            for (OpKind op : unary) {
+                Builder b(s);
+                b.out(b.op(op, {b.input(t, s)}));
+                const std::vector<std::vector<double>> in = {test_values(n, 1)};
+                expect_matches(b.r, in, d.run(b.r, in, o), 0, std::string(op_info(op).name) + mode);
+            }
+            for (OpKind op : binary) {
+                Builder b(s);
+                // full x strided (a row, expanded) and an immediate in a second instruction
+                auto v = b.op(op, {b.input(t, s), b.input(t, Shape{1, 29})});
+                b.out(v);
+                b.out(b.op(op, {Builder::scalar(2.5, t), b.value(v)}));
+                const std::vector<std::vector<double>> in = {test_values(n, 2), test_values(29, 3)};
+                expect_matches(b.r, in, d.run(b.r, in, o), 0, std::string(op_info(op).name) + mode);
+            }
         }
     }
 }

@@ -33,7 +33,6 @@ constexpr std::uint32_t kRandomStepsPerInvocation = 4;
 
 // Value types of the kernel: f64 or f32, as the CPU's registers (logical values are 0/1 in them).
 DType reg(DType t) { return t == DType::f32 ? DType::f32 : DType::f64; }
-const char* gtype(DType t) { return t == DType::f32 ? "float" : "double"; }
 const char* tsuffix(DType t) { return t == DType::f32 ? "f" : "d"; }
 std::string lit(DType t, const char* v) { return t == DType::f32 ? std::string(v) : std::string(v) + "LF"; }
 const char* dtoken(DType t) { return t == DType::f64 ? "f64" : t == DType::f32 ? "f32" : "lg"; }
@@ -85,6 +84,18 @@ float tdmk_max(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a 
 // devices that flush them (NVIDIA).
 float tdmk_div(float a, float b) { return tdm_divf(a, b); }
 float tdmk_sqrt(float a) { return tdm_sqrtf(a); }
+// A double rounded to the nearest float, kept in a double: the single-precision value of kernels
+// written with f32_in_f64 (a device that flushes fp32 subnormals). Below 2^-126 the rounding is to
+// the subnormal grid: adding 1.5 * 2^-97 leaves 2^-149 as the last bit; the sign is copied back
+// (a negative that rounds to 0 is -0). Above, the device's f64 -> f32 -> f64 conversions.
+double tdmk_r32(double x) {
+    if (abs(x) < 1.1754943508222875e-38LF) {
+        precise double t = x + 9.466330862652142e-30LF;   // 1.5 * 2^-97
+        precise double r = t - 9.466330862652142e-30LF;
+        return int64BitsToDouble(doubleBitsToInt64(abs(r)) | (doubleBitsToInt64(x) & int64_t(0x8000000000000000UL)));
+    }
+    return double(float(x));
+}
 )glsl";
 
 // The exact f64 division and sqrt (CodegenOptions::exact_f64_div_sqrt): the device's result, then
@@ -240,6 +251,7 @@ public:
             }
         key_ << kCodegenVersion << ";wg=" << k.workgroup_size << ";ept=" << k.elements_per_thread
              << ";push=" << npush << ";div=" << (o_.exact_f64_div_sqrt ? "exact" : "device")
+             << (o_.f32_in_f64 ? ";f32=wide" : "")
              << ";path=" << (vec_ > 1 ? "vec" + std::to_string(vec_) : std::string("general"))
              << (o_.narrow_maps ? "" : ";maps=wide");
         if (rep_) key_ << ";loop=" << rep_->begin << ',' << rep_->period << ',' << rep_->count;
@@ -301,6 +313,37 @@ public:
     }
 
 private:
+    // ---- single precision -------------------------------------------------------------------
+    // With f32_in_f64 (a device that flushes fp32 subnormals), an f32 value lives in a double
+    // register holding exactly a float: loaded and stored through the exact conversions of
+    // convert_f32.glsl, rounded to float (tdmk_r32) after each operation that can round, so that
+    // subnormals come out as on the CPU. Otherwise f32 values are floats.
+    bool wide(DType t) const { return t == DType::f32 && o_.f32_in_f64; }
+    const char* gtype(DType t) const { return t == DType::f32 && !o_.f32_in_f64 ? "float" : "double"; }
+    /// Register value x of type `from` as type `to`.
+    std::string convert(const std::string& x, DType from, DType to) const {
+        if (from == to) return x;
+        if (to == DType::f32) return o_.f32_in_f64 ? "tdmk_r32(" + x + ")" : "float(" + x + ")";
+        return o_.f32_in_f64 ? x : std::string(gtype(to)) + "(" + x + ")";
+    }
+    /// A value loaded from storage of type `src` (f64, f32 or a uint of a logical), as type t.
+    std::string from_storage(const std::string& load, DType src, DType t) const {
+        if (src == DType::f32 && o_.f32_in_f64) return "tdm_f32_to_f64(" + load + ")";
+        if (src == DType::logical) return std::string(gtype(t)) + "(" + load + ")";
+        return convert(load, src, t);
+    }
+    /// Register value x (of type f32 or f64) for storage of type `to`.
+    std::string to_storage(const std::string& x, DType to) const {
+        return wide(to) ? "tdm_f64_to_f32(" + x + ")" : x;
+    }
+    /// An arithmetic result of type t that may need rounding to float.
+    std::string rounded(DType t, const std::string& x) const { return wide(t) ? "tdmk_r32(" + x + ")" : x; }
+    /// A call of a float library function on f32 operands (wide: through float and back).
+    std::string float_call(DType t, const std::string& f, const std::string& a, const std::string& b = "") const {
+        if (!wide(t)) return f + "(" + a + (b.empty() ? "" : ", " + b) + ")";
+        return "tdm_f32_to_f64(" + f + "(tdm_f64_to_f32(" + a + ")" + (b.empty() ? "" : ", tdm_f64_to_f32(" + b + ")") + "))";
+    }
+
     /// A reduce region's tail: its own kernel's per-element code (a general-path elementwise
     /// kernel over the reduced shape reading the stored results) as the function tdmk_tail(args,
     /// i), its scalars and addresses in an argument block of its own at `at`.
@@ -571,7 +614,7 @@ private:
         auto key = std::make_pair(name, t);
         if (auto it = conv_.find(key); it != conv_.end()) return it->second;
         std::string n = name + "_" + tsuffix(t);
-        body_ << "        " << gtype(t) << ' ' << n << " = " << gtype(t) << '(' << name << ");\n";
+        body_ << "        " << gtype(t) << ' ' << n << " = " << convert(name, type_[v], t) << ";\n";
         conv_.emplace(key, n);
         return n;
     }
@@ -580,7 +623,7 @@ private:
     std::string sref(int slot) const { return (seg_ == Seg::body ? "ls" : "s") + std::to_string(slot); }
     std::string scalar(int slot, DType t) {
         std::string n = sref(slot);
-        return t == DType::f32 ? "float(" + n + ")" : n;
+        return convert(n, DType::f64, t);
     }
     /// Input k read as type t: scalar inputs once before the loop, the others per element.
     std::string input(std::uint32_t k, DType t) {
@@ -597,9 +640,7 @@ private:
             vec_in_.emplace(k, src);
             const std::string load = base + "_v[" + std::to_string(lane_) + "]";
             std::string n = base + "_" + tsuffix(t) + sfx_;
-            const bool same = (src == DType::f64 && t == DType::f64) || (src == DType::f32 && t == DType::f32);
-            body_ << "        " << gtype(t) << ' ' << n << " = "
-                  << (same ? load : std::string(gtype(t)) + "(" + load + ")") << ";\n";
+            body_ << "        " << gtype(t) << ' ' << n << " = " << from_storage(load, src, t) << ";\n";
             inputs_.emplace(std::make_tuple(k, t, lane_), n);
             return n;
         }
@@ -620,9 +661,7 @@ private:
         else if (src == DType::f32) load = "RefF32(" + base + " + " + index + " * 4ul).v";
         else load = "uint(RefU8(" + base + " + " + index + ").v)";
         std::string n = base + "_" + tsuffix(t);
-        const bool same = (src == DType::f64 && t == DType::f64) || (src == DType::f32 && t == DType::f32);
-        os << indent << gtype(t) << ' ' << n << " = " << (same ? load : std::string(gtype(t)) + "(" + load + ")")
-           << ";\n";
+        os << indent << gtype(t) << ' ' << n << " = " << from_storage(load, src, t) << ";\n";
         if (access_[k] == InputAccess::scalar) scalar_inputs_.emplace(std::make_pair(k, t), n);
         else inputs_.emplace(std::make_tuple(k, t, lane_), n);
         return n;
@@ -806,9 +845,9 @@ private:
                         vec_rng_.emplace(i, std::string(rt == DType::f32 ? "vec4 " : "dvec2 ") + name + " = " + f +
                                                 (rt == DType::f32 ? "x4" : "x2") + "(" + seed + ", " + stream +
                                                 ", uint64_t(vi));");
-                        return define(i, rt, name + "[" + std::to_string(lane_) + "]");
+                        return define(i, rt, from_storage(name + "[" + std::to_string(lane_) + "]", rt, rt));
                     }
-                    return define(i, rt, f + "(" + seed + ", " + stream + ", uint64_t(" + idx_ + "))");
+                    return define(i, rt, from_storage(f + "(" + seed + ", " + stream + ", uint64_t(" + idx_ + "))", rt, rt));
                 }
                 return define(i, DType::f64, sref(s[0]) + " + " + di + " * " + sref(s[1]));
             }
@@ -826,7 +865,7 @@ private:
             }
             case OpGroup::Binary: {
                 std::string a = arg(i, 0, t);
-                if (is_square(ins)) return define(i, t, a + " * " + a);
+                if (is_square(ins)) return define(i, t, rounded(t, a + " * " + a));
                 std::string b = arg(i, 1, t);
                 if (info.rule == TypeRule::Logical) {
                     check_nan(i, 0, a);
@@ -854,12 +893,12 @@ private:
     std::string unary(OpKind op, DType t, const std::string& a, const std::string& z) {
         if (std::string f = math_name(op, t); !f.empty()) {
             (t == DType::f32 ? need_f32_ : need_f64_) = true;
-            return f + "(" + a + ")";
+            return float_call(t, f, a);
         }
         switch (op) {
             case OpKind::Neg: return "-" + a;
             case OpKind::Abs: return "abs(" + a + ")";
-            case OpKind::Sqrt: return "tdmk_sqrt(" + a + ")";
+            case OpKind::Sqrt: return rounded(t, "tdmk_sqrt(" + a + ")");
             case OpKind::Floor: return "floor(" + a + ")";
             case OpKind::Ceil: return "ceil(" + a + ")";
             case OpKind::Fix: return "tdm_trunc(" + a + ")";
@@ -876,17 +915,17 @@ private:
     std::string binary(OpKind op, DType t, const std::string& a, const std::string& b, const std::string& z) {
         if (std::string f = math_name(op, t); !f.empty()) {
             (t == DType::f32 ? need_f32_ : need_f64_) = true;
-            return f + "(" + a + ", " + b + ")";
+            return float_call(t, f, a, b);
         }
         switch (op) {
-            case OpKind::Add: return a + " + " + b;
-            case OpKind::Sub: return a + " - " + b;
-            case OpKind::Mul: return a + " * " + b;
-            case OpKind::Div: return "tdmk_div(" + a + ", " + b + ")";
+            case OpKind::Add: return rounded(t, a + " + " + b);
+            case OpKind::Sub: return rounded(t, a + " - " + b);
+            case OpKind::Mul: return rounded(t, a + " * " + b);
+            case OpKind::Div: return rounded(t, "tdmk_div(" + a + ", " + b + ")");
             case OpKind::Mod:
             case OpKind::Rem:
                 need_modrem_ = need_f64_ = true;
-                return std::string(op == OpKind::Mod ? "tdmk_mod(" : "tdmk_rem(") + a + ", " + b + ")";
+                return rounded(t, std::string(op == OpKind::Mod ? "tdmk_mod(" : "tdmk_rem(") + a + ", " + b + ")");
             case OpKind::Min: return "tdmk_min(" + a + ", " + b + ")";
             case OpKind::Max: return "tdmk_max(" + a + ", " + b + ")";
             // Ordered comparisons are false on NaN in GLSL as in C++; != is written !(==) so that
@@ -918,7 +957,7 @@ private:
                 body_ << "        " << dst << "(" << vname(v) << " == " << lit(type_[v], "0.0") << ") ? 0u : 1u;\n";
             else {
                 const std::string x = value(v, to);
-                body_ << "        " << dst << x << ";\n";
+                body_ << "        " << dst << to_storage(x, to) << ";\n";
             }
             return;
         }
@@ -928,7 +967,7 @@ private:
         else {
             // The conversion (if any) is written to body_ first, then the store.
             const std::string x = value(v, to);
-            if (to == DType::f32) body_ << "        RefF32(out" << J << " + i * 4ul).v = " << x << ";\n";
+            if (to == DType::f32) body_ << "        RefF32(out" << J << " + i * 4ul).v = " << to_storage(x, to) << ";\n";
             else body_ << "        RefF64(out" << J << " + i * 8ul).v = " << x << ";\n";
         }
     }
