@@ -314,6 +314,7 @@ RuntimeInfo Runtime::info() const {
         line += ", " + std::to_string(local >> 20) + " MiB device-local, subgroup " + std::to_string(d.subgroup_size) +
                 ", shared memory " + std::to_string(d.shared_memory_bytes >> 10) + " KiB, float64 " +
                 (d.float64 ? "yes" : "no") + ", fp32 subnormals kept on request " + (d.denorm_preserve_f32 ? "yes" : "no") +
+                ", signed zeros kept on request " + (d.signed_zero_preserve ? "yes" : "no") +
                 detail::vk::coopmat_text(d) + ", queue families";
         for (auto& q : d.queue_families)
             line += " " + std::to_string(q.count) + "x" + (q.graphics ? "G" : "") + (q.compute ? "C" : "") +

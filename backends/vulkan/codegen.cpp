@@ -34,6 +34,7 @@ constexpr std::uint32_t kRandomStepsPerInvocation = 4;
 // Value types of the kernel: f64 or f32, as the CPU's registers (logical values are 0/1 in them).
 DType reg(DType t) { return t == DType::f32 ? DType::f32 : DType::f64; }
 const char* tsuffix(DType t) { return t == DType::f32 ? "f" : "d"; }
+const char* gtype(DType t) { return t == DType::f32 ? "float" : "double"; }
 std::string lit(DType t, const char* v) { return t == DType::f32 ? std::string(v) : std::string(v) + "LF"; }
 const char* dtoken(DType t) { return t == DType::f64 ? "f64" : t == DType::f32 ? "f32" : "lg"; }
 
@@ -84,18 +85,52 @@ float tdmk_max(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a 
 // devices that flush them (NVIDIA).
 float tdmk_div(float a, float b) { return tdm_divf(a, b); }
 float tdmk_sqrt(float a) { return tdm_sqrtf(a); }
-// A double rounded to the nearest float, kept in a double: the single-precision value of kernels
-// written with f32_in_f64 (a device that flushes fp32 subnormals). Below 2^-126 the rounding is to
-// the subnormal grid: adding 1.5 * 2^-97 leaves 2^-149 as the last bit; the sign is copied back
-// (a negative that rounds to 0 is -0). Above, the device's f64 -> f32 -> f64 conversions.
-double tdmk_r32(double x) {
-    if (abs(x) < 1.1754943508222875e-38LF) {
-        precise double t = x + 9.466330862652142e-30LF;   // 1.5 * 2^-97
-        precise double r = t - 9.466330862652142e-30LF;
-        return int64BitsToDouble(doubleBitsToInt64(abs(r)) | (doubleBitsToInt64(x) & int64_t(0x8000000000000000UL)));
-    }
-    return double(float(x));
+// Single precision on a device that may flush fp32 subnormals (CodegenOptions::f32_guarded):
+// each operation runs in float, and where an operand is subnormal, or a result of 0 is not exact,
+// again from the exact conversions to double (convert_f32.glsl), rounded once to float. Double
+// rounding is innocuous for + - * (53 >= 2*24 + 2), comparisons in double are exact.
+bool tdmk_subn32(float x) { uint b = floatBitsToUint(x) & 0x7FFFFFFFu; return b != 0u && b < 0x00800000u; }
+bool tdmk_zero32(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0u; }
+bool tdmk_odd32(float a, float b) { return tdmk_subn32(a) || tdmk_subn32(b); }
+float tdmk_add32(float a, float b) {
+    precise float r = a + b;
+    [[dont_flatten]] if (tdmk_odd32(a, b) || (tdmk_zero32(r) && !(a == -b)))
+        return tdm_f64_to_f32(tdm_f32_to_f64(a) + tdm_f32_to_f64(b));
+    return r;
 }
+float tdmk_sub32(float a, float b) {
+    precise float r = a - b;
+    [[dont_flatten]] if (tdmk_odd32(a, b) || (tdmk_zero32(r) && !(a == b)))
+        return tdm_f64_to_f32(tdm_f32_to_f64(a) - tdm_f32_to_f64(b));
+    return r;
+}
+float tdmk_mul32(float a, float b) {
+    precise float r = a * b;
+    [[dont_flatten]] if (tdmk_odd32(a, b) || (tdmk_zero32(r) && !tdmk_zero32(a) && !tdmk_zero32(b)))
+        return tdm_f64_to_f32(tdm_f32_to_f64(a) * tdm_f32_to_f64(b));
+    return r;
+}
+bool tdmk_eq32(float a, float b) { return tdmk_odd32(a, b) ? tdm_f32_to_f64(a) == tdm_f32_to_f64(b) : a == b; }
+bool tdmk_lt32(float a, float b) { return tdmk_odd32(a, b) ? tdm_f32_to_f64(a) < tdm_f32_to_f64(b) : a < b; }
+bool tdmk_le32(float a, float b) { return tdmk_odd32(a, b) ? tdm_f32_to_f64(a) <= tdm_f32_to_f64(b) : a <= b; }
+float tdmk_neg32(float a) { return uintBitsToFloat(floatBitsToUint(a) ^ 0x80000000u); }
+float tdmk_abs32(float a) { return uintBitsToFloat(floatBitsToUint(a) & 0x7FFFFFFFu); }
+float tdmk_min32(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : tdmk_lt32(a, b) ? a : b; }
+float tdmk_max32(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : tdmk_lt32(b, a) ? a : b; }
+// A subnormal's floor, ceil, fix and sign by its sign bit (the builtins see it as 0).
+// The sign bit of the result is the operand's (lavapipe gave -0 for +0 from a selection of the
+// whole results' bits).
+float tdmk_floor32(float a) {   // -1 or +0
+    uint s = floatBitsToUint(a) & 0x80000000u;
+    return tdmk_subn32(a) ? uintBitsToFloat(s | (s != 0u ? 0x3F800000u : 0u)) : floor(a);
+}
+float tdmk_ceil32(float a) {    // -0 or 1
+    uint s = floatBitsToUint(a) & 0x80000000u;
+    return tdmk_subn32(a) ? uintBitsToFloat(s | (s != 0u ? 0u : 0x3F800000u)) : ceil(a);
+}
+float tdmk_fix32(float a) { return tdmk_subn32(a) ? uintBitsToFloat(floatBitsToUint(a) & 0x80000000u) : tdm_trunc(a); }
+float tdmk_sign32(float a) { return tdmk_subn32(a) ? uintBitsToFloat((floatBitsToUint(a) & 0x80000000u) | 0x3F800000u) : tdmk_sign(a); }
+float tdmk_round32(float a) { return tdmk_subn32(a) ? tdmk_fix32(a) : tdmk_round(a); }
 )glsl";
 
 // The exact f64 division and sqrt (CodegenOptions::exact_f64_div_sqrt): the device's result, then
@@ -159,20 +194,17 @@ double tdmk_sqrt(double x) { return sqrt(x); }
 // MATLAB rem (fmod, exact) and mod (sign of the divisor, mod(a, 0) = a), as the CPU writes them.
 constexpr const char* kModRem = R"glsl(
 double tdmk_rem(double a, double b) { return tdm_fmod(a, b); }
-// fmod is exact, so the f64 remainder of two floats is a float: rounding it changes nothing.
-float tdmk_rem(float a, float b) { return float(tdm_fmod(double(a), double(b))); }
+// fmod is exact, so the f64 remainder of two floats is a float: rounding it changes nothing. The
+// exact conversions, for devices that flush fp32 subnormals.
+float tdmk_rem(float a, float b) { return tdm_f64_to_f32(tdm_fmod(tdm_f32_to_f64(a), tdm_f32_to_f64(b))); }
 double tdmk_mod(double a, double b) {
     if (b == 0.0LF) return a;
     double r = tdm_fmod(a, b);
     precise double s = r + b;
     return (!(r == 0.0LF) && ((r < 0.0LF) != (b < 0.0LF))) ? s : r;
 }
-float tdmk_mod(float a, float b) {
-    if (b == 0.0) return a;
-    float r = tdmk_rem(a, b);
-    precise float s = r + b;
-    return (!(r == 0.0) && ((r < 0.0) != (b < 0.0))) ? s : r;
-}
+// In double: r + b is a sum of floats, rounded once more to float (innocuous, 53 >= 2*24 + 2).
+float tdmk_mod(float a, float b) { return tdm_f64_to_f32(tdmk_mod(tdm_f32_to_f64(a), tdm_f32_to_f64(b))); }
 )glsl";
 
 /// The library function of a transcendental op, or "" (f32 names end in f).
@@ -251,7 +283,7 @@ public:
             }
         key_ << kCodegenVersion << ";wg=" << k.workgroup_size << ";ept=" << k.elements_per_thread
              << ";push=" << npush << ";div=" << (o_.exact_f64_div_sqrt ? "exact" : "device")
-             << (o_.f32_in_f64 ? ";f32=wide" : "")
+             << (o_.f32_guarded ? ";f32=guarded" : "") << (o_.preserve_signed_zeros ? ";sz" : "")
              << ";path=" << (vec_ > 1 ? "vec" + std::to_string(vec_) : std::string("general"))
              << (o_.narrow_maps ? "" : ";maps=wide");
         if (rep_) key_ << ";loop=" << rep_->begin << ',' << rep_->period << ',' << rep_->count;
@@ -314,34 +346,31 @@ public:
 
 private:
     // ---- single precision -------------------------------------------------------------------
-    // With f32_in_f64 (a device that flushes fp32 subnormals), an f32 value lives in a double
-    // register holding exactly a float: loaded and stored through the exact conversions of
-    // convert_f32.glsl, rounded to float (tdmk_r32) after each operation that can round, so that
-    // subnormals come out as on the CPU. Otherwise f32 values are floats.
-    bool wide(DType t) const { return t == DType::f32 && o_.f32_in_f64; }
-    const char* gtype(DType t) const { return t == DType::f32 && !o_.f32_in_f64 ? "float" : "double"; }
+    // With f32_guarded (a device that may flush fp32 subnormals), f32 arithmetic, comparisons and
+    // conversions go through the prelude's tdmk_*32 functions and convert_f32.glsl's exact
+    // conversions, which give subnormals the CPU's results; otherwise plain float operations.
+    bool guarded(DType t) const { return t == DType::f32 && o_.f32_guarded; }
     /// Register value x of type `from` as type `to`.
     std::string convert(const std::string& x, DType from, DType to) const {
         if (from == to) return x;
-        if (to == DType::f32) return o_.f32_in_f64 ? "tdmk_r32(" + x + ")" : "float(" + x + ")";
-        return o_.f32_in_f64 ? x : std::string(gtype(to)) + "(" + x + ")";
+        if (to == DType::f32) return (o_.f32_guarded ? "tdm_f64_to_f32(" : "float(") + x + ")";
+        return (o_.f32_guarded ? "tdm_f32_to_f64(" : "double(") + x + ")";
     }
     /// A value loaded from storage of type `src` (f64, f32 or a uint of a logical), as type t.
     std::string from_storage(const std::string& load, DType src, DType t) const {
-        if (src == DType::f32 && o_.f32_in_f64) return "tdm_f32_to_f64(" + load + ")";
         if (src == DType::logical) return std::string(gtype(t)) + "(" + load + ")";
         return convert(load, src, t);
     }
-    /// Register value x (of type f32 or f64) for storage of type `to`.
-    std::string to_storage(const std::string& x, DType to) const {
-        return wide(to) ? "tdm_f64_to_f32(" + x + ")" : x;
+    /// x == 0 for a value of type t (a subnormal is not 0 where the device would flush it).
+    std::string is_zero(const std::string& x, DType t) const {
+        return guarded(t) ? "tdmk_zero32(" + x + ")" : "(" + x + " == " + lit(t, "0.0") + ")";
     }
-    /// An arithmetic result of type t that may need rounding to float.
-    std::string rounded(DType t, const std::string& x) const { return wide(t) ? "tdmk_r32(" + x + ")" : x; }
-    /// A call of a float library function on f32 operands (wide: through float and back).
-    std::string float_call(DType t, const std::string& f, const std::string& a, const std::string& b = "") const {
-        if (!wide(t)) return f + "(" + a + (b.empty() ? "" : ", " + b) + ")";
-        return "tdm_f32_to_f64(" + f + "(tdm_f64_to_f32(" + a + ")" + (b.empty() ? "" : ", tdm_f64_to_f32(" + b + ")") + "))";
+    /// a op b (+ - * == < <=) for type t.
+    std::string arith(DType t, const char* op, const std::string& a, const std::string& b) const {
+        if (!guarded(t)) return a + " " + op + " " + b;
+        const std::string o = op;
+        const char* f = o == "+" ? "tdmk_add32(" : o == "-" ? "tdmk_sub32(" : o == "*" ? "tdmk_mul32(" : o == "==" ? "tdmk_eq32(" : o == "<" ? "tdmk_lt32(" : "tdmk_le32(";
+        return f + a + ", " + b + ")";
     }
 
     /// A reduce region's tail: its own kernel's per-element code (a general-path elementwise
@@ -807,7 +836,6 @@ private:
         const Instr& ins = r_.program[i];
         const OpInfo& info = op_info(ins.op);
         const DType t = reg(ins.compute);
-        const std::string z = lit(t, "0.0");
         if (keying_) {
             key_ << (i ? "|" : "") << info.name << ':' << dtoken(ins.dtype) << ':' << dtoken(ins.compute) << '(';
             for (int k = 0; k < info.arity; ++k) key_arg(i, k);
@@ -845,9 +873,9 @@ private:
                         vec_rng_.emplace(i, std::string(rt == DType::f32 ? "vec4 " : "dvec2 ") + name + " = " + f +
                                                 (rt == DType::f32 ? "x4" : "x2") + "(" + seed + ", " + stream +
                                                 ", uint64_t(vi));");
-                        return define(i, rt, from_storage(name + "[" + std::to_string(lane_) + "]", rt, rt));
+                        return define(i, rt, name + "[" + std::to_string(lane_) + "]");
                     }
-                    return define(i, rt, from_storage(f + "(" + seed + ", " + stream + ", uint64_t(" + idx_ + "))", rt, rt));
+                    return define(i, rt, f + "(" + seed + ", " + stream + ", uint64_t(" + idx_ + "))");
                 }
                 return define(i, DType::f64, sref(s[0]) + " + " + di + " * " + sref(s[1]));
             }
@@ -857,21 +885,21 @@ private:
                     const DType ot = own_type(ins.args[0]);
                     std::string x = arg(i, 0, ot);
                     check_nan(i, 0, x);
-                    return define(i, ot, "(" + x + " == " + lit(ot, "0.0") + ") ? " + lit(ot, "0.0") + " : " + lit(ot, "1.0"));
+                    return define(i, ot, is_zero(x, ot) + " ? " + lit(ot, "0.0") + " : " + lit(ot, "1.0"));
                 }
                 std::string a = arg(i, 0, t);
                 if (info.rule == TypeRule::Logical) check_nan(i, 0, a);
-                return define(i, t, unary(ins.op, t, a, z));
+                return define(i, t, unary(ins.op, t, a));
             }
             case OpGroup::Binary: {
                 std::string a = arg(i, 0, t);
-                if (is_square(ins)) return define(i, t, rounded(t, a + " * " + a));
+                if (is_square(ins)) return define(i, t, arith(t, "*", a, a));
                 std::string b = arg(i, 1, t);
                 if (info.rule == TypeRule::Logical) {
                     check_nan(i, 0, a);
                     check_nan(i, 1, b);
                 }
-                return define(i, t, binary(ins.op, t, a, b, z));
+                return define(i, t, binary(ins.op, t, a, b));
             }
             case OpGroup::Ternary: {
                 const DType ct = own_type(ins.args[0]);
@@ -879,7 +907,7 @@ private:
                 check_nan(i, 0, c);
                 std::string a = arg(i, 1, t), b = arg(i, 2, t);
                 // c != 0 after the CPU's truth() and conversion is the same test on c itself.
-                return define(i, t, "(" + c + " == " + lit(ct, "0.0") + ") ? " + b + " : " + a);
+                return define(i, t, is_zero(c, ct) + " ? " + b + " : " + a);
             }
             case OpGroup::Reduce:
             case OpGroup::Contract:
@@ -890,55 +918,57 @@ private:
         }
     }
 
-    std::string unary(OpKind op, DType t, const std::string& a, const std::string& z) {
+    std::string unary(OpKind op, DType t, const std::string& a) {
         if (std::string f = math_name(op, t); !f.empty()) {
             (t == DType::f32 ? need_f32_ : need_f64_) = true;
-            return float_call(t, f, a);
+            return f + "(" + a + ")";
         }
+        const bool g = guarded(t);
         switch (op) {
-            case OpKind::Neg: return "-" + a;
-            case OpKind::Abs: return "abs(" + a + ")";
-            case OpKind::Sqrt: return rounded(t, "tdmk_sqrt(" + a + ")");
-            case OpKind::Floor: return "floor(" + a + ")";
-            case OpKind::Ceil: return "ceil(" + a + ")";
-            case OpKind::Fix: return "tdm_trunc(" + a + ")";
-            case OpKind::Round: return "tdmk_round(" + a + ")";
-            case OpKind::Sign: return "tdmk_sign(" + a + ")";
+            case OpKind::Neg: return g ? "tdmk_neg32(" + a + ")" : "-" + a;
+            case OpKind::Abs: return (g ? "tdmk_abs32(" : "abs(") + a + ")";
+            case OpKind::Sqrt: return "tdmk_sqrt(" + a + ")";
+            case OpKind::Floor: return (g ? "tdmk_floor32(" : "floor(") + a + ")";
+            case OpKind::Ceil: return (g ? "tdmk_ceil32(" : "ceil(") + a + ")";
+            case OpKind::Fix: return (g ? "tdmk_fix32(" : "tdm_trunc(") + a + ")";
+            case OpKind::Round: return (g ? "tdmk_round32(" : "tdmk_round(") + a + ")";
+            case OpKind::Sign: return (g ? "tdmk_sign32(" : "tdmk_sign(") + a + ")";
             case OpKind::IsNan: return b01(t, "tdmk_isnan(" + a + ")");
             case OpKind::IsInf: return b01(t, "tdmk_isinf(" + a + ")");
             case OpKind::IsFinite: return b01(t, "tdmk_isfinite(" + a + ")");
-            case OpKind::Not: return b01(t, a + " == " + z);
+            case OpKind::Not: return b01(t, is_zero(a, t));
             default: throw DeviceError(std::string("vulkan codegen: no GLSL for unary op ") + std::string(op_info(op).name));
         }
     }
 
-    std::string binary(OpKind op, DType t, const std::string& a, const std::string& b, const std::string& z) {
+    std::string binary(OpKind op, DType t, const std::string& a, const std::string& b) {
         if (std::string f = math_name(op, t); !f.empty()) {
             (t == DType::f32 ? need_f32_ : need_f64_) = true;
-            return float_call(t, f, a, b);
+            return f + "(" + a + ", " + b + ")";
         }
+        const bool g = guarded(t);
         switch (op) {
-            case OpKind::Add: return rounded(t, a + " + " + b);
-            case OpKind::Sub: return rounded(t, a + " - " + b);
-            case OpKind::Mul: return rounded(t, a + " * " + b);
-            case OpKind::Div: return rounded(t, "tdmk_div(" + a + ", " + b + ")");
+            case OpKind::Add: return arith(t, "+", a, b);
+            case OpKind::Sub: return arith(t, "-", a, b);
+            case OpKind::Mul: return arith(t, "*", a, b);
+            case OpKind::Div: return "tdmk_div(" + a + ", " + b + ")";
             case OpKind::Mod:
             case OpKind::Rem:
                 need_modrem_ = need_f64_ = true;
-                return rounded(t, std::string(op == OpKind::Mod ? "tdmk_mod(" : "tdmk_rem(") + a + ", " + b + ")");
-            case OpKind::Min: return "tdmk_min(" + a + ", " + b + ")";
-            case OpKind::Max: return "tdmk_max(" + a + ", " + b + ")";
+                return std::string(op == OpKind::Mod ? "tdmk_mod(" : "tdmk_rem(") + a + ", " + b + ")";
+            case OpKind::Min: return (g ? "tdmk_min32(" : "tdmk_min(") + a + ", " + b + ")";
+            case OpKind::Max: return (g ? "tdmk_max32(" : "tdmk_max(") + a + ", " + b + ")";
             // Ordered comparisons are false on NaN in GLSL as in C++; != is written !(==) so that
             // it does not depend on the driver's choice of unordered inequality.
-            case OpKind::Eq: return b01(t, a + " == " + b);
-            case OpKind::Ne: return b01(t, "!(" + a + " == " + b + ")");
-            case OpKind::Lt: return b01(t, a + " < " + b);
-            case OpKind::Le: return b01(t, a + " <= " + b);
-            case OpKind::Gt: return b01(t, a + " > " + b);
-            case OpKind::Ge: return b01(t, a + " >= " + b);
-            case OpKind::And: return b01(t, "!(" + a + " == " + z + ") && !(" + b + " == " + z + ")");
-            case OpKind::Or: return b01(t, "!(" + a + " == " + z + ") || !(" + b + " == " + z + ")");
-            case OpKind::Xor: return b01(t, "(" + a + " == " + z + ") != (" + b + " == " + z + ")");
+            case OpKind::Eq: return b01(t, arith(t, "==", a, b));
+            case OpKind::Ne: return b01(t, "!(" + arith(t, "==", a, b) + ")");
+            case OpKind::Lt: return b01(t, arith(t, "<", a, b));
+            case OpKind::Le: return b01(t, arith(t, "<=", a, b));
+            case OpKind::Gt: return b01(t, arith(t, "<", b, a));
+            case OpKind::Ge: return b01(t, arith(t, "<=", b, a));
+            case OpKind::And: return b01(t, "!" + is_zero(a, t) + " && !" + is_zero(b, t));
+            case OpKind::Or: return b01(t, "!" + is_zero(a, t) + " || !" + is_zero(b, t));
+            case OpKind::Xor: return b01(t, is_zero(a, t) + " != " + is_zero(b, t));
             default: throw DeviceError(std::string("vulkan codegen: no GLSL for binary op ") + std::string(op_info(op).name));
         }
     }
@@ -954,20 +984,19 @@ private:
             // Component `lane` of the output's vector, stored after the last lane.
             const std::string dst = "out" + J + "_v[" + std::to_string(lane_) + "] = ";
             if (to == DType::logical)
-                body_ << "        " << dst << "(" << vname(v) << " == " << lit(type_[v], "0.0") << ") ? 0u : 1u;\n";
+                body_ << "        " << dst << is_zero(vname(v), type_[v]) << " ? 0u : 1u;\n";
             else {
                 const std::string x = value(v, to);
-                body_ << "        " << dst << to_storage(x, to) << ";\n";
+                body_ << "        " << dst << x << ";\n";
             }
             return;
         }
         if (to == DType::logical)
-            body_ << "        RefU8(out" << J << " + i).v = uint8_t((" << vname(v) << " == " << lit(type_[v], "0.0")
-                  << ") ? 0u : 1u);\n";
+            body_ << "        RefU8(out" << J << " + i).v = uint8_t(" << is_zero(vname(v), type_[v]) << " ? 0u : 1u);\n";
         else {
             // The conversion (if any) is written to body_ first, then the store.
             const std::string x = value(v, to);
-            if (to == DType::f32) body_ << "        RefF32(out" << J << " + i * 4ul).v = " << to_storage(x, to) << ";\n";
+            if (to == DType::f32) body_ << "        RefF32(out" << J << " + i * 4ul).v = " << x << ";\n";
             else body_ << "        RefF64(out" << J << " + i * 8ul).v = " << x << ";\n";
         }
     }
@@ -981,7 +1010,8 @@ private:
              "#extension GL_EXT_buffer_reference : require\n"
              "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
              "#extension GL_EXT_control_flow_attributes : require\n"
-          << kExactArithmeticMarker << (o_.preserve_f32_denormals ? kPreserveF32DenormalsMarker : "");
+          << kExactArithmeticMarker << (o_.preserve_f32_denormals ? kPreserveF32DenormalsMarker : "")
+          << (o_.preserve_signed_zeros ? kPreserveSignedZerosMarker : "");
         if (u8) s << "#extension GL_EXT_shader_8bit_storage : require\n";
         if (r_.is_reduce() && (contiguous_ || combine) && o_.subgroup_shuffle)
             s << "#extension GL_KHR_shader_subgroup_basic : require\n"

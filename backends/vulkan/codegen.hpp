@@ -44,10 +44,14 @@ struct CodegenOptions {
     /// Kernels keep fp32 subnormals (the device supports DenormPreserve for 32-bit floats): f32
     /// arithmetic then gives the CPU's bits there too.
     bool preserve_f32_denormals = false;
-    /// Single-precision values computed in double registers holding floats, rounded after each
-    /// operation: the CPU's bits on a device that may flush fp32 subnormals (one that cannot
-    /// promise DenormPreserve: NVIDIA, lavapipe). Off: plain float arithmetic.
-    bool f32_in_f64 = false;
+    /// Kernels ask for signed zeros, infinities and NaN to be kept (the device supports
+    /// SignedZeroInfNanPreserve for 32- and 64-bit floats).
+    bool preserve_signed_zeros = false;
+    /// Single-precision arithmetic, comparisons and conversions guarded against a device that may
+    /// flush fp32 subnormals (one that cannot promise DenormPreserve: NVIDIA, lavapipe): where a
+    /// subnormal is involved they are redone from exact conversions, giving the CPU's bits. Off:
+    /// plain float operations.
+    bool f32_guarded = false;
     std::uint32_t reduction_workgroup_size = 256;  ///< invocations per workgroup of reduce kernels
     std::uint64_t reduction_threads = 0;           ///< see plan_reduce (0: kStridedThreads)
 };

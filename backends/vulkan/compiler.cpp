@@ -7,6 +7,7 @@
 #include <glslang/SPIRV/GlslangToSpv.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -88,11 +89,11 @@ void forbid_contraction(std::vector<std::uint32_t>& spirv) {
     spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(insert_at), added.begin(), added.end());
 }
 
-// Adds the DenormPreserve capability and the execution mode DenormPreserve 32 to the entry point
-// (both core in SPIR-V 1.4+), after the module's existing capabilities and execution modes.
-void preserve_f32_denormals(std::vector<std::uint32_t>& spirv) {
-    constexpr std::uint32_t kOpCapability = 17, kOpEntryPoint = 15, kOpExecutionMode = 16, kDenormPreserve = 4459,
-                            kCapabilityDenormPreserve = 4464;
+// Adds a float-controls capability and its execution mode for the given widths to the entry point
+// (core in SPIR-V 1.4+), after the module's existing capabilities and execution modes.
+void add_float_control(std::vector<std::uint32_t>& spirv, std::uint32_t capability, std::uint32_t mode_id,
+                       std::initializer_list<std::uint32_t> widths) {
+    constexpr std::uint32_t kOpCapability = 17, kOpEntryPoint = 15, kOpExecutionMode = 16;
     std::size_t after_caps = 0, after_modes = 0;
     std::uint32_t entry = 0;
     for (std::size_t i = 5; i < spirv.size();) {
@@ -105,9 +106,10 @@ void preserve_f32_denormals(std::vector<std::uint32_t>& spirv) {
     }
     if (after_caps == 0 || entry == 0) throw ShaderCompileError("SPIR-V without capabilities or entry point");
     // The later position first, so that the earlier one stays valid.
-    const std::uint32_t mode[] = {(4u << 16) | kOpExecutionMode, entry, kDenormPreserve, 32u};
-    spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(after_modes), std::begin(mode), std::end(mode));
-    const std::uint32_t cap[] = {(2u << 16) | kOpCapability, kCapabilityDenormPreserve};
+    std::vector<std::uint32_t> modes;
+    for (std::uint32_t w : widths) modes.insert(modes.end(), {(4u << 16) | kOpExecutionMode, entry, mode_id, w});
+    spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(after_modes), modes.begin(), modes.end());
+    const std::uint32_t cap[] = {(2u << 16) | kOpCapability, capability};
     spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(after_caps), std::begin(cap), std::end(cap));
 }
 
@@ -140,7 +142,9 @@ std::vector<std::uint32_t> compile_compute_shader(const std::string& glsl) {
     glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), spirv, &logger, &options);
     if (spirv.empty()) throw ShaderCompileError(describe("SPIR-V generation", logger.getAllMessages(), glsl));
     if (glsl.find(kExactArithmeticMarker) != std::string::npos) forbid_contraction(spirv);
-    if (glsl.find(kPreserveF32DenormalsMarker) != std::string::npos) preserve_f32_denormals(spirv);
+    // DenormPreserve (capability 4464, mode 4459); SignedZeroInfNanPreserve (4466, 4461).
+    if (glsl.find(kPreserveF32DenormalsMarker) != std::string::npos) add_float_control(spirv, 4464, 4459, {32});
+    if (glsl.find(kPreserveSignedZerosMarker) != std::string::npos) add_float_control(spirv, 4466, 4461, {32, 64});
     return spirv;
 }
 

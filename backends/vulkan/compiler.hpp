@@ -25,6 +25,10 @@ inline constexpr const char* kExactArithmeticMarker = "#define TANDEM_EXACT_ARIT
 /// control): only for a device whose shaderDenormPreserveFloat32 is true.
 inline constexpr const char* kPreserveF32DenormalsMarker = "#define TANDEM_PRESERVE_F32_DENORMALS 1\n";
 
+/// A line that makes a kernel keep signed zeros, infinities and NaN in 32- and 64-bit float
+/// operations (SignedZeroInfNanPreserve): only for a device that supports it for both widths.
+inline constexpr const char* kPreserveSignedZerosMarker = "#define TANDEM_PRESERVE_SIGNED_ZEROS 1\n";
+
 /// Compiles a compute shader for Vulkan 1.2 / SPIR-V 1.5 (see kExactArithmeticMarker). Thread-safe.
 std::vector<std::uint32_t> compile_compute_shader(const std::string& glsl);
 

@@ -306,6 +306,7 @@ DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
         d.driver = std::string(driver.driverName) + " " + driver.driverInfo;
         d.denorm_preserve_f32 = floats.shaderDenormPreserveFloat32;
+        d.signed_zero_preserve = floats.shaderSignedZeroInfNanPreserveFloat32 && floats.shaderSignedZeroInfNanPreserveFloat64;
 
         VkPhysicalDeviceVulkan12Features f12{};
         f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;

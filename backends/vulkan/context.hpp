@@ -42,6 +42,9 @@ struct DeviceDescription {
     /// A shader may ask for fp32 subnormals to be kept (SPIR-V DenormPreserve 32): NVIDIA flushes
     /// them otherwise, and the CPU does not.
     bool denorm_preserve_f32 = false;
+    /// A shader may ask for signed zeros, infinities and NaN to be kept in 32- and 64-bit float
+    /// operations (SignedZeroInfNanPreserve): without it a driver may treat -0 as +0.
+    bool signed_zero_preserve = false;
     bool buffer_device_address = false, timeline_semaphore = false, storage_8bit = false;
     bool shader_float16 = false, vulkan_memory_model = false;
     bool vulkan_memory_model_device_scope = false;  ///< needed with vulkanMemoryModel: other kernels use Device-scope atomics
