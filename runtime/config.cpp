@@ -62,6 +62,7 @@ Config Config::from_environment() {
     }
     if (const char* v = env("TANDEM_REDUCTION_THREADS"))
         c.reduction_threads = parse_int("TANDEM_REDUCTION_THREADS", v, 1, std::int64_t{1} << 40);
+    if (const char* v = env("TANDEM_F32_SUBNORMALS")) c.f32_subnormals = v;
     if (const char* v = env("TANDEM_VULKAN_SUBGROUPS")) c.vulkan_subgroups = parse_int("TANDEM_VULKAN_SUBGROUPS", v, 0, 1) != 0;
     if (const char* v = env("TANDEM_VULKAN_LOOPS")) c.vulkan_loops = parse_int("TANDEM_VULKAN_LOOPS", v, 0, 1) != 0;
     c.validate();
@@ -141,6 +142,9 @@ void Config::validate() const {
         (reduction_workgroup < 32 || reduction_workgroup > 1024 || (reduction_workgroup & (reduction_workgroup - 1)) != 0))
         throw ConfigError("Config::reduction_workgroup (TANDEM_REDUCTION_WG) = " + std::to_string(reduction_workgroup) +
                           ": expected 0 (the device's default) or a power of two from 32 to 1024");
+    if (f32_subnormals != "exact" && f32_subnormals != "device")
+        throw ConfigError("f32_subnormals (TANDEM_F32_SUBNORMALS / Config::f32_subnormals) = '" + f32_subnormals +
+                          "': expected exact or device");
     if (reduction_threads < 0)
         throw ConfigError("Config::reduction_threads (TANDEM_REDUCTION_THREADS) = " + std::to_string(reduction_threads) +
                           ": expected 0 (the default) or a positive count");

@@ -143,6 +143,7 @@ std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request) {
         o.reduction_workgroup = config_.reduction_workgroup;
         o.reduction_threads = static_cast<std::uint64_t>(config_.reduction_threads);
         o.subgroups = config_.vulkan_subgroups;
+        o.exact_f32_subnormals = config_.f32_subnormals == "exact";
         o.loops = config_.vulkan_loops;
         o.log_gpu = config_.log.find("gpu") != std::string::npos;
         o.pool = pool_.get();

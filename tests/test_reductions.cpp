@@ -356,6 +356,7 @@ TEST(Reductions, SettingsFromTheEnvironmentAreChecked) {
     };
     for (const Bad& b : {Bad{"TANDEM_REDUCTION_WG", "100"}, Bad{"TANDEM_REDUCTION_WG", "2048"},
                          Bad{"TANDEM_REDUCTION_WG", "x"}, Bad{"TANDEM_VULKAN_SUBGROUPS", "2"},
+                         Bad{"TANDEM_F32_SUBNORMALS", "flush"},
                          Bad{"TANDEM_REDUCTION_THREADS", "0"}, Bad{"TANDEM_REDUCTION_THREADS", "-3"}}) {
         ::setenv(b.var, b.value, 1);
         try {

@@ -686,9 +686,21 @@ public:
     }
     ~Dispatcher() { vkDestroyCommandPool(ctx_.device(), pool_, nullptr); }
 
+    /// The options the backend would use on this device's float controls (a device that may
+    /// flush fp32 subnormals gets the guarded lowering).
+    CodegenOptions device_options() const {
+        CodegenOptions o;
+        o.f32_guarded = !ctx_.description().denorm_preserve_f32;
+        o.preserve_f32_denormals = ctx_.description().denorm_preserve_f32;
+        o.preserve_signed_zeros = ctx_.description().signed_zero_preserve;
+        return o;
+    }
     /// Output values (as doubles) of `r` for `in`; throws what check_error throws.
+    std::vector<std::vector<double>> run(const Region& r, const std::vector<std::vector<double>>& in) {
+        return run(r, in, device_options());
+    }
     std::vector<std::vector<double>> run(const Region& r, const std::vector<std::vector<double>>& in,
-                                         const CodegenOptions& o = {}) {
+                                         const CodegenOptions& o) {
         const Kernel k = kernel_for(r, o);
         const ComputePipeline& p = cache_.get(k);
         std::vector<std::shared_ptr<DeviceArray>> keep;
@@ -850,14 +862,15 @@ TEST_F(VulkanDevice, BasicOpsMatchTheCpuBitForBit) {
         Builder b(Shape{1, 1});
         b.out(b.op(OpKind::Mul, {b.input(DType::f32, Shape{1, 1}), Builder::scalar(1.0, DType::f32)}));
         const std::vector<std::vector<double>> in = {{static_cast<double>(1e-40f)}};
-        flushes = d.run(b.r, in)[0][0] == 0.0;
+        CodegenOptions plain = d.device_options();
+        plain.f32_guarded = false;
+        flushes = d.run(b.r, in, plain)[0][0] == 0.0;
     }
     RecordProperty("f32_subnormals_flushed", flushes ? "yes" : "no");
     for (bool guard : {false, true}) {
         if (flushes && !guard) continue;
-        CodegenOptions o;
+        CodegenOptions o = d.device_options();
         o.f32_guarded = guard;
-        o.preserve_signed_zeros = ctx_->description().signed_zero_preserve;
         const std::string mode = guard ? " (f32 guarded)" : "";
         for (DType t : {DType::f64, DType::f32}) {
             for (OpKind op : unary) {
@@ -971,7 +984,7 @@ TEST_F(VulkanDevice, DivisionAndSqrtAreCorrectlyRounded) {
             std::vector<std::vector<double>> in = {a, bv};
             for (auto& v : in)
                 for (double& e : v) e = Reference::conv(e, t);
-            CodegenOptions o;
+            CodegenOptions o = d.device_options();
             o.exact_f64_div_sqrt = exact;
             expect_matches(b.r, in, d.run(b.r, in, o), 0, std::string("div/sqrt ") + (exact ? "exact " : "device ") +
                                                               (t == DType::f64 ? "f64" : "f32"));
@@ -1062,7 +1075,7 @@ TEST_F(VulkanDevice, FoldedRemapsReadTheMappedPositions) {
     EXPECT_EQ(walks[2], "Ap@0");
     EXPECT_EQ(walks[3], "pN@0");
     for (bool narrow : {true, false}) {
-        CodegenOptions o;
+        CodegenOptions o = d.device_options();
         o.narrow_maps = narrow;
         o.workgroup_size = 32;
         const auto got = d.run(b.r, in, o);
@@ -1080,7 +1093,7 @@ TEST_F(VulkanDevice, FoldedRemapsReadTheMappedPositions) {
 TEST_F(VulkanDevice, ContiguousFastPathHandlesTails) {
     Dispatcher d(*ctx_);
     const std::int64_t counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 31, 33, 1023, 1024, 1025, 4099};
-    std::vector<CodegenOptions> opts(3);
+    std::vector<CodegenOptions> opts(3, d.device_options());
     opts[0].workgroup_size = 8;
     opts[0].elements_per_thread = 3;
     opts[1].workgroup_size = 32;

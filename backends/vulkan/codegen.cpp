@@ -113,7 +113,9 @@ float tdmk_mul32(float a, float b) {
 bool tdmk_eq32(float a, float b) { return tdmk_odd32(a, b) ? tdm_f32_to_f64(a) == tdm_f32_to_f64(b) : a == b; }
 bool tdmk_lt32(float a, float b) { return tdmk_odd32(a, b) ? tdm_f32_to_f64(a) < tdm_f32_to_f64(b) : a < b; }
 bool tdmk_le32(float a, float b) { return tdmk_odd32(a, b) ? tdm_f32_to_f64(a) <= tdm_f32_to_f64(b) : a <= b; }
-float tdmk_neg32(float a) { return uintBitsToFloat(floatBitsToUint(a) ^ 0x80000000u); }
+// A subnormal's negation through double: the H100's compiler turned the sign-bit flip into a
+// negation that flushes.
+float tdmk_neg32(float a) { return tdmk_subn32(a) ? tdm_f64_to_f32(-tdm_f32_to_f64(a)) : -a; }
 float tdmk_abs32(float a) { return uintBitsToFloat(floatBitsToUint(a) & 0x7FFFFFFFu); }
 float tdmk_min32(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : tdmk_lt32(a, b) ? a : b; }
 float tdmk_max32(float a, float b) { return tdmk_isnan(a) ? b : tdmk_isnan(b) ? a : tdmk_lt32(b, a) ? a : b; }

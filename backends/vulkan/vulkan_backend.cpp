@@ -132,7 +132,7 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
     b->codegen_.subgroup_shuffle = d.subgroup_shuffle && options.subgroups;
     b->codegen_.preserve_f32_denormals = d.denorm_preserve_f32;
     b->codegen_.preserve_signed_zeros = d.signed_zero_preserve;
-    b->codegen_.f32_guarded = !d.denorm_preserve_f32;
+    b->codegen_.f32_guarded = !d.denorm_preserve_f32 && options.exact_f32_subnormals;
     b->codegen_.loops = options.loops;
     // Reductions: 256 invocations unless the device has fewer (or the setting says otherwise).
     b->codegen_.reduction_workgroup_size = std::min<std::uint32_t>(256, d.max_workgroup_invocations);

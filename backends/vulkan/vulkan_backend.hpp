@@ -40,6 +40,7 @@ struct VulkanOptions {
     std::uint32_t reduction_workgroup = 0;  ///< 0: the device's default (Config::reduction_workgroup)
     std::uint64_t reduction_threads = 0;    ///< 0: kStridedThreads (Config::reduction_threads)
     bool subgroups = true;                  ///< Config::vulkan_subgroups
+    bool exact_f32_subnormals = true;       ///< Config::f32_subnormals == "exact"
     bool loops = true;                      ///< Config::vulkan_loops
     bool log_gpu = false;                   ///< TANDEM_LOG=gpu: each timed span's GPU time to stderr
 };

@@ -66,6 +66,12 @@ struct TANDEM_API Config {
     /// sum an invocation until it has them): 0 = the default (2^20, measured), else at least 1.
     /// Speed only: the bits are the same. TANDEM_REDUCTION_THREADS.
     std::int64_t reduction_threads = 0;
+    /// Single-precision subnormals on a GPU that may flush them (NVIDIA; one whose driver cannot
+    /// promise DenormPreserve): "exact" (the default) guards every f32 operation so that the
+    /// device gives the CPU's bits, at a cost in speed (see docs/benchmarks.md); "device" lets it
+    /// flush, and results where f32 subnormals occur may then differ from the CPU's.
+    /// TANDEM_F32_SUBNORMALS=exact|device.
+    std::string f32_subnormals = "exact";
     /// Combine within a workgroup with subgroup shuffles where the device has them (else a
     /// shared-memory tree). TANDEM_VULKAN_SUBGROUPS=0|1.
     bool vulkan_subgroups = true;
