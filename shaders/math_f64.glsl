@@ -395,7 +395,48 @@ double tdm_log(double x) {
     return tdm_f64_log_dd(x).x;
 }
 
+// Fast paths of log2 (ten false) and log10 for normal positive x (FreeBSD e_log2.c / e_log10.c, < 1 ulp):
+// log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)) as in tdm_f64_log_fast, its leading part f - f^2/2 split into
+// hi (the top 21 bits of the significand: its products with the 33-bit constants are exact) and lo, each
+// part scaled by 1/ln2 (1/ln10) in two pieces, and k (k log10(2)) added with its rounding error kept.
+// NaN elsewhere, as tdm_f64_exp_fast.
+double tdm_f64_logb_fast(double x, bool ten) {
+    int64_t bx = doubleBitsToInt64(x);
+    bool ok = bx >= 0x0010000000000000L && bx < 0x7FF0000000000000L;   // normal, > 0, finite (not NaN)
+    int k = int(bx >> 52) - 1023;
+    double m = int64BitsToDouble((bx & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+    bool high = m > 1.4142135623730951LF;
+    m = high ? m * 0.5LF : m;
+    k = high ? k + 1 : k;
+    double f = m - 1.0LF;                            // exact
+    double hfsq = 0.5LF * f * f;
+    double s = f / (2.0LF + f);
+    double z = s * s, w = z * z;
+    double t1 = w * (3.999999999940941908e-01LF + w * (2.222219843214978396e-01LF + w * 1.531383769920937332e-01LF));
+    double t2 = z * (6.666666666666735130e-01LF + w * (2.857142874366239149e-01LF
+              + w * (1.818357216161805012e-01LF + w * 1.479819860511658591e-01LF)));
+    double r = s * (hfsq + (t2 + t1));
+    double hi = int64BitsToDouble(doubleBitsToInt64(f - hfsq) & int64_t(0xFFFFFFFF00000000UL));
+    double lo = ((f - hi) - hfsq) + r;
+    double dk = double(k);
+    // 1/ln2 = IVLN2HI + IVLN2LO, 1/ln10 = IVLN10HI + IVLN10LO (33-bit leading parts); log10(2) likewise
+    double chi = ten ? 4.34294481878168880939e-01LF : 1.44269504072144627571e+00LF;
+    double clo = ten ? 2.50829467116452752298e-11LF : 1.67517131648865118353e-10LF;
+    double y = ten ? dk * 3.01029995663611771306e-01LF : dk;        // exact: dk has at most 11 bits
+    double vhi = hi * chi;
+    double vlo = (ten ? dk * 3.69423907715893078616e-13LF : 0.0LF) + ((lo + hi) * clo + lo * chi);
+    double sum = y + vhi;
+    vlo += (y - sum) + vhi;
+    double v = vlo + sum;
+    return ok ? v : tdm_f64_nan();
+}
+
+double tdm_f64_log2_fast(double x) { return tdm_f64_logb_fast(x, false); }
+double tdm_f64_log10_fast(double x) { return tdm_f64_logb_fast(x, true); }
+
 double tdm_log2(double x) {
+    double v = tdm_f64_logb_fast(x, false);
+    if (!tdm_f64_isnan(v)) return v;
     double r;
     if (tdm_f64_log_special(x, r)) return r;
     int e;
@@ -404,6 +445,8 @@ double tdm_log2(double x) {
 }
 
 double tdm_log10(double x) {
+    double v = tdm_f64_logb_fast(x, true);
+    if (!tdm_f64_isnan(v)) return v;
     double r;
     if (tdm_f64_log_special(x, r)) return r;
     int e;
