@@ -61,14 +61,13 @@ float tdm_f32_round_even(float x) {
 // in two exact factors for k in [-125, 128] (one rounding in all); subnormal results (k < -125) are scaled in
 // double and rounded twice (< 1.5 ulp). Measured < 1.03 ulp from exact. x < -104 gives 0 (exp x < 2^-150);
 // the rest (NaN, +Inf, the overflow edge, the last underflow band) goes through the f64 exp.
-// Fast path of expf: -86.5 < x < 88.7 (k >= -125: normal results, scaled by two exact float factors).
-float tdm_f32_exp_fast(float x) {
-    bool ok = x > -86.5f && x < 88.7f;               // false for NaN
-    float xc = ok ? x : 0.0f;
-    float kf = tdm_f32_round_even(xc * 1.44269502162933349609f);
+// exp(x) = 2^k e for -104 < x < 88.7: the reduction and polynomial of expf (e in [0.7, 1.42]); branch-free
+// (the name's _fast: always inlined into the CPU's vector loops).
+float tdm_f32_exp_core_fast(float x, out int k) {
+    float kf = tdm_f32_round_even(x * 1.44269502162933349609f);
     // precise: without it the H100 driver gave 5-ulp errors (as if kf*LN2HI + kf*LN2LO were folded into
     // kf*float(ln2))
-    precise float hi = xc - kf * 0.693145751953125f;  // exact
+    precise float hi = x - kf * 0.693145751953125f;  // exact
     precise float r = hi - kf * 1.42860682030941723212e-06f;
     float p = 1.98412698412698413e-04f;
     p = p * r + 1.38888888888888894e-03f;
@@ -76,8 +75,14 @@ float tdm_f32_exp_fast(float x) {
     p = p * r + 4.16666666666666644e-02f;
     p = p * r + 1.66666666666666657e-01f;
     p = p * r + 0.5f;
-    float e = 1.0f + (r + (r * r) * p);
-    int k = int(kf);
+    k = int(kf);
+    return 1.0f + (r + (r * r) * p);
+}
+// Fast path of expf: -86.5 < x < 88.7 (k >= -125: normal results, scaled by two exact float factors).
+float tdm_f32_exp_fast(float x) {
+    bool ok = x > -86.5f && x < 88.7f;               // false for NaN
+    int k;
+    float e = tdm_f32_exp_core_fast(ok ? x : 0.0f, k);
     int k1 = k >> 1;                                 // k = 128 needs two factors
     float v = (e * intBitsToFloat((k1 + 127) << 23)) * intBitsToFloat((k - k1 + 127) << 23);
     return ok ? v : tdm_f32_nan();
@@ -88,20 +93,12 @@ float tdm_expf(float x) {
 #else
     float v = tdm_f32_exp_fast(x);
     if (!tdm_f32_isnan(v)) return v;
-    if (x > -103.9f && x < 88.7f) {                  // subnormal results: the same steps, scaled in double
-        float kf = tdm_f32_round_even(x * 1.44269502162933349609f);
-        precise float hi = x - kf * 0.693145751953125f;
-        precise float r = hi - kf * 1.42860682030941723212e-06f;
-        float p = 1.98412698412698413e-04f;
-        p = p * r + 1.38888888888888894e-03f;
-        p = p * r + 8.33333333333333322e-03f;
-        p = p * r + 4.16666666666666644e-02f;
-        p = p * r + 1.66666666666666657e-01f;
-        p = p * r + 0.5f;
-        float e = 1.0f + (r + (r * r) * p);
-        // Float multiplies would flush them to 0 on devices that flush fp32 denormals (NVIDIA does in
-        // Vulkan; the f64->f32 conversion keeps them there).
-        return tdm_f64_to_f32(double(e) * tdm_f64_pow2i(int(kf)));
+    if (x > -103.9f && x < 88.7f) {
+        // Subnormal results, scaled in double: float multiplies would flush them to 0 on devices that
+        // flush fp32 denormals (NVIDIA does in Vulkan; the f64->f32 conversion keeps them there).
+        int k;
+        float e = tdm_f32_exp_core_fast(x, k);
+        return tdm_f64_to_f32(double(e) * tdm_f64_pow2i(k));
     }
     if (x < -104.0f) return 0.0f;                   // also -Inf
     return tdm_f64_to_f32(tdm_exp(tdm_f32_to_f64(x)));

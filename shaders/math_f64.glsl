@@ -365,7 +365,10 @@ bool tdm_f64_log_special(double x, out double r) {
 // 1 + f in [sqrt(1/2), sqrt(2)), s = f/(2+f), log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)) with fdlibm's Lg1..Lg7.
 // The division only feeds the small correction term, so an f64 division off by an ulp or two is harmless.
 // Branch-free, NaN elsewhere (subnormals, zeros, negatives, Inf, NaN), as tdm_f64_exp_fast.
-double tdm_f64_log_fast(double x) {
+// The fast paths' common part (log, log2, log10): for normal positive x (ok), x = 2^k (1 + f) with
+// 1 + f in [sqrt(1/2), sqrt(2)) and r = s (f^2/2 + R(s^2)), s = f/(2+f), so log(1+f) = f - f^2/2 + r.
+// Branch-free (the name's _fast: always inlined into the CPU's vector loops).
+bool tdm_f64_log_split_fast(double x, out double dk, out double f, out double hfsq, out double r) {
     int64_t bx = doubleBitsToInt64(x);
     bool ok = bx >= 0x0010000000000000L && bx < 0x7FF0000000000000L;   // normal, > 0, finite (not NaN)
     int k = int(bx >> 52) - 1023;
@@ -373,16 +376,21 @@ double tdm_f64_log_fast(double x) {
     bool high = m > 1.4142135623730951LF;
     m = high ? m * 0.5LF : m;
     k = high ? k + 1 : k;
-    double f = m - 1.0LF;                            // exact
-    double hfsq = 0.5LF * f * f;
+    f = m - 1.0LF;                                   // exact
+    hfsq = 0.5LF * f * f;
     double s = f / (2.0LF + f);
     double z = s * s, w = z * z;
     double t1 = w * (3.999999999940941908e-01LF + w * (2.222219843214978396e-01LF + w * 1.531383769920937332e-01LF));
     double t2 = z * (6.666666666666735130e-01LF + w * (2.857142874366239149e-01LF
               + w * (1.818357216161805012e-01LF + w * 1.479819860511658591e-01LF)));
-    double R = t2 + t1;
-    double dk = double(k);
-    double v = dk * TDM_LN2_HI - ((hfsq - (s * (hfsq + R) + dk * TDM_LN2_LO)) - f);
+    r = s * (hfsq + (t2 + t1));
+    dk = double(k);
+    return ok;
+}
+double tdm_f64_log_fast(double x) {
+    double dk, f, hfsq, r;
+    bool ok = tdm_f64_log_split_fast(x, dk, f, hfsq, r);
+    double v = dk * TDM_LN2_HI - ((hfsq - (r + dk * TDM_LN2_LO)) - f);
     return ok ? v : tdm_f64_nan();
 }
 
@@ -401,24 +409,10 @@ double tdm_log(double x) {
 // part scaled by 1/ln2 (1/ln10) in two pieces, and k (k log10(2)) added with its rounding error kept.
 // NaN elsewhere, as tdm_f64_exp_fast.
 double tdm_f64_logb_fast(double x, bool ten) {
-    int64_t bx = doubleBitsToInt64(x);
-    bool ok = bx >= 0x0010000000000000L && bx < 0x7FF0000000000000L;   // normal, > 0, finite (not NaN)
-    int k = int(bx >> 52) - 1023;
-    double m = int64BitsToDouble((bx & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-    bool high = m > 1.4142135623730951LF;
-    m = high ? m * 0.5LF : m;
-    k = high ? k + 1 : k;
-    double f = m - 1.0LF;                            // exact
-    double hfsq = 0.5LF * f * f;
-    double s = f / (2.0LF + f);
-    double z = s * s, w = z * z;
-    double t1 = w * (3.999999999940941908e-01LF + w * (2.222219843214978396e-01LF + w * 1.531383769920937332e-01LF));
-    double t2 = z * (6.666666666666735130e-01LF + w * (2.857142874366239149e-01LF
-              + w * (1.818357216161805012e-01LF + w * 1.479819860511658591e-01LF)));
-    double r = s * (hfsq + (t2 + t1));
+    double dk, f, hfsq, r;
+    bool ok = tdm_f64_log_split_fast(x, dk, f, hfsq, r);
     double hi = int64BitsToDouble(doubleBitsToInt64(f - hfsq) & int64_t(0xFFFFFFFF00000000UL));
     double lo = ((f - hi) - hfsq) + r;
-    double dk = double(k);
     // 1/ln2 = IVLN2HI + IVLN2LO, 1/ln10 = IVLN10HI + IVLN10LO (33-bit leading parts); log10(2) likewise
     double chi = ten ? 4.34294481878168880939e-01LF : 1.44269504072144627571e+00LF;
     double clo = ten ? 2.50829467116452752298e-11LF : 1.67517131648865118353e-10LF;
