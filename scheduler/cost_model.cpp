@@ -25,8 +25,9 @@ ExecutorProfile scaled(ExecutorProfile p, double f) {
 }  // namespace
 
 // The CPU's rates per thread, from the block interpreter's measured passes (docs/benchmarks.md,
-// issue 9's CPU runs on AVX2 and AVX-512 machines): simple ops at a few per nanosecond, SLEEF's
-// vector functions at about one, Philox normals at half of that, OpenBLAS near its peak.
+// issue 9's CPU runs on AVX2 and AVX-512 machines): simple ops at a few per nanosecond, the
+// vectorised elementary functions at about one (as SLEEF's were; the library's are 1.5-5x slower,
+// the double-double ones far more: the online model corrects this per region), Philox normals at half of that, OpenBLAS near its peak.
 ExecutorProfile default_cpu_profile(int threads) {
     const double t = std::max(1, threads);
     ExecutorProfile p;

@@ -1,16 +1,9 @@
 // math_f32.glsl -- single-precision elementary functions for Tandem's generated compute shaders.
 //
-// Policy (from the f64-math issue): a GLSL builtin may be used only where its error, measured on the device,
-// is within 4 ulp of libm; otherwise Tandem's own implementation is used. The measurement is a per-device
-// property (driver and GPU dependent), so this file does not decide it: for each function NAME the generator
-// may #define TDM_F32_BUILTIN_<NAME> (e.g. TDM_F32_BUILTIN_EXP) before the include, and only when Tandem's
-// device test has rechecked that builtin on this device (over the inputs of /work/f64math/mathtest --f32
-// --builtin: random bits, [-10,10], [-1e3,1e3], near k*pi/2, near 0, subnormal, huge, edge values).
-//
-// Measured on lavapipe (Mesa llvmpipe, LLVM 15, 2026): NO builtin qualifies -- exp 64 ulp, log/log2 millions
-// of ulp near 1, sin/cos/tan wrong for |x| > ~1e5 (results of +-1), asin/acos ~4000 ulp, atan 347 ulp and
-// atan(NaN) = 0, sinh/cosh overflow early, pow/tanh/atan2 likewise beyond 4 ulp. So on lavapipe nothing
-// is defined and every function below takes its own path.
+// No GLSL builtin is used: their results are the driver's (measured on lavapipe, Mesa llvmpipe, LLVM 15: exp
+// 64 ulp, log/log2 millions of ulp near 1, sin/cos/tan wrong for |x| > ~1e5, asin/acos ~4000 ulp, atan 347
+// ulp and atan(NaN) = 0, sinh/cosh overflow early, pow/tanh/atan2 beyond 4 ulp), and the CPU runs this same
+// file (translated to C++) to give the same bits, which a builtin would break wherever it is used.
 //
 // Own path: exp is float-native (Cody-Waite in float, degree-7 polynomial, < 1.1 ulp); log, sin, cos, tanh are
 // computed in plain double with short polynomials and rounded once to float (<= 0.5 ulp + 1e-4 from exact);
@@ -88,9 +81,6 @@ float tdm_f32_exp_fast(float x) {
     return ok ? v : tdm_f32_nan();
 }
 float tdm_expf(float x) {
-#ifdef TDM_F32_BUILTIN_EXP
-    return exp(x);
-#else
     float v = tdm_f32_exp_fast(x);
     if (!tdm_f32_isnan(v)) return v;
     if (x > -103.9f && x < 88.7f) {
@@ -102,7 +92,6 @@ float tdm_expf(float x) {
     }
     if (x < -104.0f) return 0.0f;                   // also -Inf
     return tdm_f64_to_f32(tdm_exp(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_expm1f(float x) {
     return tdm_f64_to_f32(tdm_expm1(tdm_f32_to_f64(x)));        // no GLSL builtin
@@ -150,22 +139,14 @@ float tdm_f32_log_fast(float x) {
 }
 // log of a float: tdm_f32_log_d rounded once to float. 0, negatives, +Inf and NaN go through the f64 log.
 float tdm_logf(float x) {
-#ifdef TDM_F32_BUILTIN_LOG
-    return log(x);
-#else
     float v = tdm_f32_log_fast(x);
     if (!tdm_f32_isnan(v)) return v;
     int bi = floatBitsToInt(x);
     if (bi < 0 && (bi & 0x7FFFFFFF) != 0) return uintBitsToFloat(0x7FC00000u);   // x < 0 (subnormal too), NaN
     return tdm_f64_to_f32(tdm_log(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_log2f(float x) {
-#ifdef TDM_F32_BUILTIN_LOG2
-    return log2(x);
-#else
     return tdm_f64_to_f32(tdm_log2(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_log10f(float x) {
     return tdm_f64_to_f32(tdm_log10(tdm_f32_to_f64(x)));        // no GLSL builtin
@@ -229,71 +210,35 @@ float tdm_f32_sincos_fast(float x, bool cosine) {
 float tdm_f32_sin_fast(float x) { return tdm_f32_sincos_fast(x, false); }
 float tdm_f32_cos_fast(float x) { return tdm_f32_sincos_fast(x, true); }
 float tdm_sinf(float x) {
-#ifdef TDM_F32_BUILTIN_SIN
-    return sin(x);
-#else
     float v = tdm_f32_sin_fast(x);
     if (!tdm_f32_isnan(v)) return v;
     return tdm_f64_to_f32(tdm_sin(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_cosf(float x) {
-#ifdef TDM_F32_BUILTIN_COS
-    return cos(x);
-#else
     float v = tdm_f32_cos_fast(x);
     if (!tdm_f32_isnan(v)) return v;
     return tdm_f64_to_f32(tdm_cos(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_tanf(float x) {
-#ifdef TDM_F32_BUILTIN_TAN
-    return tan(x);
-#else
     return tdm_f64_to_f32(tdm_tan(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_asinf(float x) {
-#ifdef TDM_F32_BUILTIN_ASIN
-    return asin(x);
-#else
     return tdm_f64_to_f32(tdm_asin(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_acosf(float x) {
-#ifdef TDM_F32_BUILTIN_ACOS
-    return acos(x);
-#else
     return tdm_f64_to_f32(tdm_acos(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_atanf(float x) {
-#ifdef TDM_F32_BUILTIN_ATAN
-    return atan(x);
-#else
     return tdm_f64_to_f32(tdm_atan(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_atan2f(float y, float x) {
-#ifdef TDM_F32_BUILTIN_ATAN2
-    return atan(y, x);
-#else
     return tdm_f64_to_f32(tdm_atan2(tdm_f32_to_f64(y), tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_sinhf(float x) {
-#ifdef TDM_F32_BUILTIN_SINH
-    return sinh(x);
-#else
     return tdm_f64_to_f32(tdm_sinh(tdm_f32_to_f64(x)));
-#endif
 }
 float tdm_coshf(float x) {
-#ifdef TDM_F32_BUILTIN_COSH
-    return cosh(x);
-#else
     return tdm_f64_to_f32(tdm_cosh(tdm_f32_to_f64(x)));
-#endif
 }
 // tanh of a float in plain double: tanh a = u / (u + 2) with u = expm1(2a) = 2^k (1 + q) - 1, where
 // 2a = k ln2 + r (|r| <= ln2/2; k <= 27, so the ln2 rounding costs < 1e-15 relative) and
@@ -328,13 +273,9 @@ float tdm_f32_tanh_fast(float x) {
     return tdm_f32_isnan(x) ? tdm_f32_nan() : v;
 }
 float tdm_tanhf(float x) {
-#ifdef TDM_F32_BUILTIN_TANH
-    return tanh(x);
-#else
     float v = tdm_f32_tanh_fast(x);
     if (!tdm_f32_isnan(v)) return v;
     return tdm_f64_to_f32(tdm_tanh(tdm_f32_to_f64(x)));   // NaN
-#endif
 }
 // pow for x > 0 finite (subnormals too) and y finite: exp(y log x) in plain double, rounded once to
 // float. log x by tdm_f32_log_d (truncation < 2e-12 relative); t = y log x is then off by at most
@@ -383,9 +324,6 @@ float tdm_f32_pow_fast(float x, float y) {
     return float(double(bx) == 0.0LF ? zr : (normal ? e : tdm_f64_nan()));
 }
 float tdm_powf(float x, float y) {
-#ifdef TDM_F32_BUILTIN_POW
-    return pow(x, y);
-#else
     float v = tdm_f32_pow_fast(x, y);
     if (!tdm_f32_isnan(v)) return v;
     int bx = floatBitsToInt(x);
@@ -395,7 +333,6 @@ float tdm_powf(float x, float y) {
         return tdm_f64_to_f32(tdm_f32_pow_exp(t));              // a subnormal result, rounded once
     }
     return tdm_f64_to_f32(tdm_pow(tdm_f32_to_f64(x), tdm_f32_to_f64(y)));
-#endif
 }
 float tdm_hypotf(float x, float y) {
     return tdm_f64_to_f32(tdm_hypot(tdm_f32_to_f64(x), tdm_f32_to_f64(y)));   // no GLSL builtin

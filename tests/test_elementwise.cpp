@@ -4,7 +4,7 @@
 // random data full of special values, plus a pairwise table of the special values.
 //
 // Accuracy: arithmetic, rounding, comparisons, min/max/mod/rem and casts are bit-exact;
-// transcendentals (SLEEF 1-ulp) are within 2 ulp of glibc in the result's precision.
+// transcendentals (Tandem's library, the GPU's) are within 2 ulp of glibc in the result's precision.
 #include <gtest/gtest.h>
 
 #include <cmath>

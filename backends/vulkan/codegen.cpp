@@ -3,7 +3,8 @@
 // types per instruction, the same conversions, the same NaN rules written as the same expressions,
 // and every arithmetic temporary `precise` so that no driver contracts a*b+c into an fma (the CPU
 // rounds each operation). Transcendentals come from shaders/math_f64.glsl and math_f32.glsl
-// (within 2 ulp of libm, as the CPU's SLEEF kernels are), pasted only into kernels that use them.
+// (within 2 ulp of libm; the CPU runs the same files translated to C++, so the bits are the same),
+// pasted only into kernels that use them.
 #include "backends/vulkan/codegen.hpp"
 #include "backends/vulkan/compiler.hpp"
 #include "backends/vulkan/reduce_kernels.hpp"
@@ -33,8 +34,8 @@ constexpr std::uint32_t kRandomStepsPerInvocation = 4;
 
 // Value types of the kernel: f64 or f32, as the CPU's registers (logical values are 0/1 in them).
 DType reg(DType t) { return t == DType::f32 ? DType::f32 : DType::f64; }
-const char* tsuffix(DType t) { return t == DType::f32 ? "f" : "d"; }
 const char* gtype(DType t) { return t == DType::f32 ? "float" : "double"; }
+const char* tsuffix(DType t) { return t == DType::f32 ? "f" : "d"; }
 std::string lit(DType t, const char* v) { return t == DType::f32 ? std::string(v) : std::string(v) + "LF"; }
 const char* dtoken(DType t) { return t == DType::f64 ? "f64" : t == DType::f32 ? "f32" : "lg"; }
 
@@ -367,12 +368,9 @@ private:
     std::string is_zero(const std::string& x, DType t) const {
         return guarded(t) ? "tdmk_zero32(" + x + ")" : "(" + x + " == " + lit(t, "0.0") + ")";
     }
-    /// a op b (+ - * == < <=) for type t.
-    std::string arith(DType t, const char* op, const std::string& a, const std::string& b) const {
-        if (!guarded(t)) return a + " " + op + " " + b;
-        const std::string o = op;
-        const char* f = o == "+" ? "tdmk_add32(" : o == "-" ? "tdmk_sub32(" : o == "*" ? "tdmk_mul32(" : o == "==" ? "tdmk_eq32(" : o == "<" ? "tdmk_lt32(" : "tdmk_le32(";
-        return f + a + ", " + b + ")";
+    /// a op b for type t: the operator, or where guarded the prelude's function for it.
+    std::string arith(DType t, const char* op, const char* guarded_fn, const std::string& a, const std::string& b) const {
+        return guarded(t) ? std::string(guarded_fn) + "(" + a + ", " + b + ")" : a + " " + op + " " + b;
     }
 
     /// A reduce region's tail: its own kernel's per-element code (a general-path elementwise
@@ -895,7 +893,7 @@ private:
             }
             case OpGroup::Binary: {
                 std::string a = arg(i, 0, t);
-                if (is_square(ins)) return define(i, t, arith(t, "*", a, a));
+                if (is_square(ins)) return define(i, t, arith(t, "*", "tdmk_mul32", a, a));
                 std::string b = arg(i, 1, t);
                 if (info.rule == TypeRule::Logical) {
                     check_nan(i, 0, a);
@@ -950,9 +948,9 @@ private:
         }
         const bool g = guarded(t);
         switch (op) {
-            case OpKind::Add: return arith(t, "+", a, b);
-            case OpKind::Sub: return arith(t, "-", a, b);
-            case OpKind::Mul: return arith(t, "*", a, b);
+            case OpKind::Add: return arith(t, "+", "tdmk_add32", a, b);
+            case OpKind::Sub: return arith(t, "-", "tdmk_sub32", a, b);
+            case OpKind::Mul: return arith(t, "*", "tdmk_mul32", a, b);
             case OpKind::Div: return "tdmk_div(" + a + ", " + b + ")";
             case OpKind::Mod:
             case OpKind::Rem:
@@ -962,12 +960,12 @@ private:
             case OpKind::Max: return (g ? "tdmk_max32(" : "tdmk_max(") + a + ", " + b + ")";
             // Ordered comparisons are false on NaN in GLSL as in C++; != is written !(==) so that
             // it does not depend on the driver's choice of unordered inequality.
-            case OpKind::Eq: return b01(t, arith(t, "==", a, b));
-            case OpKind::Ne: return b01(t, "!(" + arith(t, "==", a, b) + ")");
-            case OpKind::Lt: return b01(t, arith(t, "<", a, b));
-            case OpKind::Le: return b01(t, arith(t, "<=", a, b));
-            case OpKind::Gt: return b01(t, arith(t, "<", b, a));
-            case OpKind::Ge: return b01(t, arith(t, "<=", b, a));
+            case OpKind::Eq: return b01(t, arith(t, "==", "tdmk_eq32", a, b));
+            case OpKind::Ne: return b01(t, "!(" + arith(t, "==", "tdmk_eq32", a, b) + ")");
+            case OpKind::Lt: return b01(t, arith(t, "<", "tdmk_lt32", a, b));
+            case OpKind::Le: return b01(t, arith(t, "<=", "tdmk_le32", a, b));
+            case OpKind::Gt: return b01(t, arith(t, "<", "tdmk_lt32", b, a));
+            case OpKind::Ge: return b01(t, arith(t, "<=", "tdmk_le32", b, a));
             case OpKind::And: return b01(t, "!" + is_zero(a, t) + " && !" + is_zero(b, t));
             case OpKind::Or: return b01(t, "!" + is_zero(a, t) + " || !" + is_zero(b, t));
             case OpKind::Xor: return b01(t, is_zero(a, t) + " != " + is_zero(b, t));
