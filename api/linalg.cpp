@@ -46,11 +46,13 @@ Array vector_product(const Array& a, const Array& b, bool trans_a, bool trans_b,
 
 Array matmul(const Array& a0, const Array& b0, MatmulOptions o) {
     // A transposed operand is read in place: transpose(x) * y is x' * y without the copy.
-    // (Not once the transpose is computed: its operand is released then, and it is an array.)
+    // (Not once the transpose is computed: it is an array then, and its operand is released or
+    // is only its recipe.)
     auto unwrap = [](const Array& x, bool& trans) {
         if (x.node()->op != detail::OpKind::Transpose) return x;
         auto in = detail::runtime_of(x).scheduler().locked([&]() -> std::shared_ptr<detail::Node> {
-            return x.node()->inputs.empty() ? nullptr : x.node()->inputs[0];
+            const detail::Node& t = *x.node();
+            return t.inputs.empty() || t.eval.done() ? nullptr : t.inputs[0];
         });
         if (!in) return x;
         trans = !trans;

@@ -74,6 +74,8 @@ public:
     virtual void flush() {}
     /// Gives `v` a host copy from its device copy, blocking until it is there (device backends).
     virtual void download(Value& v) { (void)v; }
+    /// True once the device is lost: its copies can no longer be read (any thread).
+    virtual bool lost() const noexcept { return false; }
     /// Bytes of arrays this device should hold at once by its own account (what its driver says
     /// the process may use, with headroom); 0 for the CPU executor.
     virtual std::uint64_t memory_budget() const { return 0; }

@@ -118,4 +118,14 @@ std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape, std
     return node;
 }
 
+std::shared_ptr<Node> NodeTable::make_recipe(const Node& of, std::vector<std::shared_ptr<Node>> inputs) {
+    auto node = std::make_shared<Node>(of.op, of.dtype, of.shape);
+    node->inputs = std::move(inputs);
+    node->attr = of.attr;
+    node->id = next_id();
+    node->hash = static_cast<std::size_t>(node->id);
+    node->runtime = runtime_;
+    return node;
+}
+
 }  // namespace tandem::detail

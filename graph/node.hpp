@@ -37,8 +37,11 @@ struct Node : std::enable_shared_from_this<Node> {
     OpKind op;
     DType dtype;
     Shape shape;
-    /// Operands; released once the node's value is materialised (the graph above a computed
-    /// value is not needed again, and holding it would keep every temporary alive).
+    /// Operands. Once the node's value is computed they are released (the graph above a
+    /// computed value is not needed again, and holding it would keep every temporary alive),
+    /// unless the value lives only on a device: then they are replaced by its recipe, nodes that
+    /// hold no device data (make_recipe), from which the scheduler recomputes the value if that
+    /// device is lost.
     std::vector<std::shared_ptr<Node>> inputs;
     std::array<double, 3> attr{};          ///< constant value, generator parameters, cast target
     std::uint64_t id = 0;                  ///< unique per runtime, never reused
@@ -49,6 +52,9 @@ struct Node : std::enable_shared_from_this<Node> {
     /// list, valid when plan_mark is that plan's mark. Spares the planner hash-set lookups.
     std::uint64_t plan_mark = 0;
     std::size_t plan_index = 0;
+    /// Device regions on the longest chain its recipe would recompute (0: it has a host copy, or
+    /// will). Set when it is planned (scheduler lock); bounds how much graph lineage keeps.
+    std::uint32_t lineage_depth = 0;
 
     Node(OpKind o, DType t, Shape s) : op(o), dtype(t), shape(std::move(s)) {}
     ~Node();
@@ -71,6 +77,9 @@ public:
                                std::array<double, 3> attr = {});
     /// A fresh, materialised Input node holding `value`.
     std::shared_ptr<Node> make_input(DType dtype, const Shape& shape, std::shared_ptr<Storage> value);
+    /// A fresh, uncomputed node that computes what `of` computes from `inputs` (a recipe: never
+    /// interned, so nothing the user builds ever finds it).
+    std::shared_ptr<Node> make_recipe(const Node& of, std::vector<std::shared_ptr<Node>> inputs);
 
     /// Takes the references a finished region drops (the graph above its outputs), to destroy
     /// them with release_buried() after its futures resolve: off the path from a completion to

@@ -148,10 +148,15 @@ void Config::validate() const {
     if (reduction_threads < 0)
         throw ConfigError("Config::reduction_threads (TANDEM_REDUCTION_THREADS) = " + std::to_string(reduction_threads) +
                           ": expected 0 (the default) or a positive count");
+    const bool lost_later = test_fault == "device_lost_later" ||
+                            (test_fault.rfind("device_lost_later:", 0) == 0 && test_fault.size() > 18 && test_fault.size() < 24 &&
+                             test_fault.find_first_not_of("0123456789", 18) == std::string::npos &&
+                             std::stoi(test_fault.substr(18)) > 0);
     if (!test_fault.empty() && test_fault != "compile" && test_fault != "oom" && test_fault != "oom_later" &&
-        test_fault != "device_lost" && test_fault != "submit_failed")
+        test_fault != "device_lost" && !lost_later && test_fault != "device_lost_in_download" &&
+        test_fault != "submit_failed")
         throw ConfigError("Config::test_fault = '" + test_fault +
-                          "': expected compile, oom, oom_later, device_lost or submit_failed");
+                          "': expected compile, oom, oom_later, device_lost, device_lost_later[:N], device_lost_in_download or submit_failed");
     std::string rest = log;
     while (!rest.empty()) {
         auto comma = rest.find(',');

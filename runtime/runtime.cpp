@@ -397,6 +397,7 @@ std::string Array::describe() const {
                 continue;
             }
             os << "\n";
+            if (n->eval.done()) continue;  // what a computed value keeps is its recipe, not the user's graph
             for (auto it = n->inputs.rbegin(); it != n->inputs.rend(); ++it) stack.emplace_back(it->get(), depth + 1);
         }
         return os.str();

@@ -18,12 +18,15 @@ namespace {
 /// Post-order walk from the targets over the nodes that are neither computed nor in flight:
 /// the inputs of a pending node come before it. Iterative, since graphs built in loops are deep.
 /// Marks each node it returns with `mark` and its position (Node::plan_mark, plan_index).
-std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targets, std::uint64_t mark) {
+/// A computed node for which `revive` returns true (its value was lost; revive reset it) is
+/// computed again, from its recipe.
+template <class Revive>
+std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targets, std::uint64_t mark, Revive revive) {
     std::vector<Node*> order;
     std::vector<std::pair<Node*, std::size_t>> stack;
     constexpr std::size_t kVisiting = SIZE_MAX;
     auto wanted = [&](Node* n) {
-        if (n->plan_mark == mark || n->eval.done() || n->eval.pending) return false;
+        if (n->plan_mark == mark || n->eval.pending || (n->eval.done() && !revive(n))) return false;
         n->plan_mark = mark;
         n->plan_index = kVisiting;
         return true;
@@ -46,6 +49,14 @@ std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targe
     return order;
 }
 
+
+/// Whether the scheduler can compute `n` again: it is no user data, and it kept its operands
+/// (its recipe) or needs none.
+bool recomputable(const Node& n) {
+    if (n.op == OpKind::Input) return false;
+    const OpGroup g = op_info(n.op).group;
+    return !n.inputs.empty() || g == OpGroup::Leaf || g == OpGroup::Generator;
+}
 
 /// A failure of the data (a NaN converted to logical): the same on any backend.
 bool is_data_error(const std::exception_ptr& e) {
@@ -192,154 +203,203 @@ bool Scheduler::wire(const JobPtr& job) {
     return job->waiting == 0;
 }
 
+bool Scheduler::lost(const Value& v) {
+    if (v.host()) return false;
+    const std::uint32_t mask = v.device_mask();
+    bool readable = false;
+    for (std::size_t d = 0; d < placement_.devices().size(); ++d) {
+        if (!((mask >> d) & 1u)) continue;
+        // A device found lost (by any of its operations) takes no more work either.
+        if (placement_.devices()[d]->lost()) placement_.disable_device(d);
+        readable |= placement_.device_enabled(d);
+    }
+    return mask != 0 && !readable;
+}
+
 Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_ptr<Node>>& targets, bool to_host) {
     Promise<std::vector<HostArray>> promise;
     auto result = promise.future();
+    gather_into(targets, to_host, promise, /*regathers=*/1);
+    return result;
+}
+
+void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after) {
+    const auto t_walk = std::chrono::steady_clock::now();
+    const std::uint64_t mark = ++plan_mark_;
+    std::uint64_t revived = 0;
+    std::vector<Node*> pending = pending_nodes(targets, mark, [&](Node* n) {
+        // A value whose copies were all on lost devices: computed again from its recipe.
+        if (!n->eval.value || !recomputable(*n) || !lost(*n->eval.value)) return false;
+        n->eval.value = nullptr;
+        ++revived;
+        return true;
+    });
+    if (revived > 0) {
+        recomputed_.fetch_add(revived, std::memory_order_relaxed);
+        report_fallback("lineage", "[tandem] values that lived only on a lost device are computed again on the "
+                                   "CPU, from the operations that produced them");
+    }
+    if (!pending.empty()) {
+        plans_.fetch_add(1, std::memory_order_relaxed);
+        std::unordered_set<Node*> wanted_set;
+        std::vector<Node*> wanted;
+        for (auto& t : targets)
+            if (t->plan_mark == mark && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
+        const auto t_fuse = std::chrono::steady_clock::now();
+        std::vector<Region> regions = fuse(pending, wanted, mark, {options_.fuse});
+        const auto t_jobs = std::chrono::steady_clock::now();
+        std::vector<JobPtr> jobs;
+        std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
+        // Placement's view of the plan: where each output will be and when (seconds from now).
+        // The executors are free once the work placed on them is done; within the plan, a
+        // region's inputs exist when their producers' predicted finish says.
+        std::unordered_map<const Node*, InputSite> site;
+        auto site_of = [&](const std::shared_ptr<Node>& in) {
+            if (auto it = site.find(in.get()); it != site.end()) return it->second;
+            InputSite s;
+            s.bytes = static_cast<std::int64_t>(in->bytes());
+            if (in->eval.pending) {  // in flight from an earlier plan
+                const Backend* b = in->eval.pending->backend;
+                s.on_host = b->on_host();
+                if (!s.on_host) s.devices = 1u << b->ordinal();
+            } else if (in->eval.value) {
+                s.on_host = in->eval.value->host() != nullptr;
+                s.devices = in->eval.value->device_mask();
+                s.regret_s = in->eval.value->upload_regret_s;
+            }
+            return s;
+        };
+        // What later regions of the plan read (placement prices sending it to them).
+        std::unordered_set<const Node*> read_in_plan;
+        for (const Region& r : regions)
+            for (const auto& in : r.inputs) read_in_plan.insert(in.get());
+        for (Region& r : regions) {
+            auto job = std::make_shared<Job>();
+            job->region = std::move(r);
+            PlacementQuery query;
+            query.region = &job->region;
+            for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
+            for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+                Node* out = job->region.outputs[j].node.get();
+                if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
+                if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
+            }
+            job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
+            if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
+                // A view of a device value stays with it: as a CPU job it would wait for the
+                // device to finish and make its producer download (a sync per power step).
+                job->placement = {placement_.devices()[static_cast<std::size_t>(std::countr_zero(query.inputs[0].devices))],
+                                  "a view of a device value"};
+            }
+            const bool on_device = !job->placement.backend->on_host();
+            if (job->placement.regret_s > 0) {
+                // Kept on the host only because its inputs were: their upload draws nearer.
+                for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
+                    const auto& in = job->region.inputs[k];
+                    if (!in->eval.pending && in->eval.value && query.inputs[k].devices == 0) {
+                        in->eval.value->upload_regret_s += job->placement.regret_s;
+                        query.inputs[k].regret_s = in->eval.value->upload_regret_s;  // for later readers of the plan
+                    }
+                }
+            }
+            if (job->region.kind == RegionKind::view) {
+                site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
+            } else {
+                charge(*job, on_device, job->placement.compute_s, job->placement.transfer_s);
+                // Its inputs now have (or will have) a copy on its side: later regions of the
+                // plan that read them need no transfer of their own.
+                for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
+                    InputSite moved = query.inputs[k];
+                    if (on_device) moved.devices |= 1u << job->placement.backend->ordinal();
+                    else moved.on_host = true;
+                    site[job->region.inputs[k].get()] = moved;
+                }
+                for (auto& o : job->region.outputs) {
+                    InputSite s;
+                    s.bytes = static_cast<std::int64_t>(o.node->bytes());
+                    s.on_host = !on_device;
+                    s.devices = on_device ? 1u << job->placement.backend->ordinal() : 0u;
+                    s.ready_s = job->placement.finish_s;
+                    site[o.node.get()] = s;
+                }
+            }
+            if (options_.log_placement) {
+                const RegionCost& c = job->region.cost;
+                const PlacementDecision& d = job->placement;
+                char predicted[96] = "";
+                if (d.cpu_s >= 0 && d.device_s >= 0)
+                    std::snprintf(predicted, sizeof predicted, "; finish cpu %.3f ms, device %.3f ms", 1e3 * d.cpu_s,
+                                  1e3 * d.device_s);
+                std::fprintf(stderr, "[tandem placement] %s %s %s: reads %.3g MB, writes %.3g MB%s -> %s (%s)\n",
+                             region_kind_name(job->region.kind), job->region.shape.to_string().c_str(),
+                             job->region.summary().c_str(), static_cast<double>(c.bytes_read()) / 1e6,
+                             static_cast<double>(c.bytes_written()) / 1e6, predicted,
+                             std::string(d.backend->name()).c_str(), d.reason);
+            }
+            job->completion = std::make_shared<Completion>();
+            job->completion->backend = job->placement.backend;
+            job->wanted_on_host.assign(job->region.outputs.size(), false);
+            // Device-only results keep their recipe (complete()); past kLineageCheckpoint
+            // device regions on a chain, a result also comes back to the host with its
+            // batch, so that what lineage keeps stays bounded in a long loop.
+            std::uint32_t depth = 0;
+            if (on_device) {
+                for (const auto& in : job->region.inputs) {
+                    const bool on_host = !in->eval.pending && in->eval.value && in->eval.value->host();
+                    depth = std::max(depth, on_host ? 0u : in->lineage_depth);
+                }
+                if (job->region.kind != RegionKind::view) ++depth;
+            }
+            const bool checkpoint = depth >= kLineageCheckpoint && job->region.kind != RegionKind::view;
+            if (checkpoint) checkpoints_.fetch_add(1, std::memory_order_relaxed);
+            for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+                Node* n = job->region.outputs[j].node.get();
+                n->eval.pending = job->completion;
+                n->lineage_depth = checkpoint ? 0 : depth;
+                producer[n] = {job.get(), j};
+                if ((to_host && wanted_set.count(n)) || checkpoint) job->wanted_on_host[j] = true;
+            }
+            if (options_.log_graph)
+                std::fprintf(stderr, "[tandem graph] %s on %s (%s)\n", job->region.to_string().c_str(),
+                             std::string(job->placement.backend->name()).c_str(), job->placement.reason);
+            jobs.push_back(std::move(job));
+            ++in_flight_;
+        }
+        // A device output that a region of this plan reads elsewhere (on the CPU, or on
+        // another device, through the host) comes back in the same submission, instead of in
+        // a blocking download later.
+        for (auto& job : jobs) {
+            for (auto& in : job->region.inputs) {
+                auto it = producer.find(in.get());
+                // Through views (they copy nothing) to the region that computes the value.
+                while (it != producer.end() && it->second.first->region.kind == RegionKind::view &&
+                       !it->second.first->placement.backend->on_host())
+                    it = producer.find(it->second.first->region.inputs[0].get());
+                if (it == producer.end()) continue;
+                const Backend* from = it->second.first->placement.backend;
+                if (!from->on_host() && from != job->placement.backend && job->region.kind != RegionKind::view)
+                    it->second.first->wanted_on_host[it->second.second] = true;
+            }
+        }
+        for (auto& job : jobs)
+            if (wire(job)) after.push_back([this, job] { launch(job); });
+        if (options_.log_exec) {
+            // Host time of planning, before any region runs: the pending walk, fusion, and
+            // the jobs (placement, wiring).
+            auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+            std::fprintf(stderr, "[tandem exec] plan of %zu nodes -> %zu regions: walk %.3f ms, fuse %.3f ms, jobs %.3f ms\n",
+                         pending.size(), jobs.size(), ms(t_walk, t_fuse), ms(t_fuse, t_jobs),
+                         ms(t_jobs, std::chrono::steady_clock::now()));
+        }
+    }
+}
+
+void Scheduler::gather_into(const std::vector<std::shared_ptr<Node>>& targets, bool to_host,
+                            Promise<std::vector<HostArray>> promise, int regathers) {
     Deferred after;
     {
         std::lock_guard lock(mutex_);
-        const auto t_walk = std::chrono::steady_clock::now();
-        const std::uint64_t mark = ++plan_mark_;
-        std::vector<Node*> pending = pending_nodes(targets, mark);
-        if (!pending.empty()) {
-            plans_.fetch_add(1, std::memory_order_relaxed);
-            std::unordered_set<Node*> wanted_set;
-            std::vector<Node*> wanted;
-            for (auto& t : targets)
-                if (t->plan_mark == mark && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
-            const auto t_fuse = std::chrono::steady_clock::now();
-            std::vector<Region> regions = fuse(pending, wanted, mark, {options_.fuse});
-            const auto t_jobs = std::chrono::steady_clock::now();
-            std::vector<JobPtr> jobs;
-            std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
-            // Placement's view of the plan: where each output will be and when (seconds from now).
-            // The executors are free once the work placed on them is done; within the plan, a
-            // region's inputs exist when their producers' predicted finish says.
-            std::unordered_map<const Node*, InputSite> site;
-            auto site_of = [&](const std::shared_ptr<Node>& in) {
-                if (auto it = site.find(in.get()); it != site.end()) return it->second;
-                InputSite s;
-                s.bytes = static_cast<std::int64_t>(in->bytes());
-                if (in->eval.pending) {  // in flight from an earlier plan
-                    const Backend* b = in->eval.pending->backend;
-                    s.on_host = b->on_host();
-                    if (!s.on_host) s.devices = 1u << b->ordinal();
-                } else if (in->eval.value) {
-                    s.on_host = in->eval.value->host() != nullptr;
-                    s.devices = in->eval.value->device_mask();
-                    s.regret_s = in->eval.value->upload_regret_s;
-                }
-                return s;
-            };
-            // What later regions of the plan read (placement prices sending it to them).
-            std::unordered_set<const Node*> read_in_plan;
-            for (const Region& r : regions)
-                for (const auto& in : r.inputs) read_in_plan.insert(in.get());
-            for (Region& r : regions) {
-                auto job = std::make_shared<Job>();
-                job->region = std::move(r);
-                PlacementQuery query;
-                query.region = &job->region;
-                for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
-                for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
-                    Node* out = job->region.outputs[j].node.get();
-                    if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
-                    if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
-                }
-                job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
-                if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
-                    // A view of a device value stays with it: as a CPU job it would wait for the
-                    // device to finish and make its producer download (a sync per power step).
-                    job->placement = {placement_.devices()[static_cast<std::size_t>(std::countr_zero(query.inputs[0].devices))],
-                                      "a view of a device value"};
-                }
-                const bool on_device = !job->placement.backend->on_host();
-                if (job->placement.regret_s > 0) {
-                    // Kept on the host only because its inputs were: their upload draws nearer.
-                    for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
-                        const auto& in = job->region.inputs[k];
-                        if (!in->eval.pending && in->eval.value && query.inputs[k].devices == 0) {
-                            in->eval.value->upload_regret_s += job->placement.regret_s;
-                            query.inputs[k].regret_s = in->eval.value->upload_regret_s;  // for later readers of the plan
-                        }
-                    }
-                }
-                if (job->region.kind == RegionKind::view) {
-                    site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
-                } else {
-                    charge(*job, on_device, job->placement.compute_s, job->placement.transfer_s);
-                    // Its inputs now have (or will have) a copy on its side: later regions of the
-                    // plan that read them need no transfer of their own.
-                    for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
-                        InputSite moved = query.inputs[k];
-                        if (on_device) moved.devices |= 1u << job->placement.backend->ordinal();
-                        else moved.on_host = true;
-                        site[job->region.inputs[k].get()] = moved;
-                    }
-                    for (auto& o : job->region.outputs) {
-                        InputSite s;
-                        s.bytes = static_cast<std::int64_t>(o.node->bytes());
-                        s.on_host = !on_device;
-                        s.devices = on_device ? 1u << job->placement.backend->ordinal() : 0u;
-                        s.ready_s = job->placement.finish_s;
-                        site[o.node.get()] = s;
-                    }
-                }
-                if (options_.log_placement) {
-                    const RegionCost& c = job->region.cost;
-                    const PlacementDecision& d = job->placement;
-                    char predicted[96] = "";
-                    if (d.cpu_s >= 0 && d.device_s >= 0)
-                        std::snprintf(predicted, sizeof predicted, "; finish cpu %.3f ms, device %.3f ms", 1e3 * d.cpu_s,
-                                      1e3 * d.device_s);
-                    std::fprintf(stderr, "[tandem placement] %s %s %s: reads %.3g MB, writes %.3g MB%s -> %s (%s)\n",
-                                 region_kind_name(job->region.kind), job->region.shape.to_string().c_str(),
-                                 job->region.summary().c_str(), static_cast<double>(c.bytes_read()) / 1e6,
-                                 static_cast<double>(c.bytes_written()) / 1e6, predicted,
-                                 std::string(d.backend->name()).c_str(), d.reason);
-                }
-                job->completion = std::make_shared<Completion>();
-                job->completion->backend = job->placement.backend;
-                job->wanted_on_host.assign(job->region.outputs.size(), false);
-                for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
-                    Node* n = job->region.outputs[j].node.get();
-                    n->eval.pending = job->completion;
-                    producer[n] = {job.get(), j};
-                    if (to_host && wanted_set.count(n)) job->wanted_on_host[j] = true;
-                }
-                if (options_.log_graph)
-                    std::fprintf(stderr, "[tandem graph] %s on %s (%s)\n", job->region.to_string().c_str(),
-                                 std::string(job->placement.backend->name()).c_str(), job->placement.reason);
-                jobs.push_back(std::move(job));
-                ++in_flight_;
-            }
-            // A device output that a region of this plan reads elsewhere (on the CPU, or on
-            // another device, through the host) comes back in the same submission, instead of in
-            // a blocking download later.
-            for (auto& job : jobs) {
-                for (auto& in : job->region.inputs) {
-                    auto it = producer.find(in.get());
-                    // Through views (they copy nothing) to the region that computes the value.
-                    while (it != producer.end() && it->second.first->region.kind == RegionKind::view &&
-                           !it->second.first->placement.backend->on_host())
-                        it = producer.find(it->second.first->region.inputs[0].get());
-                    if (it == producer.end()) continue;
-                    const Backend* from = it->second.first->placement.backend;
-                    if (!from->on_host() && from != job->placement.backend && job->region.kind != RegionKind::view)
-                        it->second.first->wanted_on_host[it->second.second] = true;
-                }
-            }
-            for (auto& job : jobs)
-                if (wire(job)) after.push_back([this, job] { launch(job); });
-            if (options_.log_exec) {
-                // Host time of planning, before any region runs: the pending walk, fusion, and
-                // the jobs (placement, wiring).
-                auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-                std::fprintf(stderr, "[tandem exec] plan of %zu nodes -> %zu regions: walk %.3f ms, fuse %.3f ms, jobs %.3f ms\n",
-                             pending.size(), jobs.size(), ms(t_walk, t_fuse), ms(t_fuse, t_jobs),
-                             ms(t_jobs, std::chrono::steady_clock::now()));
-            }
-        }
+        plan(targets, to_host, after);
         // The future: ready when every target is computed, with host copies.
         struct Join {
             std::vector<std::shared_ptr<Node>> targets;
@@ -349,7 +409,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
         auto join = std::make_shared<Join>();
         join->targets = targets;
         join->promise = promise;
-        auto resolve = [this, join, to_host](Deferred& d) {
+        auto resolve = [this, join, to_host, regathers](Deferred& d) {
             // Under the lock, read the values; outside it, download what lives only on a device
             // and resolve (continuations run user code).
             std::exception_ptr error;
@@ -363,19 +423,34 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
                 values.push_back(t->eval.value);
                 meta.emplace_back(t->shape, t->dtype);
             }
-            // Hold no node past this point: once the future resolves, a node the user dropped
-            // must be gone, or rebuilding the same expression would find it computed (sometimes).
-            join->targets.clear();
-            d.push_back([this, join, error, to_host, values = std::move(values), meta = std::move(meta)] {
-                if (error) return join->promise.set_error(error);
+            d.push_back([this, join, error, to_host, regathers, values = std::move(values), meta = std::move(meta)] {
+                // Hold no node once the future resolves: a node the user dropped must be gone,
+                // or rebuilding the same expression would find it computed (sometimes).
+                std::vector<std::shared_ptr<Node>> nodes = std::move(join->targets);
+                join->targets.clear();
+                if (error) {
+                    nodes.clear();
+                    return join->promise.set_error(error);
+                }
                 try {
-                    if (!to_host) return join->promise.set_value(std::vector<HostArray>(values.size()));
+                    if (!to_host) {
+                        nodes.clear();
+                        return join->promise.set_value(std::vector<HostArray>(values.size()));
+                    }
                     ensure_host(values);
                     std::vector<HostArray> out;
                     for (std::size_t i = 0; i < values.size(); ++i)
                         out.emplace_back(values[i]->host(), meta[i].first, meta[i].second);
+                    nodes.clear();
                     join->promise.set_value(std::move(out));
+                } catch (const DeviceError&) {
+                    // A device was lost since the targets were computed there: compute again what
+                    // lived only there (the plan finds those values lost).
+                    if (regathers > 0) return gather_into(nodes, to_host, join->promise, regathers - 1);
+                    nodes.clear();
+                    join->promise.set_error(std::current_exception());
                 } catch (...) {
+                    nodes.clear();
                     join->promise.set_error(std::current_exception());
                 }
             });
@@ -391,7 +466,6 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
         if (join->remaining == 0) resolve(after);
     }
     drain(after);
-    return result;
 }
 
 void Scheduler::drain(Deferred& after) {
@@ -461,6 +535,24 @@ void Scheduler::finish_view(const JobPtr& job) {
     complete(job, error, {}, false);
 }
 
+bool Scheduler::recompute_inputs(const JobPtr& job) {
+    Deferred after;
+    {
+        std::lock_guard lock(mutex_);
+        std::vector<std::shared_ptr<Node>> again;
+        for (const auto& in : job->region.inputs)
+            if (in->eval.value && !in->eval.pending && lost(*in->eval.value)) again.push_back(in);
+        if (again.empty()) return false;
+        plan(again, false, after);
+        bool replanned = false;
+        for (const auto& in : again) replanned |= in->eval.pending != nullptr;
+        if (!replanned) return false;  // nothing to compute them from
+        if (wire(job)) after.push_back([this, job] { launch(job); });
+    }
+    drain(after);
+    return true;
+}
+
 void Scheduler::run_on_host(const JobPtr& job) {
     const Region& r = job->region;
     std::exception_ptr error;
@@ -486,6 +578,10 @@ void Scheduler::run_on_host(const JobPtr& job) {
     if (!error) {
         try {
             ensure_host(inputs);
+        } catch (const DeviceError&) {
+            // An input lived only on a device that is lost: it is computed again first.
+            if (recompute_inputs(job)) return;
+            error = std::current_exception();
         } catch (...) {
             error = std::current_exception();
         }
@@ -683,9 +779,61 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     job->placement.compute_s = placement_.compute_s(job->region, false);
     charge(*job, false, job->placement.compute_s);
     job->completion->backend = job->placement.backend;
-    for (auto& out : job->region.outputs) out.node->eval.value = nullptr;
+    for (auto& out : job->region.outputs) {
+        out.node->eval.value = nullptr;
+        out.node->lineage_depth = 0;
+    }
     std::fill(job->wanted_on_host.begin(), job->wanted_on_host.end(), true);
     if (wire(job)) after.push_back([this, job] { launch(job); });
+}
+
+std::vector<std::shared_ptr<Node>> Scheduler::recipe_inputs(const Node& n, const Region& region, RecipeMemo& memo) {
+    std::vector<std::shared_ptr<Node>> recipe;
+    recipe.reserve(n.inputs.size());
+    for (const auto& in : n.inputs) recipe.push_back(recipe_of(in, region, memo));
+    return recipe;
+}
+
+std::shared_ptr<Node> Scheduler::recipe_leaf(const std::shared_ptr<Node>& n, const Region& region) {
+    for (const auto& o : region.outputs)
+        if (o.node == n) return nullptr;  // being completed: its operands are still the real ones
+    const Evaluation& e = n->eval;
+    if (e.pending || e.error) return n;  // (not for an input of a completed region)
+    if (!e.value) return nullptr;        // inside the region: made of its operands' recipes
+    if (auto host = e.value->host()) return nodes_.make_input(n->dtype, n->shape, std::move(host));
+    // Only on a device: its own recipe (kept when it completed), without its data.
+    return recomputable(*n) ? nodes_.make_recipe(*n, n->inputs) : n;
+}
+
+std::shared_ptr<Node> Scheduler::recipe_of(const std::shared_ptr<Node>& root, const Region& region, RecipeMemo& memo) {
+    // Post-order (iterative: a fused region may be a long chain): a node's recipe is made once
+    // its operands' are.
+    std::vector<std::pair<std::shared_ptr<Node>, std::size_t>> stack;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+        auto& [n, next] = stack.back();
+        if (next == 0 && memo.count(n.get())) {
+            stack.pop_back();
+            continue;
+        }
+        if (next == 0)
+            if (auto leaf = recipe_leaf(n, region)) {
+                memo.emplace(n.get(), std::move(leaf));
+                stack.pop_back();
+                continue;
+            }
+        if (next < n->inputs.size()) {
+            std::shared_ptr<Node> child = n->inputs[next++];
+            if (!memo.count(child.get())) stack.emplace_back(std::move(child), 0);
+            continue;
+        }
+        std::vector<std::shared_ptr<Node>> inputs;
+        inputs.reserve(n->inputs.size());
+        for (const auto& in : n->inputs) inputs.push_back(memo.at(in.get()));
+        memo.emplace(n.get(), nodes_.make_recipe(*n, std::move(inputs)));
+        stack.pop_back();
+    }
+    return memo.at(root.get());
 }
 
 void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vector<std::exception_ptr> per_output,
@@ -758,6 +906,16 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                 for (auto& o : r.outputs) written += static_cast<std::uint64_t>(o.node->shape.numel());
                 elements_.fetch_add(written, std::memory_order_relaxed);
             }
+            // The graph above a computed value is not needed again: it is released (outside the
+            // lock, since that may free many nodes; after the futures resolve). A value that
+            // lives only on a device keeps its recipe instead, to be computed again should that
+            // device be lost; the recipes are made before any output lets go of its operands.
+            std::vector<std::vector<std::shared_ptr<Node>>> recipes(r.outputs.size());
+            RecipeMemo memo;
+            for (std::size_t j = 0; j < r.outputs.size(); ++j) {
+                const std::exception_ptr e = error ? error : per_output[j];
+                if (!e && !job->outputs[j]->host()) recipes[j] = recipe_inputs(*r.outputs[j].node, r, memo);
+            }
             for (std::size_t j = 0; j < r.outputs.size(); ++j) {
                 Node& n = *r.outputs[j].node;
                 std::exception_ptr e = error ? error : per_output[j];
@@ -768,10 +926,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                     n.eval.value = job->outputs[j];
                 }
                 n.eval.pending.reset();
-                    // The graph above a computed value is never needed again; release it (outside
-                // the lock, since that may free many nodes; after the futures resolve).
                 for (auto& in : n.inputs) released.push_back(std::move(in));
-                n.inputs.clear();
+                n.inputs = std::move(recipes[j]);
             }
             Completion& c = *job->completion;
             c.recorded = true;
@@ -838,6 +994,8 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.device_fallbacks = fallbacks_.load(std::memory_order_relaxed);
     m.memory_retries = memory_retries_.load(std::memory_order_relaxed);
     m.budget_waits = budget_waits_.load(std::memory_order_relaxed);
+    m.values_recomputed = recomputed_.load(std::memory_order_relaxed);
+    m.lineage_checkpoints = checkpoints_.load(std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         m.runs_learned = placement_.runs_learned();

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/fusion.hpp"
@@ -106,6 +107,27 @@ private:
     };
     using JobPtr = std::shared_ptr<Job>;
 
+    /// Plans the targets' pending graph (fused into regions, placed) and wires the jobs; under
+    /// the lock. `to_host`: the targets are wanted on the host. Values lost with a device are
+    /// planned again from their recipes.
+    void plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after);
+    /// gather()'s body: `promise` resolves once the targets are computed. `regathers`: how many
+    /// times to plan again when a device is lost while the targets come back from it.
+    void gather_into(const std::vector<std::shared_ptr<Node>>& targets, bool to_host,
+                     Promise<std::vector<HostArray>> promise, int regathers);
+    /// True if every copy of `v` was on devices that are lost (it must be computed again).
+    bool lost(const Value& v);
+    /// A CPU job found an input lost with its device: plans it again from its recipe and makes
+    /// the job wait for it (true), or finds nothing to compute it from (false).
+    bool recompute_inputs(const JobPtr& job);
+    /// Recipes (under the lock): nodes that compute what a node computes, holding no device
+    /// data, for the operands of `region`'s device-only outputs. A computed input with a host
+    /// copy becomes an input node over it; one with a device copy only, its own recipe.
+    using RecipeMemo = std::unordered_map<const Node*, std::shared_ptr<Node>>;
+    std::vector<std::shared_ptr<Node>> recipe_inputs(const Node& n, const Region& region, RecipeMemo& memo);
+    std::shared_ptr<Node> recipe_of(const std::shared_ptr<Node>& n, const Region& region, RecipeMemo& memo);
+    /// `n`'s recipe when it needs none of its operands' (null otherwise).
+    std::shared_ptr<Node> recipe_leaf(const std::shared_ptr<Node>& n, const Region& region);
     /// Makes `job` wait for its inputs (under the lock); true if it can start now.
     bool wire(const JobPtr& job);
     void launch(const JobPtr& job);
@@ -155,6 +177,11 @@ private:
     std::vector<std::size_t> device_jobs_;  // per device: recorded there, not complete (under the lock)
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
     std::atomic<std::uint64_t> memory_retries_{0}, budget_waits_{0};
+    /// Values computed again after their device was lost; results brought back to bound lineage.
+    std::atomic<std::uint64_t> recomputed_{0}, checkpoints_{0};
+    /// Device regions on a chain of device-only results after which a result also comes back
+    /// to the host (a checkpoint): the recipes a long loop keeps stay this deep at most.
+    static constexpr std::uint32_t kLineageCheckpoint = 1024;
     std::array<std::atomic<std::uint64_t>, kMaxDevices> device_regions_each_{};
     std::mutex reported_mutex_;
     std::set<std::string> reported_;  // fallback causes already printed

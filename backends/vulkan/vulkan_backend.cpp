@@ -110,6 +110,8 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
 std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& options) {
     std::unique_ptr<VulkanBackend> b(new VulkanBackend());
     b->options_ = options;
+    if (options.test_fault == "device_lost_later") b->lost_after_batches_ = 4;
+    if (options.test_fault.rfind("device_lost_later:", 0) == 0) b->lost_after_batches_ = std::stoi(options.test_fault.substr(18));
     b->context_ = Context::create(options.context);
     const Context& c = *b->context_;
     b->device_heap_ = std::make_shared<DeviceHeap>(c, DeviceHeap::Kind::device_local, kBlockBytes);
@@ -637,11 +639,13 @@ void VulkanBackend::complete_loop() {
             }
             lost_ = true;
         }
-        if (!error && options_.test_fault == "device_lost" && !fault_fired_) {
+        if (!error && !fault_fired_ &&
+            (options_.test_fault == "device_lost" ||
+             (lost_after_batches_ > 0 && b->submitted && ++fault_countdown_ == lost_after_batches_))) {
             fault_fired_ = true;
             lost_ = true;
-            error = std::make_exception_ptr(
-                DeviceLost("injected fault (Config::test_fault = device_lost): VK_ERROR_DEVICE_LOST"));
+            error = std::make_exception_ptr(DeviceLost("injected fault (Config::test_fault = " + options_.test_fault +
+                                                       "): VK_ERROR_DEVICE_LOST"));
         }
         const DeviceDescription& d = context_->description();
         std::unordered_map<const Region*, double> region_ms;  // each region's kernels
@@ -707,6 +711,10 @@ void VulkanBackend::download(Value& v) {
     auto d = v.device(ordinal());
     if (!d) throw Error("vulkan: download of a value with no device copy (scheduler bug)");
     if (lost_) throw DeviceLost("vulkan: the device was lost; a value that lived only there is gone");
+    if (options_.test_fault == "device_lost_in_download" && !fault_fired_.exchange(true)) {
+        lost_ = true;
+        throw DeviceLost("injected fault (Config::test_fault = device_lost_in_download): VK_ERROR_DEVICE_LOST");
+    }
     const auto& copy = static_cast<Copy&>(*d);
     const auto& arr = copy.array;
     auto rb = readback_heap_->allocate(arr->bytes());

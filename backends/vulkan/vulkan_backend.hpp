@@ -66,6 +66,7 @@ public:
     void submit(Submission s) override;
     void flush() override;
     void download(Value& v) override;
+    bool lost() const noexcept override { return lost_.load(); }
     std::uint64_t memory_budget() const override;
     std::uint64_t memory_bytes() const override { return context_->device_heap_bytes(); }
     void add_metrics(Metrics& m) const override;
@@ -157,7 +158,8 @@ private:
     DeviceStats stats_;
     std::atomic<bool> fault_fired_{false};
     ActivitySink activity_;  // set once before the first submission
-    std::atomic<int> fault_countdown_{0};  // submissions seen, for test_fault "oom_later"
+    std::atomic<int> fault_countdown_{0};
+    int lost_after_batches_ = 0;  // test_fault "device_lost_later[:N]": N (4 without one), else 0  // submissions (oom_later) or batches completed (device_lost_later) seen
 };
 
 }  // namespace tandem::detail::vk

@@ -85,7 +85,10 @@ struct TANDEM_API Config {
     /// Tests only: make the device fail once, to test the fallback to the CPU: "compile"
     /// (a shader that does not compile), "oom" (no device memory), "oom_later" (no device memory
     /// for the fourth region, when earlier results live on the device), "device_lost" (found
-    /// when a batch completes), "submit_failed" (vkQueueSubmit fails).
+    /// when a batch completes), "device_lost_later" or "device_lost_later:N" (found when the
+    /// fourth, or Nth, batch completes, when earlier results live only on the device),
+    /// "device_lost_in_download" (found by the first download), "submit_failed" (vkQueueSubmit
+    /// fails).
     std::string test_fault;
     /// Comma-separated log topics written to stderr: "graph" (regions of each plan),
     /// "exec" (each region run, with its host time), "gpu" (each dispatch and copy's GPU time,
