@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +56,9 @@ struct Node : std::enable_shared_from_this<Node> {
     /// Device regions on the longest chain its recipe would recompute (0: it has a host copy, or
     /// will). Set when it is planned (scheduler lock); bounds how much graph lineage keeps.
     std::uint32_t lineage_depth = 0;
+    /// Its operands' recipes, made when it is planned on a device (scheduler lock): its inputs
+    /// once it is computed there alone, else dropped.
+    std::optional<std::vector<std::shared_ptr<Node>>> recipe;
 
     Node(OpKind o, DType t, Shape s) : op(o), dtype(t), shape(std::move(s)) {}
     ~Node();

@@ -381,6 +381,16 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                     it->second.first->wanted_on_host[it->second.second] = true;
             }
         }
+        // Device results keep recipes (complete()): made now, while the plan's nodes are in this
+        // thread's cache (at completion they are not: ~6 us a region on a slow host).
+        RecipeMemo memo;
+        for (auto& job : jobs) {
+            const bool on_device = !job->placement.backend->on_host();
+            for (auto& o : job->region.outputs) {
+                if (on_device) o.node->recipe = recipe_inputs(*o.node, job->region, memo);
+                else o.node->recipe.reset();
+            }
+        }
         for (auto& job : jobs)
             if (wire(job)) after.push_back([this, job] { launch(job); });
         if (options_.log_exec) {
@@ -782,6 +792,7 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     for (auto& out : job->region.outputs) {
         out.node->eval.value = nullptr;
         out.node->lineage_depth = 0;
+        out.node->recipe.reset();  // computed on the host now
     }
     std::fill(job->wanted_on_host.begin(), job->wanted_on_host.end(), true);
     if (wire(job)) after.push_back([this, job] { launch(job); });
@@ -790,50 +801,54 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
 std::vector<std::shared_ptr<Node>> Scheduler::recipe_inputs(const Node& n, const Region& region, RecipeMemo& memo) {
     std::vector<std::shared_ptr<Node>> recipe;
     recipe.reserve(n.inputs.size());
-    for (const auto& in : n.inputs) recipe.push_back(recipe_of(in, region, memo));
+    for (const auto& in : n.inputs) recipe.push_back(recipe_of(in.get(), region, memo));
     return recipe;
 }
 
-std::shared_ptr<Node> Scheduler::recipe_leaf(const std::shared_ptr<Node>& n, const Region& region) {
+std::shared_ptr<Node> Scheduler::recipe_leaf(Node& n, const Region& region) {
     for (const auto& o : region.outputs)
-        if (o.node == n) return nullptr;  // being completed: its operands are still the real ones
-    const Evaluation& e = n->eval;
-    if (e.pending || e.error) return n;  // (not for an input of a completed region)
-    if (!e.value) return nullptr;        // inside the region: made of its operands' recipes
-    if (auto host = e.value->host()) return nodes_.make_input(n->dtype, n->shape, std::move(host));
-    // Only on a device: its own recipe (kept when it completed), without its data.
-    return recomputable(*n) ? nodes_.make_recipe(*n, n->inputs) : n;
+        if (o.node.get() == &n) return nullptr;  // its own output: made of its operands' recipes
+    const Evaluation& e = n.eval;
+    if (e.pending)  // planned before: on a device, its recipe; on the CPU, it will have a host copy
+        return n.recipe ? nodes_.make_recipe(n, *n.recipe) : n.shared_from_this();
+    if (e.error) return n.shared_from_this();
+    if (!e.value) return nullptr;  // inside the region: made of its operands' recipes
+    if (auto host = e.value->host()) return nodes_.make_input(n.dtype, n.shape, std::move(host));
+    // Only on a device: its own recipe (its inputs since it completed), without its data.
+    return recomputable(n) ? nodes_.make_recipe(n, n.inputs) : n.shared_from_this();
 }
 
-std::shared_ptr<Node> Scheduler::recipe_of(const std::shared_ptr<Node>& root, const Region& region, RecipeMemo& memo) {
+std::shared_ptr<Node> Scheduler::recipe_of(Node* root, const Region& region, RecipeMemo& memo) {
     // Post-order (iterative: a fused region may be a long chain): a node's recipe is made once
     // its operands' are.
-    std::vector<std::pair<std::shared_ptr<Node>, std::size_t>> stack;
+    std::vector<std::pair<Node*, std::size_t>> stack;
     stack.emplace_back(root, 0);
     while (!stack.empty()) {
         auto& [n, next] = stack.back();
-        if (next == 0 && memo.count(n.get())) {
-            stack.pop_back();
-            continue;
-        }
-        if (next == 0)
-            if (auto leaf = recipe_leaf(n, region)) {
-                memo.emplace(n.get(), std::move(leaf));
+        if (next == 0) {
+            if (memo.count(n)) {
                 stack.pop_back();
                 continue;
             }
+            if (auto leaf = recipe_leaf(*n, region)) {
+                memo.emplace(n, std::move(leaf));
+                stack.pop_back();
+                continue;
+            }
+        }
         if (next < n->inputs.size()) {
-            std::shared_ptr<Node> child = n->inputs[next++];
-            if (!memo.count(child.get())) stack.emplace_back(std::move(child), 0);
+            Node* child = n->inputs[next++].get();
+            if (!memo.count(child)) stack.emplace_back(child, 0);
             continue;
         }
         std::vector<std::shared_ptr<Node>> inputs;
         inputs.reserve(n->inputs.size());
         for (const auto& in : n->inputs) inputs.push_back(memo.at(in.get()));
-        memo.emplace(n.get(), nodes_.make_recipe(*n, std::move(inputs)));
+        Node* done = n;
         stack.pop_back();
+        memo.emplace(done, nodes_.make_recipe(*done, std::move(inputs)));
     }
-    return memo.at(root.get());
+    return memo.at(root);
 }
 
 void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vector<std::exception_ptr> per_output,
@@ -908,14 +923,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             }
             // The graph above a computed value is not needed again: it is released (outside the
             // lock, since that may free many nodes; after the futures resolve). A value that
-            // lives only on a device keeps its recipe instead, to be computed again should that
-            // device be lost; the recipes are made before any output lets go of its operands.
-            std::vector<std::vector<std::shared_ptr<Node>>> recipes(r.outputs.size());
-            RecipeMemo memo;
-            for (std::size_t j = 0; j < r.outputs.size(); ++j) {
-                const std::exception_ptr e = error ? error : per_output[j];
-                if (!e && !job->outputs[j]->host()) recipes[j] = recipe_inputs(*r.outputs[j].node, r, memo);
-            }
+            // lives only on a device keeps the recipe made when it was planned instead, to be
+            // computed again should that device be lost.
             for (std::size_t j = 0; j < r.outputs.size(); ++j) {
                 Node& n = *r.outputs[j].node;
                 std::exception_ptr e = error ? error : per_output[j];
@@ -927,7 +936,10 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                 }
                 n.eval.pending.reset();
                 for (auto& in : n.inputs) released.push_back(std::move(in));
-                n.inputs = std::move(recipes[j]);
+                n.inputs.clear();
+                if (!e && n.recipe && !job->outputs[j]->host()) n.inputs = std::move(*n.recipe);
+                else if (n.recipe) for (auto& in : *n.recipe) released.push_back(std::move(in));
+                n.recipe.reset();
             }
             Completion& c = *job->completion;
             c.recorded = true;

@@ -120,14 +120,17 @@ private:
     /// A CPU job found an input lost with its device: plans it again from its recipe and makes
     /// the job wait for it (true), or finds nothing to compute it from (false).
     bool recompute_inputs(const JobPtr& job);
-    /// Recipes (under the lock): nodes that compute what a node computes, holding no device
-    /// data, for the operands of `region`'s device-only outputs. A computed input with a host
-    /// copy becomes an input node over it; one with a device copy only, its own recipe.
+    /// Recipes (under the lock, when a region is planned on a device, while its nodes are in
+    /// cache): nodes that compute what a node computes, holding no device data, for the operands
+    /// of `region`'s outputs (Node::recipe, which becomes Node::inputs if the output completes
+    /// on the device alone). A computed operand with a host copy becomes an input node over it;
+    /// one with a device copy only, or planned on a device, its own recipe; the region's interior
+    /// is copied. `memo`: per plan.
     using RecipeMemo = std::unordered_map<const Node*, std::shared_ptr<Node>>;
     std::vector<std::shared_ptr<Node>> recipe_inputs(const Node& n, const Region& region, RecipeMemo& memo);
-    std::shared_ptr<Node> recipe_of(const std::shared_ptr<Node>& n, const Region& region, RecipeMemo& memo);
+    std::shared_ptr<Node> recipe_of(Node* n, const Region& region, RecipeMemo& memo);
     /// `n`'s recipe when it needs none of its operands' (null otherwise).
-    std::shared_ptr<Node> recipe_leaf(const std::shared_ptr<Node>& n, const Region& region);
+    std::shared_ptr<Node> recipe_leaf(Node& n, const Region& region);
     /// Makes `job` wait for its inputs (under the lock); true if it can start now.
     bool wire(const JobPtr& job);
     void launch(const JobPtr& job);
