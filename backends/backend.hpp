@@ -76,6 +76,14 @@ public:
     virtual void download(Value& v) { (void)v; }
     /// True once the device is lost: its copies can no longer be read (any thread).
     virtual bool lost() const noexcept { return false; }
+    /// A copy on this device of bytes [offset, offset + bytes) of `v`'s copy here, sharing its
+    /// memory (a streamed region's window), or null: no copy here, or an offset its kernels
+    /// cannot read from (multiples of kWindowAlignment always can).
+    virtual std::shared_ptr<DeviceCopy> window(const Value& v, std::size_t offset, std::size_t bytes) const {
+        (void)v, (void)offset, (void)bytes;
+        return nullptr;
+    }
+    static constexpr std::size_t kWindowAlignment = 256;
     /// Bytes of arrays this device should hold at once by its own account (what its driver says
     /// the process may use, with headroom); 0 for the CPU executor.
     virtual std::uint64_t memory_budget() const { return 0; }

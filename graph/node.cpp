@@ -118,6 +118,15 @@ std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape, std
     return node;
 }
 
+std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape, std::shared_ptr<Value> value) {
+    auto node = std::make_shared<Node>(OpKind::Input, dtype, shape);
+    node->id = next_id();
+    node->hash = static_cast<std::size_t>(node->id);
+    node->runtime = runtime_;
+    node->eval.value = std::move(value);
+    return node;
+}
+
 std::shared_ptr<Node> NodeTable::make_recipe(const Node& of, std::vector<std::shared_ptr<Node>> inputs) {
     auto node = std::make_shared<Node>(of.op, of.dtype, of.shape);
     node->inputs = std::move(inputs);

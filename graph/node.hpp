@@ -81,6 +81,8 @@ public:
                                std::array<double, 3> attr = {});
     /// A fresh, materialised Input node holding `value`.
     std::shared_ptr<Node> make_input(DType dtype, const Shape& shape, std::shared_ptr<Storage> value);
+    /// The same over a value with whichever copies it has.
+    std::shared_ptr<Node> make_input(DType dtype, const Shape& shape, std::shared_ptr<Value> value);
     /// A fresh, uncomputed node that computes what `of` computes from `inputs` (a recipe: never
     /// interned, so nothing the user builds ever finds it).
     std::shared_ptr<Node> make_recipe(const Node& of, std::vector<std::shared_ptr<Node>> inputs);

@@ -1,6 +1,7 @@
 #include "runtime/memory.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 
 #include "tandem/error.hpp"
@@ -21,6 +22,15 @@ std::string format_bytes(std::size_t b) {
     return buf;
 }
 }  // namespace
+
+std::shared_ptr<Storage> Storage::view(std::shared_ptr<Storage> parent, std::size_t offset, std::size_t bytes) {
+    if (offset + bytes > parent->bytes()) throw Error("Storage::view: bytes past the end of the storage (bug)");
+    auto s = std::shared_ptr<Storage>(new Storage());
+    s->data_ = static_cast<std::byte*>(parent->data()) + offset;
+    s->bytes_ = bytes;
+    s->keep_alive_ = std::move(parent);
+    return s;
+}
 
 Storage::~Storage() {
     if (pool_) pool_->release(data_, capacity_);

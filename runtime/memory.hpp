@@ -27,6 +27,9 @@ public:
     const void* data() const noexcept { return data_; }
     std::size_t bytes() const noexcept { return bytes_; }
 
+    /// Bytes [offset, offset + bytes) of `parent`, without copying (kept alive by the view).
+    static std::shared_ptr<Storage> view(std::shared_ptr<Storage> parent, std::size_t offset, std::size_t bytes);
+
     /// Takes a vector without copying it.
     template <class T>
     static std::shared_ptr<Storage> adopt(std::vector<T>&& v) {

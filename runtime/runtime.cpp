@@ -30,8 +30,10 @@ std::size_t pool_limit(const Config& c, const CpuTopology& t) {
     if (c.host_pool_bytes != SIZE_MAX) return c.host_pool_bytes;
     return t.memory_bytes ? static_cast<std::size_t>(t.memory_bytes / 8) : std::size_t{1} << 30;
 }
-SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* device, const CpuTopology& topology) {
+SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* device, const CpuTopology& topology,
+                                   HostPool& pool) {
     SchedulerOptions o;
+    o.pool = &pool;
     o.profile = default_machine_profile(threads, device ? device->device_class() : DeviceClass::host);
     // The measured rates, where they matter: a device open and placement left to the model.
     if (device && c.placement == "auto")
@@ -66,7 +68,7 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
       devices_(open_devices()),
-      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, devices(), scheduler_options(config_, threads_, device(), topology_))) {}
+      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, devices(), scheduler_options(config_, threads_, device(), topology_, *pool_))) {}
 
 std::vector<Backend*> RuntimeImpl::devices() const {
     std::vector<Backend*> out;

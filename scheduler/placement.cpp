@@ -1,5 +1,7 @@
 #include "scheduler/placement.hpp"
 
+#include <optional>
+
 #include <algorithm>
 #include <string>
 
@@ -68,13 +70,16 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         if (e.inner * e.outer * 64 < floor)
             return cpu.reason = "a scan of too few lines for the device", cpu;
     }
-    if (device_memory_budget_ > 0) {
-        // Everything a device region touches must be there at once.
-        std::uint64_t working_set = 0;
-        for (const InputSite& in : q.inputs) working_set += static_cast<std::uint64_t>(in.bytes);
-        for (const Region::Output& o : region.outputs) working_set += o.node->bytes();
-        if (working_set > device_memory_budget_)
-            return cpu.reason = "its inputs and outputs exceed the device's memory budget", cpu;
+    // Everything a device region touches must be there at once: a larger one streams, or runs
+    // on the CPU.
+    std::uint64_t working_set = 0;
+    for (const InputSite& in : q.inputs) working_set += static_cast<std::uint64_t>(in.bytes);
+    for (const Region::Output& o : region.outputs) working_set += o.node->bytes();
+    const bool too_large = device_memory_budget_ > 0 && working_set > device_memory_budget_;
+    std::optional<StreamPlan> stream;
+    if (too_large) {
+        stream = plan_stream(region, device_memory_budget_ / kStreamPieceShare);
+        if (!stream) return cpu.reason = "its inputs and outputs exceed the device's memory budget (it cannot stream)", cpu;
     }
     const double device_compute = compute_s(region, true);
 
@@ -102,6 +107,8 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         cpu.cpu_s += link.sync_s + upload_s(q.bytes_to_consumers);
     cpu.finish_s = cpu.cpu_s;
     cpu.transfer_s = to_host;
+
+    if (stream) return place_streamed(q, *stream, cpu, device_compute, device_free_s, ready);
 
     PlacementDecision dev{nullptr, ""};
     std::int64_t bytes_on_dev = 0;
@@ -166,6 +173,37 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     }
     if (dev.device_s < cpu.cpu_s) return dev.reason = "earliest predicted finish", dev;
     return cpu.reason = "earliest predicted finish", cpu;
+}
+
+PlacementDecision Placement::place_streamed(const PlacementQuery& q, const StreamPlan& stream, PlacementDecision cpu,
+                                            double device_compute, std::span<const double> device_free_s,
+                                            double ready) const {
+    // An input on the device is read there in place; one on the host goes up in windows; one
+    // on neither comes down first. Every output comes back (partials: a few bytes). Pieces
+    // overlap their copies with the compute of others: the longer of the two, plus a round trip
+    // per piece.
+    const LinkProfile& link = profile_.link;
+    PlacementDecision dev{nullptr, "too large for the device's memory budget: streamed in pieces"};
+    for (std::size_t d = 0; d < devices_.size() && !dev.backend; ++d) {
+        if (!device_enabled(d)) continue;
+        double moved = 0;
+        for (const InputSite& in : q.inputs)
+            if (!(in.devices >> d & 1u)) moved += upload_s(in.bytes) + (in.on_host ? 0.0 : download_s(in.bytes));
+        if (!stream.partials)
+            for (const Region::Output& o : q.region->outputs) moved += download_s(static_cast<std::int64_t>(o.node->bytes()));
+        dev.transfer_s = moved;
+        const double free_s = d < device_free_s.size() ? device_free_s[d] : 0.0;
+        dev.backend = devices_[d];
+        dev.finish_s = dev.device_s = std::max(free_s, ready) + std::max(device_compute, moved) +
+                                      static_cast<double>(stream.pieces()) * link.sync_s;
+    }
+    if (!dev.backend) return cpu.reason = "cpu only", cpu;
+    dev.compute_s = device_compute;
+    dev.cpu_s = cpu.cpu_s;
+    dev.stream_pieces = stream.pieces();
+    cpu.device_s = dev.device_s;
+    if (mode_ == PlacementMode::device || dev.device_s < cpu.cpu_s) return dev;
+    return cpu.reason = "earliest predicted finish (streaming it through the device is slower)", cpu;
 }
 
 }  // namespace tandem::detail

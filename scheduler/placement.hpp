@@ -15,6 +15,7 @@
 
 #include "backends/backend.hpp"
 #include "scheduler/cost_model.hpp"
+#include "scheduler/streaming.hpp"
 
 namespace tandem::detail {
 
@@ -57,7 +58,14 @@ struct PlacementDecision {
     /// Run on the CPU: how much sooner a device would have finished it, had its host-only inputs
     /// been there already (0 otherwise). The scheduler adds it to those inputs' regret.
     double regret_s = 0;
+    /// On a device although larger than its memory budget: the pieces it streams in
+    /// (scheduler/streaming.hpp); 0 otherwise.
+    std::int64_t stream_pieces = 0;
 };
+
+/// A streamed region's pieces take at most this share of the budget each (1 / it): two in
+/// flight leave room for what else the device holds.
+inline constexpr std::uint64_t kStreamPieceShare = 4;
 
 class Placement {
 public:
@@ -104,6 +112,11 @@ public:
     bool device_enabled(std::size_t ordinal) const noexcept { return (enabled_.load() >> ordinal) & 1u; }
 
 private:
+    /// A region too large for the device's budget: streamed on the first enabled device, or
+    /// on the CPU when that finishes sooner (automatic mode).
+    PlacementDecision place_streamed(const PlacementQuery& q, const StreamPlan& stream, PlacementDecision cpu,
+                                     double device_compute, std::span<const double> device_free_s, double ready) const;
+
     Backend* cpu_;
     std::vector<Backend*> devices_;
     PlacementMode mode_;

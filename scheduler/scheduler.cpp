@@ -4,11 +4,14 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 #include <typeinfo>
 #include <utility>
 
+#include "graph/reduce_order.hpp"
+#include "scheduler/streaming.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail {
@@ -185,7 +188,8 @@ void Scheduler::wait_idle() {
 
 bool Scheduler::wire(const JobPtr& job) {
     job->waiting = 0;
-    const bool on_device = !job->placement.backend->on_host();
+    // A streamed region reads host copies: it waits for its inputs to be done, as a CPU one.
+    const bool on_device = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
     for (auto& in : job->region.inputs) {
         const std::shared_ptr<Completion>& c = in->eval.pending;
         if (!c) continue;
@@ -292,6 +296,8 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                                   "a view of a device value"};
             }
             const bool on_device = !job->placement.backend->on_host();
+            // Its results stay on the device (a streamed region's come back to the host).
+            const bool resident = on_device && job->placement.stream_pieces == 0;
             if (job->placement.regret_s > 0) {
                 // Kept on the host only because its inputs were: their upload draws nearer.
                 for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
@@ -310,15 +316,15 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                 // plan that read them need no transfer of their own.
                 for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
                     InputSite moved = query.inputs[k];
-                    if (on_device) moved.devices |= 1u << job->placement.backend->ordinal();
+                    if (resident) moved.devices |= 1u << job->placement.backend->ordinal();
                     else moved.on_host = true;
                     site[job->region.inputs[k].get()] = moved;
                 }
                 for (auto& o : job->region.outputs) {
                     InputSite s;
                     s.bytes = static_cast<std::int64_t>(o.node->bytes());
-                    s.on_host = !on_device;
-                    s.devices = on_device ? 1u << job->placement.backend->ordinal() : 0u;
+                    s.on_host = !resident;
+                    s.devices = resident ? 1u << job->placement.backend->ordinal() : 0u;
                     s.ready_s = job->placement.finish_s;
                     site[o.node.get()] = s;
                 }
@@ -343,7 +349,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             // device regions on a chain, a result also comes back to the host with its
             // batch, so that what lineage keeps stays bounded in a long loop.
             std::uint32_t depth = 0;
-            if (on_device) {
+            if (resident) {
                 for (const auto& in : job->region.inputs) {
                     const bool on_host = !in->eval.pending && in->eval.value && in->eval.value->host();
                     depth = std::max(depth, on_host ? 0u : in->lineage_depth);
@@ -377,7 +383,8 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                     it = producer.find(it->second.first->region.inputs[0].get());
                 if (it == producer.end()) continue;
                 const Backend* from = it->second.first->placement.backend;
-                if (!from->on_host() && from != job->placement.backend && job->region.kind != RegionKind::view)
+                if (!from->on_host() && (from != job->placement.backend || job->placement.stream_pieces > 0) &&
+                    job->region.kind != RegionKind::view)
                     it->second.first->wanted_on_host[it->second.second] = true;
             }
         }
@@ -385,9 +392,9 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
         // thread's cache (at completion they are not: ~6 us a region on a slow host).
         RecipeMemo memo;
         for (auto& job : jobs) {
-            const bool on_device = !job->placement.backend->on_host();
+            const bool resident = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
             for (auto& o : job->region.outputs) {
-                if (on_device) o.node->recipe = recipe_inputs(*o.node, job->region, memo);
+                if (resident) o.node->recipe = recipe_inputs(*o.node, job->region, memo);
                 else o.node->recipe.reset();
             }
         }
@@ -504,6 +511,8 @@ void Scheduler::ensure_host(const std::vector<std::shared_ptr<Value>>& values) {
 void Scheduler::launch(const JobPtr& job) {
     if (job->placement.backend->on_host()) {
         workers_.enqueue([this, job] { run_on_host(job); });
+    } else if (job->placement.stream_pieces > 0) {
+        workers_.enqueue([this, job] { run_streamed(job); });
     } else if (job->region.kind == RegionKind::view) {
         record_view(job);
     } else {
@@ -543,6 +552,185 @@ void Scheduler::finish_view(const JobPtr& job) {
         job->outputs = {in.eval.value};  // the producer's final value (it may have run again on the CPU)
     }
     complete(job, error, {}, false);
+}
+
+void Scheduler::run_streamed(const JobPtr& job) {
+    const Region& r = job->region;
+    std::exception_ptr error;
+    std::vector<std::shared_ptr<Value>> inputs;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& in : r.inputs) {
+            if (in->eval.error) {
+                error = in->eval.error;
+                break;
+            }
+            inputs.push_back(in->eval.value);
+        }
+    }
+    if (error) return complete(job, error, {}, false);
+    job->started = std::chrono::steady_clock::now();
+    Backend& device = *job->placement.backend;
+    auto on_cpu_instead = [&](const std::string& why) {
+        report_fallback("stream " + why, "[tandem] streamed region " + r.summary() + " runs on the CPU instead: " + why);
+        Deferred after;
+        {
+            std::lock_guard lock(mutex_);
+            requeue_on_host(job, after);
+        }
+        drain(after);
+    };
+    ResidencyTable& table = *residency_[device.ordinal()];
+    const std::size_t here = device.ordinal();
+    // Pieces share what the budget leaves beside the inputs read in place (two in flight).
+    std::uint64_t in_place = 0;
+    for (auto& v : inputs)
+        if (v->device(here)) in_place += v->bytes();
+    const std::uint64_t budget = table.budget();
+    auto plan = plan_stream(r, std::min(budget / kStreamPieceShare, budget > in_place ? (budget - in_place) / 2 : 0));
+    if (!plan) plan = plan_stream(r, budget / kStreamPieceShare);  // over the budget by what is read in place
+    if (!plan) return on_cpu_instead("no piece fits the device's memory budget");
+    try {
+        // The pieces read windows of each input's copy on this device, in place, or of its host
+        // copy: one comes down only when it is on neither (or its windows cannot be read in place).
+        for (std::size_t k = 0; k < inputs.size(); ++k)
+            if (!inputs[k]->host() && (!inputs[k]->device(here) || !windows_aligned(r, *plan, k))) ensure_host({inputs[k]});
+    } catch (const DeviceError& e) {
+        if (recompute_inputs(job)) return;
+        return on_cpu_instead(e.what());
+    }
+    // What the windows share stays on the device until the last piece is done.
+    std::vector<std::shared_ptr<Value>> held;
+    for (auto& v : inputs)
+        if (v->device(here)) {
+            table.pin(v);
+            held.push_back(v);
+        }
+    struct Unpin {
+        ResidencyTable& table;
+        std::vector<std::shared_ptr<Value>>& values;
+        ~Unpin() {
+            for (auto& v : values) table.unpin(*v);
+        }
+    } unpin_held{table, held};
+    auto allocate = [&](std::size_t bytes, const std::string& what) {
+        return options_.pool ? options_.pool->allocate(bytes, what) : Storage::adopt(std::vector<std::byte>(bytes));
+    };
+    // Where the pieces' results go: the region's outputs (windows), or each reduction's partials.
+    std::vector<std::shared_ptr<Storage>> results;
+    std::vector<std::size_t> partial_bytes(plan->partials ? r.reductions.size() : 0);
+    struct Flight {
+        StreamPiece piece;
+        std::vector<std::shared_ptr<Value>> pinned;  // what it uploads and writes
+        std::unique_ptr<bool[]> wanted;
+        std::mutex mutex;
+        std::condition_variable cv;
+        bool done = false;
+        std::exception_ptr error;
+    };
+    std::deque<std::unique_ptr<Flight>> flights;
+    auto harvest = [&](Flight& f) {
+        {
+            std::unique_lock lock(f.mutex);
+            f.cv.wait(lock, [&] { return f.done; });
+        }
+        for (auto& v : f.pinned) table.unpin(*v);
+        f.pinned.clear();
+        if (f.error) std::rethrow_exception(f.error);
+        for (std::size_t j = 0; j < f.piece.outputs.size(); ++j) {
+            const auto host = f.piece.outputs[j]->host();
+            if (!host) throw Error("streaming: a piece's result did not come back (bug)");
+            const std::size_t at = plan->partials ? partial_bytes[j] : f.piece.output_offsets[j];
+            std::memcpy(static_cast<std::byte*>(results[j]->data()) + at, host->data(), host->bytes());
+            if (plan->partials) partial_bytes[j] += host->bytes();
+        }
+    };
+    try {
+        const std::int64_t pieces = plan->pieces();
+        if (plan->partials) {
+            // A partial per chunk of whole chunks, and one for the rest.
+            const std::int64_t count = reduce_chunks(plan->extent);
+            for (std::size_t j = 0; j < r.reductions.size(); ++j) {
+                const OpKind op = r.reductions[j].op;
+                const DType t = op == OpKind::Sum || op == OpKind::Prod ? DType::f64 : r.outputs[j].node->dtype;
+                results.push_back(allocate(static_cast<std::size_t>(count) * dtype_size(t), "streamed partials"));
+            }
+        } else {
+            for (const auto& o : r.outputs) results.push_back(allocate(o.node->bytes(), o.node->label()));
+        }
+        for (std::int64_t p = 0; p < pieces; ++p) {
+            auto f = std::make_unique<Flight>();
+            f->piece = make_piece(r, *plan, p, inputs, device, nodes_);
+            StreamPiece& piece = f->piece;
+            for (auto& v : piece.inputs)
+                if (!v->device(here)) f->pinned.push_back(v);  // uploaded with the piece
+            for (auto& v : piece.outputs) f->pinned.push_back(v);
+            std::uint64_t need = 0;
+            for (auto& v : f->pinned) need += v->bytes();
+            evict(device, table.make_room(need));
+            for (auto& v : f->pinned) table.pin(v);
+            f->wanted.reset(new bool[piece.outputs.size()]);
+            std::fill_n(f->wanted.get(), piece.outputs.size(), true);
+            Flight* raw = f.get();
+            device.submit({&piece.region, piece.inputs, piece.outputs, {f->wanted.get(), piece.outputs.size()},
+                           [raw](std::exception_ptr e) {
+                               std::lock_guard lock(raw->mutex);
+                               raw->error = e;
+                               raw->done = true;
+                               raw->cv.notify_all();
+                           },
+                           {}});
+            device.flush();
+            flights.push_back(std::move(f));
+            pieces_.fetch_add(1, std::memory_order_relaxed);
+            // Two in flight: one piece's copies overlap the other's compute.
+            if (flights.size() == 2) {
+                harvest(*flights.front());
+                flights.pop_front();
+            }
+        }
+        while (!flights.empty()) {
+            harvest(*flights.front());
+            flights.pop_front();
+        }
+        job->outputs.clear();
+        if (plan->partials) {
+            // The reductions of the partials, and the tail, on the host: the canonical order's
+            // later levels, as the whole region would have run them.
+            std::vector<std::shared_ptr<Node>> partials;
+            std::vector<std::shared_ptr<Value>> values;
+            for (std::size_t j = 0; j < r.reductions.size(); ++j) {
+                const OpKind op = r.reductions[j].op;
+                const DType t = op == OpKind::Sum || op == OpKind::Prod ? DType::f64 : r.outputs[j].node->dtype;
+                const auto count = static_cast<std::int64_t>(partial_bytes[j] / dtype_size(t));
+                partials.push_back(nodes_.make_input(t, Shape{count, 1}, results[j]));
+                values.push_back(partials.back()->eval.value);
+            }
+            const Region combined = combine_partials(r, std::move(partials));
+            for (auto& o : combined.outputs) job->outputs.push_back(std::make_shared<Value>(o.node->bytes()));
+            std::exception_ptr e;
+            placement_.cpu().submit({&combined, values, job->outputs, {}, [&](std::exception_ptr x) { e = x; }, {}});
+            if (e) std::rethrow_exception(e);
+        } else {
+            for (std::size_t j = 0; j < r.outputs.size(); ++j)
+                job->outputs.push_back(std::make_shared<Value>(r.outputs[j].node->bytes(), results[j]));
+        }
+    } catch (...) {
+        const std::exception_ptr e = std::current_exception();
+        while (!flights.empty()) {  // wait for what is in flight: it reads the windows
+            try {
+                harvest(*flights.front());
+            } catch (...) {
+            }
+            flights.pop_front();
+        }
+        if (is_data_error(e) && r.outputs.size() == 1) return complete(job, e, {}, false);
+        if (is_device_error(e)) placement_.disable_device(device.ordinal());
+        // A data error among several outputs (which ones?), a lost device, no memory: the CPU.
+        return on_cpu_instead(error_text(e));
+    }
+    streamed_.fetch_add(1, std::memory_order_relaxed);
+    complete(job, nullptr, {}, false);
 }
 
 bool Scheduler::recompute_inputs(const JobPtr& job) {
@@ -784,7 +972,7 @@ bool Scheduler::retry_after_oom(const JobPtr& job) {
 void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     discharge(*job);
-    job->placement = {&placement_.cpu(), "fallback from the device"};
+    job->placement = {&placement_.cpu(), "fallback from the device"};  // (stream_pieces 0)
     job->fell_back = true;
     job->placement.compute_s = placement_.compute_s(job->region, false);
     charge(*job, false, job->placement.compute_s);
@@ -1008,6 +1196,8 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.budget_waits = budget_waits_.load(std::memory_order_relaxed);
     m.values_recomputed = recomputed_.load(std::memory_order_relaxed);
     m.lineage_checkpoints = checkpoints_.load(std::memory_order_relaxed);
+    m.streamed_regions = streamed_.load(std::memory_order_relaxed);
+    m.streamed_pieces = pieces_.load(std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         m.runs_learned = placement_.runs_learned();

@@ -55,6 +55,7 @@ struct SchedulerOptions {
     MachineProfile profile;                ///< the cost model's rates
     bool learn = true;                     ///< refine the model with observed times (automatic placement)
     std::uint64_t device_memory_budget = 0;  ///< bytes of arrays each device may hold (0: no limit)
+    HostPool* pool = nullptr;                ///< host memory for streamed regions' results (null: the heap)
 };
 
 class Scheduler {
@@ -135,6 +136,10 @@ private:
     bool wire(const JobPtr& job);
     void launch(const JobPtr& job);
     void run_on_host(const JobPtr& job);
+    /// A region larger than its device's budget, in pieces (scheduler/streaming.hpp), on a
+    /// worker thread: each piece's windows go up, its results come back into the region's host
+    /// outputs (partials: finished on the host); on a device error the CPU runs it.
+    void run_streamed(const JobPtr& job);
     void record_on_device(const JobPtr& job);
     void record_view(const JobPtr& job);  // a view of a device value, with it
     void finish_view(const JobPtr& job);
@@ -181,7 +186,7 @@ private:
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
     std::atomic<std::uint64_t> memory_retries_{0}, budget_waits_{0};
     /// Values computed again after their device was lost; results brought back to bound lineage.
-    std::atomic<std::uint64_t> recomputed_{0}, checkpoints_{0};
+    std::atomic<std::uint64_t> recomputed_{0}, checkpoints_{0}, streamed_{0}, pieces_{0};
     /// Device regions on a chain of device-only results after which a result also comes back
     /// to the host (a checkpoint): the recipes a long loop keeps stay this deep at most.
     static constexpr std::uint32_t kLineageCheckpoint = 1024;

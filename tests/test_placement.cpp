@@ -247,18 +247,35 @@ TEST(Placement, DefaultProfilesAreOrdered) {
     EXPECT_GT(gpu.link.sync_s, 0);
 }
 
-TEST(Placement, ARegionLargerThanTheDeviceBudgetStaysOnTheCpu) {
+TEST(Placement, ARegionLargerThanTheDeviceBudgetStreamsOrStaysOnTheCpu) {
     Runtime rt = cpu_runtime();
     FakeBackend cpu{true}, device{false};
     const std::int64_t n = 1'000'000;  // 8 MB an array: 16 MB read, 8 MB written
     const Region heavy = region_of(tandem::exp(tandem::sin(data(rt, n))) * data(rt, n));
     Placement roomy(cpu, {&device}, PlacementMode::device, 0, fixed_profile(), 24'000'000);
-    EXPECT_EQ(roomy.place(query(heavy, false, true), 0, 0).backend, &device);
+    auto fits = roomy.place(query(heavy, false, true), 0, 0);
+    EXPECT_EQ(fits.backend, &device);
+    EXPECT_EQ(fits.stream_pieces, 0) << "it fits: no streaming";
+    // Too large for the budget: streamed in pieces of at most a quarter of it when forced; in
+    // automatic mode, streamed if that is predicted to finish first.
+    Placement forced(cpu, {&device}, PlacementMode::device, 0, fixed_profile(), 23'999'999);
+    auto d = forced.place(query(heavy, true, false), 0, 0);
+    EXPECT_EQ(d.backend, &device);
+    EXPECT_GE(d.stream_pieces, 5) << "24 MB in pieces of at most 6 MB";
+    EXPECT_NE(std::string(d.reason).find("streamed"), std::string::npos) << d.reason;
+    Placement automatic(cpu, {&device}, PlacementMode::automatic, 0, fixed_profile(), 23'999'999);
+    auto a = automatic.place(query(heavy, true, false), 0, 0);
+    ASSERT_GE(a.cpu_s, 0);
+    ASSERT_GE(a.device_s, 0);
+    EXPECT_EQ(a.backend, a.device_s < a.cpu_s ? &device : &cpu);
+    EXPECT_EQ(a.stream_pieces > 0, a.backend == &device);
+    // What cannot stream (random numbers follow the element's index) stays on the CPU.
+    const Region random = region_of(tandem::rand(rt, {n, 3}) * data(rt, n));
     for (PlacementMode mode : {PlacementMode::automatic, PlacementMode::device}) {
-        Placement tight(cpu, {&device}, mode, 0, fixed_profile(), 23'999'999);
-        auto d = tight.place(query(heavy, true, false), 0, 0);
-        EXPECT_EQ(d.backend, &cpu) << "it cannot be on the device at once, forced or not";
-        EXPECT_NE(std::string(d.reason).find("memory budget"), std::string::npos) << d.reason;
+        Placement tight(cpu, {&device}, mode, 0, fixed_profile(), 1'000'000);
+        auto r = tight.place(query(random, true, false), 0, 0);
+        EXPECT_EQ(r.backend, &cpu) << "it cannot be on the device at once, forced or not";
+        EXPECT_NE(std::string(r.reason).find("memory budget"), std::string::npos) << r.reason;
     }
 }
 

@@ -54,6 +54,19 @@ DeviceArray::~DeviceArray() {
     if (heap_) heap_->release(block_, offset_, reserved_);
 }
 
+std::shared_ptr<DeviceArray> DeviceArray::window(std::shared_ptr<const DeviceArray> parent, VkDeviceSize offset,
+                                                 VkDeviceSize bytes) {
+    if (offset + bytes > parent->bytes_) throw Error("vulkan: a window past the end of its array (bug)");
+    std::shared_ptr<DeviceArray> w(new DeviceArray);
+    w->buffer_ = parent->buffer_;
+    w->offset_ = parent->offset_ + offset;
+    w->bytes_ = bytes;
+    w->address_ = parent->address_ + offset;
+    w->mapped_ = parent->mapped_ ? static_cast<std::byte*>(parent->mapped_) + offset : nullptr;
+    w->parent_ = std::move(parent);
+    return w;
+}
+
 void DeviceArray::invalidate() const {
     if (heap_) heap_->invalidate(block_, offset_, reserved_);
 }

@@ -34,10 +34,14 @@ public:
     /// Makes device writes to readback memory visible to mapped() (vkInvalidateMappedMemoryRanges
     /// where the memory is not host-coherent; nothing where it is). Call after the copy finished.
     void invalidate() const;
+    /// Bytes [offset, offset + bytes) of `parent`, which the window keeps alive (frees nothing).
+    static std::shared_ptr<DeviceArray> window(std::shared_ptr<const DeviceArray> parent, VkDeviceSize offset,
+                                               VkDeviceSize bytes);
 
 private:
     friend class DeviceHeap;
     DeviceArray() = default;
+    std::shared_ptr<const DeviceArray> parent_;  // a window's
     std::shared_ptr<DeviceHeap> heap_;
     std::uint32_t block_ = 0;
     VkBuffer buffer_ = VK_NULL_HANDLE;

@@ -706,6 +706,13 @@ void VulkanBackend::complete_loop() {
     }
 }
 
+std::shared_ptr<DeviceCopy> VulkanBackend::window(const Value& v, std::size_t offset, std::size_t bytes) const {
+    auto d = v.device(ordinal());
+    if (!d || lost_ || offset % kWindowAlignment != 0) return nullptr;
+    const auto& copy = static_cast<const Copy&>(*d);
+    return std::make_shared<Copy>(context_, DeviceArray::window(copy.array, offset, bytes), copy.ready_at, copy.uploaded_at);
+}
+
 void VulkanBackend::download(Value& v) {
     if (v.host()) return;
     auto d = v.device(ordinal());

@@ -67,6 +67,7 @@ public:
     void flush() override;
     void download(Value& v) override;
     bool lost() const noexcept override { return lost_.load(); }
+    std::shared_ptr<DeviceCopy> window(const Value& v, std::size_t offset, std::size_t bytes) const override;
     std::uint64_t memory_budget() const override;
     std::uint64_t memory_bytes() const override { return context_->device_heap_bytes(); }
     void add_metrics(Metrics& m) const override;

@@ -82,6 +82,8 @@ struct Metrics {
     std::uint64_t runs_learned = 0;             ///< region runs the cost model learned from (Config::placement_learning)
     std::uint64_t values_recomputed = 0;        ///< values lost with a device and computed again from their recipes
     std::uint64_t lineage_checkpoints = 0;      ///< device results brought back to bound the recipes kept
+    std::uint64_t streamed_regions = 0;         ///< regions larger than the device's budget run there in pieces
+    std::uint64_t streamed_pieces = 0;          ///< their pieces
 };
 
 /// One region run, for Runtime::region_records() (Config::region_records).

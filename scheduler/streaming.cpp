@@ -1,0 +1,210 @@
+#include "scheduler/streaming.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "graph/reduce_order.hpp"
+#include "tandem/error.hpp"
+
+namespace tandem::detail {
+
+namespace {
+
+/// Elements of `s` before dimension d (a window's stride along d).
+std::int64_t inner(const Shape& s, int d) {
+    std::int64_t n = 1;
+    for (int i = 0; i < d; ++i) n *= s[i];
+    return n;
+}
+
+Shape with_extent(const Shape& s, int d, std::int64_t extent) {
+    std::vector<std::int64_t> dims = s.dims();
+    if (static_cast<int>(dims.size()) <= d) dims.resize(static_cast<std::size_t>(d) + 1, 1);
+    dims[static_cast<std::size_t>(d)] = extent;
+    return Shape(std::move(dims));
+}
+
+bool sums_in_double(OpKind op) { return op == OpKind::Sum || op == OpKind::Prod; }
+
+/// Partials: the elements a piece covers ([first, end)): whole chunks, then the rest alone.
+std::pair<std::int64_t, std::int64_t> partial_range(const StreamPlan& p, std::int64_t index) {
+    const std::int64_t aligned = p.extent / kReduceChunk * kReduceChunk;
+    const std::int64_t first = index * p.per_piece;
+    if (first >= aligned) return {aligned, p.extent};
+    return {first, std::min(aligned, first + p.per_piece)};
+}
+
+}  // namespace
+
+std::int64_t StreamPlan::pieces() const noexcept {
+    if (!partials) return (extent + per_piece - 1) / per_piece;
+    const std::int64_t aligned = extent / kReduceChunk * kReduceChunk;
+    return (aligned + per_piece - 1) / per_piece + (aligned < extent ? 1 : 0);
+}
+
+std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes) {
+    if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce) return std::nullopt;
+    for (const Instr& ins : r.program)
+        if (op_info(ins.op).group == OpGroup::Generator) return std::nullopt;  // values follow the index
+    for (const Reduction& red : r.reductions)
+        if (red.op == OpKind::ArgMax || red.op == OpKind::ArgMin) return std::nullopt;
+    const Shape& S = r.shape;
+    int D = -1;
+    for (int d = 0; d < S.ndims(); ++d)
+        if (S[d] > 1) D = d;
+    if (D < 0) return std::nullopt;
+    const auto budget = static_cast<std::int64_t>(std::min<std::uint64_t>(piece_bytes, INT64_MAX));
+
+    StreamPlan p;
+    p.dim = D;
+    p.partials = r.is_reduce() && (r.reduce_dim == -1 || r.reduce_dim == D);
+    if (p.partials) {
+        // Flat windows of every input: each is the whole domain, or one element.
+        if (r.reduce_dim == D)
+            for (int d = 0; d < S.ndims(); ++d)
+                if (d != D && S[d] != 1) return std::nullopt;  // a row's lanes are blocked
+        std::int64_t per_element = 0, fixed = 0;
+        for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+            const Node& in = *r.inputs[k];
+            if (in.shape.numel() == 1) fixed += static_cast<std::int64_t>(in.bytes());
+            else if (in.shape == S && !r.has_view(k)) per_element += static_cast<std::int64_t>(dtype_size(in.dtype));
+            else return std::nullopt;
+        }
+        if (budget <= fixed) return std::nullopt;
+        p.extent = S.numel();
+        p.per_piece = (budget - fixed) / std::max<std::int64_t>(per_element, 1) / kReduceChunk * kReduceChunk;
+        if (p.per_piece < kReduceChunk) return std::nullopt;
+        return p;
+    }
+    std::int64_t per_position = 0, fixed = 0;
+    for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+        const Node& in = *r.inputs[k];
+        if (in.shape[D] != S[D]) {
+            fixed += static_cast<std::int64_t>(in.bytes());  // broadcast along D: whole
+            continue;
+        }
+        if (r.has_view(k) && static_cast<int>(r.input_views[k].size()) > D && !(r.input_views[k][static_cast<std::size_t>(D)] == AxisMap{}))
+            return std::nullopt;  // a remap along D reads outside the window
+        per_position += inner(in.shape, D) * static_cast<std::int64_t>(dtype_size(in.dtype));
+    }
+    for (const Region::Output& o : r.outputs)
+        per_position += inner(o.node->shape, D) * static_cast<std::int64_t>(dtype_size(o.node->dtype));
+    if (budget <= fixed || per_position == 0) return std::nullopt;
+    p.extent = S[D];
+    p.per_piece = std::min(p.extent, (budget - fixed) / per_position);
+    if (p.per_piece < 1) return std::nullopt;
+    // Pieces whose windows start where a device can read them in place, where that leaves some.
+    std::int64_t align = 1;
+    for (const auto& in : r.inputs)
+        if (in->shape[D] == S[D]) {
+            const auto stride = inner(in->shape, D) * static_cast<std::int64_t>(dtype_size(in->dtype));
+            const auto a = static_cast<std::int64_t>(Backend::kWindowAlignment) / std::gcd(static_cast<std::int64_t>(Backend::kWindowAlignment), stride);
+            align = std::lcm(align, a);
+        }
+    if (p.per_piece < p.extent && p.per_piece >= align) p.per_piece = p.per_piece / align * align;
+    return p;
+}
+
+bool windows_aligned(const Region& r, const StreamPlan& p, std::size_t k) {
+    const Node& in = *r.inputs[k];
+    const auto es = static_cast<std::int64_t>(dtype_size(in.dtype));
+    const auto a = static_cast<std::int64_t>(Backend::kWindowAlignment);
+    if (p.partials) return (p.per_piece * es) % a == 0 && (p.extent / kReduceChunk * kReduceChunk * es) % a == 0;
+    return in.shape[p.dim] != r.shape[p.dim] || (p.per_piece * inner(in.shape, p.dim) * es) % a == 0;
+}
+
+StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
+                       std::span<const std::shared_ptr<Value>> inputs, const Backend& device, NodeTable& nodes) {
+    StreamPiece piece;
+    Region& q = piece.region;
+    q = r;
+    q.outputs.clear();
+    const Shape& S = r.shape;
+    auto window = [&](std::size_t k, std::int64_t first_element, std::int64_t elements, const Shape& shape) {
+        const Node& in = *r.inputs[k];
+        const std::size_t es = dtype_size(in.dtype);
+        const std::size_t offset = static_cast<std::size_t>(first_element) * es, bytes = static_cast<std::size_t>(elements) * es;
+        auto on_device = device.window(*inputs[k], offset, bytes);
+        auto host = inputs[k]->host();
+        if (!on_device && !host) throw Error("streaming: a window with neither a device nor a host copy (scheduler bug)");
+        // In place on the device where it is there; else a view of the host copy, to upload.
+        auto value = std::make_shared<Value>(bytes, on_device || !host ? nullptr : Storage::view(std::move(host), offset, bytes));
+        if (on_device) value->set_device(device.ordinal(), std::move(on_device));
+        q.inputs[k] = nodes.make_input(in.dtype, shape, value);
+        piece.inputs.push_back(std::move(value));
+    };
+    auto output = [&](const Node& of, const Shape& shape, DType dtype, std::uint32_t value, std::size_t offset) {
+        auto node = nodes.make_recipe(of, {});
+        node->shape = shape;
+        node->dtype = dtype;
+        q.outputs.push_back({value, node});
+        piece.outputs.push_back(std::make_shared<Value>(node->bytes()));
+        piece.output_offsets.push_back(offset);
+    };
+    if (!p.partials) {
+        const int D = p.dim;
+        const std::int64_t first = index * p.per_piece, len = std::min(p.extent, first + p.per_piece) - first;
+        q.shape = with_extent(S, D, len);
+        for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+            const Shape& I = r.inputs[k]->shape;
+            if (I[D] == S[D]) window(k, first * inner(I, D), len * inner(I, D), with_extent(I, D, len));
+            else piece.inputs.push_back(inputs[k]);  // broadcast along D: whole
+        }
+        for (const Region::Output& o : r.outputs) {
+            const Node& n = *o.node;
+            output(n, with_extent(n.shape, D, len), n.dtype, o.value,
+                   static_cast<std::size_t>(first * inner(n.shape, D)) * dtype_size(n.dtype));
+        }
+        return piece;
+    }
+    // Partials: whole chunks as the columns of a kReduceChunk x q domain, the rest as one column.
+    const auto [first, end] = partial_range(p, index);
+    const std::int64_t len = end - first;
+    const bool whole_chunks = len % kReduceChunk == 0;
+    q.shape = whole_chunks ? Shape{kReduceChunk, len / kReduceChunk} : Shape{len, 1};
+    q.reduce_dim = 0;
+    q.tail.clear();
+    for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+        if (r.inputs[k]->shape.numel() == 1) piece.inputs.push_back(inputs[k]);
+        else window(k, first, len, q.shape);
+    }
+    const Shape partial_shape{1, q.shape[1]};
+    for (std::size_t j = 0; j < r.reductions.size(); ++j) {
+        Reduction& red = q.reductions[j];
+        const Node& n = *r.outputs[j].node;
+        DType t = q.program[red.value].dtype;
+        if (sums_in_double(red.op) && t != DType::f64) {
+            // The canonical order accumulates in double: the partials stay there.
+            Instr cast{OpKind::Cast, DType::f64, DType::f64, {}, {static_cast<double>(DType::f64), 0, 0}};
+            cast.args[0] = Arg{Arg::Kind::Value, red.value, 0.0, t};
+            cast.compute = compute_dtype(OpKind::Cast, &t);
+            red.value = static_cast<std::uint32_t>(q.program.size());
+            q.program.push_back(cast);
+        }
+        output(n, partial_shape, sums_in_double(red.op) ? DType::f64 : n.dtype, red.value, 0);
+    }
+    return piece;
+}
+
+Region combine_partials(const Region& r, std::vector<std::shared_ptr<Node>> partials) {
+    Region c;
+    c.kind = RegionKind::reduce;
+    c.shape = Shape{partials.empty() ? 1 : partials.front()->shape.numel(), 1};
+    c.reduce_dim = 0;
+    c.inputs = std::move(partials);
+    for (std::size_t j = 0; j < r.reductions.size(); ++j) {
+        DType t = c.inputs[j]->dtype;
+        Instr load{OpKind::Cast, t, DType::f64, {}, {static_cast<double>(t), 0, 0}};
+        load.args[0] = Arg{Arg::Kind::Input, static_cast<std::uint32_t>(j), 0.0, t};
+        load.compute = compute_dtype(OpKind::Cast, &t);
+        c.program.push_back(load);
+        c.reductions.push_back({r.reductions[j].op, static_cast<std::uint32_t>(j)});
+    }
+    c.tail = r.tail;
+    c.outputs = r.outputs;
+    for (std::size_t j = 0; j < r.reductions.size(); ++j) c.outputs[j].value = static_cast<std::uint32_t>(j);
+    c.cost = r.cost;
+    return c;
+}
+
+}  // namespace tandem::detail

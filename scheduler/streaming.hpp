@@ -1,0 +1,68 @@
+// Streaming: a region whose inputs and outputs together exceed a device's memory budget still
+// runs on the device, in pieces that fit, one after another (two in flight: one uploads while
+// the other computes). The region is cut along its last dimension of more than one position
+// (the outermost in memory, so each piece reads and writes contiguous windows of its arrays,
+// views of their host copies, and inputs broadcast along it whole):
+//  - windows: an elementwise region, or a reduction along another dimension; each piece writes
+//    its window of every output.
+//  - partials: a reduction of every element (or of a vector along its length); pieces start on
+//    multiples of kReduceChunk, so each gives exactly the canonical order's first-level partials
+//    (graph/reduce_order.hpp: a chunk of 1024 positions folds alone), sums and products in
+//    double; the region's reductions of those partials, and its tail, then finish on the host:
+//    the same bits as the whole region anywhere.
+// Not streamed (the CPU runs them): other region kinds, random or position-dependent
+// generators (their values follow the element's index), arg-max/min, remaps folded into the
+// split dimension, reductions along the split dimension of a matrix (their lanes are blocked).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "graph/node.hpp"
+#include "backends/backend.hpp"
+#include "graph/region.hpp"
+#include "scheduler/residency.hpp"
+
+namespace tandem::detail {
+
+struct StreamPlan {
+    bool partials = false;        ///< reductions of the split elements (else windows)
+    int dim = 0;                  ///< windows: the split dimension (0-based)
+    std::int64_t extent = 0;      ///< positions along it (windows), elements (partials)
+    std::int64_t per_piece = 0;   ///< positions (elements: a multiple of kReduceChunk) a piece
+    std::int64_t pieces() const noexcept;
+};
+
+/// How `r` runs in pieces of at most `piece_bytes` of inputs and outputs each, or nothing when
+/// it cannot (see above) or a piece would not fit.
+std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes);
+
+/// One piece: a region over its part of the domain, its inputs (windows of the region's inputs'
+/// host copies, or the whole of a broadcast one) and fresh output values; partials: the outputs
+/// are the reductions' partials (a row each), else windows of the region's outputs, at
+/// `output_offsets` bytes into them.
+struct StreamPiece {
+    Region region;
+    std::vector<std::shared_ptr<Value>> inputs, outputs;
+    std::vector<std::size_t> output_offsets;
+};
+
+/// Piece `index` of plan `p` for `r`, whose inputs' values are `inputs`, for `device`: a
+/// window of an input with a copy there shares it (Backend::window), the others are views of
+/// host copies (uploaded with the piece).
+StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
+                       std::span<const std::shared_ptr<Value>> inputs, const Backend& device, NodeTable& nodes);
+
+/// Whether every window of input k starts where a device can read it in place
+/// (Backend::kWindowAlignment): otherwise it goes through the host.
+bool windows_aligned(const Region& r, const StreamPlan& p, std::size_t k);
+
+/// Partials: the region that finishes `r` on the host from `partials` (per reduction, its
+/// pieces' partials end to end, as P x 1 input nodes): its reductions of them, then its tail;
+/// its outputs are r's.
+Region combine_partials(const Region& r, std::vector<std::shared_ptr<Node>> partials);
+
+}  // namespace tandem::detail
