@@ -53,6 +53,7 @@ struct Node : std::enable_shared_from_this<Node> {
     /// list, valid when plan_mark is that plan's mark. Spares the planner hash-set lookups.
     std::uint64_t plan_mark = 0;
     std::size_t plan_index = 0;
+    long plan_refs = 0;  ///< references to it from the plan being made (which recipes it needs)
     /// Device regions on the longest chain its recipe would recompute (0: it has a host copy, or
     /// will). Set when it is planned (scheduler lock); bounds how much graph lineage keeps.
     std::uint32_t lineage_depth = 0;

@@ -388,14 +388,29 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                     it->second.first->wanted_on_host[it->second.second] = true;
             }
         }
-        // Device results keep recipes (complete()): made now, while the plan's nodes are in this
-        // thread's cache (at completion they are not: ~6 us a region on a slow host).
+        // Device results that may outlive the plan keep recipes (complete()): made now, while
+        // the plan's nodes are in this thread's cache (at completion they are not). One that only
+        // this plan references (an intermediate: every reference to it is counted below) dies
+        // once its readers are done and needs none; a recipe that reaches it copies its region.
+        for (Node* n : pending) n->plan_refs = 0;
+        auto count = [&](const std::shared_ptr<Node>& n) {
+            if (n->plan_mark == mark) ++n->plan_refs;
+        };
+        for (Node* n : pending)
+            for (const auto& in : n->inputs) count(in);
+        for (const auto& job : jobs) {
+            for (const auto& in : job->region.inputs) count(in);
+            for (const auto& o : job->region.outputs) count(o.node);
+        }
+        for (const auto& t : targets) count(t);
         RecipeMemo memo;
         for (auto& job : jobs) {
             const bool resident = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
-            for (auto& o : job->region.outputs) {
-                if (resident) o.node->recipe = recipe_inputs(*o.node, job->region, memo);
-                else o.node->recipe.reset();
+            for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+                Node& o = *job->region.outputs[j].node;
+                const bool outlives = o.shared_from_this().use_count() - 1 > o.plan_refs;
+                if (resident && !job->wanted_on_host[j] && outlives) o.recipe = recipe_inputs(o, job->region, memo);
+                else o.recipe.reset();
             }
         }
         for (auto& job : jobs)
@@ -997,8 +1012,12 @@ std::shared_ptr<Node> Scheduler::recipe_leaf(Node& n, const Region& region) {
     for (const auto& o : region.outputs)
         if (o.node.get() == &n) return nullptr;  // its own output: made of its operands' recipes
     const Evaluation& e = n.eval;
-    if (e.pending)  // planned before: on a device, its recipe; on the CPU, it will have a host copy
-        return n.recipe ? nodes_.make_recipe(n, *n.recipe) : n.shared_from_this();
+    // Planned: its recipe; one of this plan without (an intermediate), made of its operands'
+    // (its region is still whole); an earlier plan's without (on the CPU), itself.
+    if (e.pending) {
+        if (n.recipe) return nodes_.make_recipe(n, *n.recipe);
+        return n.plan_mark == plan_mark_ ? nullptr : n.shared_from_this();
+    }
     if (e.error) return n.shared_from_this();
     if (!e.value) return nullptr;  // inside the region: made of its operands' recipes
     if (auto host = e.value->host()) return nodes_.make_input(n.dtype, n.shape, std::move(host));
