@@ -569,31 +569,33 @@ void Scheduler::finish_view(const JobPtr& job) {
     complete(job, error, {}, false);
 }
 
-void Scheduler::run_streamed(const JobPtr& job) {
-    const Region& r = job->region;
-    std::exception_ptr error;
-    std::vector<std::shared_ptr<Value>> inputs;
+std::exception_ptr Scheduler::input_values(const Job& job, std::vector<std::shared_ptr<Value>>& values) {
+    std::lock_guard lock(mutex_);
+    for (auto& in : job.region.inputs) {
+        if (in->eval.error) return in->eval.error;  // a failed input poisons what depends on it, nothing else
+        values.push_back(in->eval.value);
+    }
+    return nullptr;
+}
+
+void Scheduler::run_on_cpu_instead(const JobPtr& job, const std::string& cause, const std::string& message) {
+    report_fallback(cause, message);
+    Deferred after;
     {
         std::lock_guard lock(mutex_);
-        for (auto& in : r.inputs) {
-            if (in->eval.error) {
-                error = in->eval.error;
-                break;
-            }
-            inputs.push_back(in->eval.value);
-        }
+        requeue_on_host(job, after);
     }
-    if (error) return complete(job, error, {}, false);
+    drain(after);
+}
+
+void Scheduler::run_streamed(const JobPtr& job) {
+    const Region& r = job->region;
+    std::vector<std::shared_ptr<Value>> inputs;
+    if (std::exception_ptr error = input_values(*job, inputs)) return complete(job, error, {}, false);
     job->started = std::chrono::steady_clock::now();
     Backend& device = *job->placement.backend;
     auto on_cpu_instead = [&](const std::string& why) {
-        report_fallback("stream " + why, "[tandem] streamed region " + r.summary() + " runs on the CPU instead: " + why);
-        Deferred after;
-        {
-            std::lock_guard lock(mutex_);
-            requeue_on_host(job, after);
-        }
-        drain(after);
+        run_on_cpu_instead(job, "stream " + why, "[tandem] streamed region " + r.summary() + " runs on the CPU instead: " + why);
     };
     ResidencyTable& table = *residency_[device.ordinal()];
     const std::size_t here = device.ordinal();
@@ -768,18 +770,8 @@ bool Scheduler::recompute_inputs(const JobPtr& job) {
 
 void Scheduler::run_on_host(const JobPtr& job) {
     const Region& r = job->region;
-    std::exception_ptr error;
     std::vector<std::shared_ptr<Value>> inputs;
-    {
-        std::lock_guard lock(mutex_);
-        for (auto& in : r.inputs) {
-            if (in->eval.error) {
-                error = in->eval.error;  // a failed input poisons what depends on it, nothing else
-                break;
-            }
-            inputs.push_back(in->eval.value);
-        }
-    }
+    std::exception_ptr error = input_values(*job, inputs);
     if (r.kind == RegionKind::view) {
         // A view: the output is its input's value (wherever its copies live); nothing runs.
         if (!error) job->outputs = {inputs.at(0)};
@@ -836,18 +828,7 @@ void Scheduler::run_on_host(const JobPtr& job) {
 void Scheduler::record_on_device(const JobPtr& job) {
     const Region& r = job->region;
     std::vector<std::shared_ptr<Value>> inputs;
-    std::exception_ptr input_error;
-    {
-        std::lock_guard lock(mutex_);
-        for (auto& in : r.inputs) {
-            if (in->eval.error) {
-                input_error = in->eval.error;
-                break;
-            }
-            inputs.push_back(in->eval.value);
-        }
-    }
-    if (input_error) return complete(job, input_error, {}, false);
+    if (std::exception_ptr error = input_values(*job, inputs)) return complete(job, error, {}, false);
     job->outputs.clear();
     for (auto& o : r.outputs) job->outputs.push_back(std::make_shared<Value>(o.node->bytes()));
     std::unique_ptr<bool[]> wanted(new bool[job->wanted_on_host.size()]);
@@ -859,14 +840,9 @@ void Scheduler::record_on_device(const JobPtr& job) {
     // Refused before anything was recorded (no device memory, a shader that does not compile, an
     // input that could not be brought over): the region runs on the CPU instead, and the log says so.
     auto run_on_cpu_instead = [&](const std::exception& e) {
-        report_fallback(typeid(e).name(), "[tandem] " + std::string(device->name()) + " region " + r.summary() +
-                                              " runs on the CPU instead: " + e.what());
-        Deferred after;
-        {
-            std::lock_guard lock(mutex_);
-            requeue_on_host(job, after);
-        }
-        drain(after);
+        this->run_on_cpu_instead(job, typeid(e).name(),
+                                 "[tandem] " + std::string(device->name()) + " region " + r.summary() +
+                                     " runs on the CPU instead: " + e.what());
     };
     ResidencyTable& table = *residency_[ordinal];
     std::uint64_t need = 0;  // what it adds to the device: the inputs it uploads, its outputs

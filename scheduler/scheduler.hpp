@@ -155,6 +155,11 @@ private:
     /// Sends what every device recorded.
     void flush_devices();
     void requeue_on_host(const JobPtr& job, Deferred& after);
+    /// A device job refused before anything was recorded: the CPU runs it, and the log says why
+    /// (once per `cause`).
+    void run_on_cpu_instead(const JobPtr& job, const std::string& cause, const std::string& message);
+    /// The values of `job`'s inputs (under the lock), or the error of the first failed one.
+    std::exception_ptr input_values(const Job& job, std::vector<std::shared_ptr<Value>>& values);
     /// Prints `message` the first time a region falls back to the CPU for `cause`; after that,
     /// fallbacks for it are counted, not printed (a lost device does not print a line per region).
     void report_fallback(const std::string& cause, const std::string& message);
