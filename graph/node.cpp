@@ -79,6 +79,14 @@ void NodeTable::release_buried() {
     buried_.store(false, std::memory_order_release);
 }
 
+void NodeTable::forget(const Node& n) {
+    if (n.op == OpKind::Input) return;  // never interned
+    Key key(n.op, n.dtype, n.shape, n.inputs, n.attr);
+    Shard& shard = shards_[key.hash % kShards];
+    std::lock_guard lock(shard.mutex);
+    if (auto it = shard.map.find(key); it != shard.map.end() && it->second.lock().get() == &n) shard.map.erase(it);
+}
+
 std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape,
                                       std::vector<std::shared_ptr<Node>> inputs, std::array<double, 3> attr) {
     if (buried_.load(std::memory_order_acquire)) release_buried();

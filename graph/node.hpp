@@ -94,6 +94,10 @@ public:
     /// then make() finishes the burial before looking up anything, so a rebuilt expression never
     /// finds a dropped node still computed: recomputation stays deterministic.
     void bury(std::vector<std::shared_ptr<Node>>& nodes);
+    /// Building the same expression again no longer finds `n` (its operands are still its
+    /// own): for a value that will keep neither its graph nor a recipe, a new node (computed
+    /// again) is safer than one nothing could recompute.
+    void forget(const Node& n);
     void release_buried();
 
 private:

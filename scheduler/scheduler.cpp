@@ -409,8 +409,10 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
                 Node& o = *job->region.outputs[j].node;
                 const bool outlives = o.shared_from_this().use_count() - 1 > o.plan_refs;
-                if (resident && !job->wanted_on_host[j] && outlives) o.recipe = recipe_inputs(o, job->region, memo);
-                else o.recipe.reset();
+                o.recipe.reset();
+                if (!resident || job->wanted_on_host[j]) continue;
+                if (outlives) o.recipe = recipe_inputs(o, job->region, memo);
+                else nodes_.forget(o);  // rebuilt later, it is a new node (with a recipe if need be)
             }
         }
         for (auto& job : jobs)

@@ -223,6 +223,40 @@ TEST(VulkanLineage, ALossFoundByADownloadIsRecoveredToo) {
     }
 }
 
+// An intermediate result (only its plan refers to it) keeps no recipe, so building the same
+// expression again while that plan runs must not find it: a new node is computed, with its own.
+TEST(VulkanLineage, AnExpressionBuiltAgainDoesNotFindAnIntermediateWithoutARecipe) {
+    std::mt19937_64 rng(4300);
+    const Host hx = tref::random_host({300, 40}, DType::f64, rng);
+    testing::internal::CaptureStderr();
+    auto gpu = open_gpu(losing_config(3));
+    Runtime cpu(cpu_config());
+    Array x = tref::make_array(*gpu, hx);
+    Array z = tandem::cumsum(x, 1) + 1.0;  // the scan's result: an intermediate of z's plan
+    auto f = gpu->evaluate({z});
+    Array y = tandem::cumsum(x, 1);  // the same expression, built while that plan runs
+    std::vector<tandem::HostArray> got;
+    try {
+        f.get();
+        gpu->evaluate({y * 2.0}).get();  // batch 2
+        Array w = y + 3.0;
+        gpu->evaluate({w}).get();  // batch 3: the device is lost, w runs on the CPU, from y
+        got = gpu->gather({y, z, w}).get();
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "threw: " << e.what();
+    }
+    gpu->wait_idle();
+    const std::string err = testing::internal::GetCapturedStderr();
+    Array cx = tref::make_array(cpu, hx);
+    const auto want = cpu.gather({tandem::cumsum(cx, 1), tandem::cumsum(cx, 1) + 1.0, tandem::cumsum(cx, 1) + 3.0}).get();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), Acc::exact_signed));
+    EXPECT_GE(gpu->metrics().values_recomputed, 1u);
+    EXPECT_EQ(gpu->metrics().regions_failed, 0u);
+    EXPECT_EQ(gpu->metrics().validation_messages, 0u) << err;
+}
+
 // A loop longer than the checkpoint depth: results come back now and then, and a loss
 // recomputes only the steps since the last checkpoint (the recipes a loop keeps are bounded).
 TEST(VulkanLineageLoops, ALongLoopRecomputesFromItsLastCheckpoint) {

@@ -27,7 +27,7 @@ namespace tandem::detail::vk {
 namespace {
 
 // Bump when the generated code changes meaning for the same key text.
-constexpr const char* kCodegenVersion = "tandem-vk-codegen 10";
+constexpr const char* kCodegenVersion = "tandem-vk-codegen 11";
 /// Vector steps per invocation of an elementwise kernel that generates random numbers (times the
 /// device rule's elements per thread).
 constexpr std::uint32_t kRandomStepsPerInvocation = 4;
@@ -540,6 +540,8 @@ private:
         for (std::size_t s = loop_slots_.first; s < loop_slots_.first + slots_per_copy_; ++s)
             out += "        double ls" + std::to_string(s) + " = tdmk_slot(" + std::to_string(s) + "u + (tdmk_t - 1u) * " +
                    std::to_string(slots_per_copy_) + "u);\n";
+        for (int s : f32_loop_slots_)
+            out += "        float ls" + std::to_string(s) + "_f32 = tdm_f64_to_f32(ls" + std::to_string(s) + ");\n";
         return out;
     }
     /// Caches of names defined inside the loop's scope are forgotten after it.
@@ -562,8 +564,8 @@ private:
         if (rep_) {
             code += carried_decls(-1);
             Caches outer = save();
-            code += loop_head();
-            code += segment(Seg::body, -1);
+            const std::string body = segment(Seg::body, -1);  // first: the head converts what it reads
+            code += loop_head() + body;
             code += carried_updates(-1) + "        }\n";
             restore(std::move(outer));
             code += segment(Seg::suffix, -1);
@@ -595,8 +597,8 @@ private:
         if (rep_) {
             for (int c = 0; c < V; ++c) code += carried_decls(c);
             Caches outer = save();
-            code += loop_head();
-            code += lanes(Seg::body);
+            const std::string body = lanes(Seg::body);
+            code += loop_head() + body;
             for (int c = 0; c < V; ++c) code += carried_updates(c);
             code += "        }\n";
             restore(std::move(outer));
@@ -652,7 +654,12 @@ private:
     std::string sref(int slot) const { return (seg_ == Seg::body ? "ls" : "s") + std::to_string(slot); }
     std::string scalar(int slot, DType t) {
         std::string n = sref(slot);
-        return convert(n, DType::f64, t);
+        if (!guarded(t)) return convert(n, DType::f64, t);
+        // Guarded single precision: the exact conversion once per invocation (once per step in
+        // the loop's body), not at every use in every lane.
+        if (seg_ == Seg::body) f32_loop_slots_.insert(slot);
+        else if (f32_slots_.insert(slot).second) pre_ << "    float " << n << "_f32 = tdm_f64_to_f32(" << n << ");\n";
+        return n + "_f32";
     }
     /// Input k read as type t: scalar inputs once before the loop, the others per element.
     std::string input(std::uint32_t k, DType t) {
@@ -1170,6 +1177,8 @@ private:
     std::map<std::tuple<std::uint32_t, DType, int>, std::string> inputs_;  // by (input, type, lane)
     std::map<std::uint32_t, bool> offsets_done_, coordinates_done_;
     std::set<std::uint32_t> preloaded_;  // inputs whose arguments pre_ loads
+    std::set<int> f32_slots_;        // scalar slots pre_ converts to float (guarded single precision)
+    std::set<int> f32_loop_slots_;   // the loop's slots its head converts
     std::map<std::pair<std::uint32_t, DType>, std::string> scalar_inputs_;  // loaded once, in pre_
     std::map<std::uint32_t, DType> vec_in_;  // fast path: full inputs read, by their storage type
     std::map<std::size_t, std::string> vec_rng_;  // fast path: a Philox block per step, by instruction
