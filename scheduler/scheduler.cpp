@@ -408,11 +408,13 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             const bool resident = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
             for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
                 Node& o = *job->region.outputs[j].node;
-                const bool outlives = o.shared_from_this().use_count() - 1 > o.plan_refs;
+                auto outlives = [&] { return o.shared_from_this().use_count() - 1 > o.plan_refs; };
                 o.recipe.reset();
                 if (!resident || job->wanted_on_host[j]) continue;
-                if (outlives) o.recipe = recipe_inputs(o, job->region, memo);
-                else nodes_.forget(o);  // rebuilt later, it is a new node (with a recipe if need be)
+                // An intermediate leaves the index (built again later, it is a new node); counted
+                // again after, in case a builder found it in the index meanwhile.
+                if (!outlives()) nodes_.forget(o);
+                if (outlives()) o.recipe = recipe_inputs(o, job->region, memo);
             }
         }
         for (auto& job : jobs)
