@@ -639,7 +639,13 @@ void Scheduler::run_streamed(const JobPtr& job) {
     };
     // Where the pieces' results go: the region's outputs (windows), or each reduction's partials.
     std::vector<std::shared_ptr<Storage>> results;
-    std::vector<std::size_t> partial_bytes(plan->partials ? r.reductions.size() : 0);
+    // Partials: chunk k of row i at k + P i (P chunks in all); the pieces come back in order.
+    const std::int64_t P = reduce_chunks(plan->extent), rows = plan->rows;
+    std::int64_t chunks_before = 0;
+    auto partial_type = [&](std::size_t j) {
+        const OpKind op = r.reductions[j].op;
+        return op == OpKind::Sum || op == OpKind::Prod ? DType::f64 : r.outputs[j].node->dtype;
+    };
     struct Flight {
         StreamPiece piece;
         std::vector<std::shared_ptr<Value>> pinned;  // what it uploads and writes
@@ -658,24 +664,32 @@ void Scheduler::run_streamed(const JobPtr& job) {
         for (auto& v : f.pinned) table.unpin(*v);
         f.pinned.clear();
         if (f.error) std::rethrow_exception(f.error);
+        std::int64_t q = 0;
         for (std::size_t j = 0; j < f.piece.outputs.size(); ++j) {
             const auto host = f.piece.outputs[j]->host();
             if (!host) throw Error("streaming: a piece's result did not come back (bug)");
-            const std::size_t at = plan->partials ? partial_bytes[j] : f.piece.output_offsets[j];
-            std::memcpy(static_cast<std::byte*>(results[j]->data()) + at, host->data(), host->bytes());
-            if (plan->partials) partial_bytes[j] += host->bytes();
+            auto* to = static_cast<std::byte*>(results[j]->data());
+            const auto* from = static_cast<const std::byte*>(host->data());
+            if (!plan->partials) {
+                std::memcpy(to + f.piece.output_offsets[j], from, host->bytes());
+                continue;
+            }
+            // The piece's rows x q partials (row i of chunk o at i + rows o) into place.
+            const std::size_t es = dtype_size(partial_type(j));
+            q = static_cast<std::int64_t>(host->bytes() / es) / rows;
+            for (std::int64_t o = 0; o < q; ++o)
+                for (std::int64_t i = 0; i < rows; ++i)
+                    std::memcpy(to + static_cast<std::size_t>(chunks_before + o + P * i) * es,
+                                from + static_cast<std::size_t>(i + rows * o) * es, es);
         }
+        chunks_before += q;
     };
     try {
         const std::int64_t pieces = plan->pieces();
         if (plan->partials) {
-            // A partial per chunk of whole chunks, and one for the rest.
-            const std::int64_t count = reduce_chunks(plan->extent);
-            for (std::size_t j = 0; j < r.reductions.size(); ++j) {
-                const OpKind op = r.reductions[j].op;
-                const DType t = op == OpKind::Sum || op == OpKind::Prod ? DType::f64 : r.outputs[j].node->dtype;
-                results.push_back(allocate(static_cast<std::size_t>(count) * dtype_size(t), "streamed partials"));
-            }
+            // A partial per chunk of whole chunks, and one for the rest, per row.
+            for (std::size_t j = 0; j < r.reductions.size(); ++j)
+                results.push_back(allocate(static_cast<std::size_t>(P * rows) * dtype_size(partial_type(j)), "streamed partials"));
         } else {
             for (const auto& o : r.outputs) results.push_back(allocate(o.node->bytes(), o.node->label()));
         }
@@ -720,11 +734,9 @@ void Scheduler::run_streamed(const JobPtr& job) {
             // later levels, as the whole region would have run them.
             std::vector<std::shared_ptr<Node>> partials;
             std::vector<std::shared_ptr<Value>> values;
+            if (chunks_before != P) throw Error("streaming: the pieces' partials do not add up (bug)");
             for (std::size_t j = 0; j < r.reductions.size(); ++j) {
-                const OpKind op = r.reductions[j].op;
-                const DType t = op == OpKind::Sum || op == OpKind::Prod ? DType::f64 : r.outputs[j].node->dtype;
-                const auto count = static_cast<std::int64_t>(partial_bytes[j] / dtype_size(t));
-                partials.push_back(nodes_.make_input(t, Shape{count, 1}, results[j]));
+                partials.push_back(nodes_.make_input(partial_type(j), Shape{P, rows}, results[j]));
                 values.push_back(partials.back()->eval.value);
             }
             const Region combined = combine_partials(r, std::move(partials));

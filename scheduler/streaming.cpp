@@ -27,14 +27,14 @@ Shape with_extent(const Shape& s, int d, std::int64_t extent) {
 bool sums_in_double(OpKind op) { return op == OpKind::Sum || op == OpKind::Prod; }
 
 /// Partials: the elements a piece covers ([first, end)): whole chunks, then the rest alone.
+}  // namespace
+
 std::pair<std::int64_t, std::int64_t> partial_range(const StreamPlan& p, std::int64_t index) {
     const std::int64_t aligned = p.extent / kReduceChunk * kReduceChunk;
     const std::int64_t first = index * p.per_piece;
     if (first >= aligned) return {aligned, p.extent};
     return {first, std::min(aligned, first + p.per_piece)};
 }
-
-}  // namespace
 
 std::int64_t StreamPlan::pieces() const noexcept {
     if (!partials) return (extent + per_piece - 1) / per_piece;
@@ -58,11 +58,27 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
     StreamPlan p;
     p.dim = D;
     p.partials = r.is_reduce() && (r.reduce_dim == -1 || r.reduce_dim == D);
+    if (p.partials && r.reduce_dim == D && inner(S, D) > 1) {
+        // Rows: positions along D, each feeding inner(S, D) outputs. An input is windowed along
+        // D or broadcast along it, and before D either whole or one position.
+        p.rows = inner(S, D);
+        std::int64_t per_position = 0, fixed = 0;
+        for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+            const Node& in = *r.inputs[k];
+            const std::int64_t before = inner(in.shape, D);
+            if (r.has_view(k) || (before != p.rows && before != 1)) return std::nullopt;
+            if (in.shape[D] == S[D]) per_position += before * static_cast<std::int64_t>(dtype_size(in.dtype));
+            else fixed += static_cast<std::int64_t>(in.bytes());
+        }
+        per_position += p.rows * 8 / kReduceChunk + 1;  // the partials (double), a little
+        if (budget <= fixed) return std::nullopt;
+        p.extent = S[D];
+        p.per_piece = (budget - fixed) / per_position / kReduceChunk * kReduceChunk;
+        if (p.per_piece < kReduceChunk) return std::nullopt;
+        return p;
+    }
     if (p.partials) {
         // Flat windows of every input: each is the whole domain, or one element.
-        if (r.reduce_dim == D)
-            for (int d = 0; d < S.ndims(); ++d)
-                if (d != D && S[d] != 1) return std::nullopt;  // a row's lanes are blocked
         std::int64_t per_element = 0, fixed = 0;
         for (std::size_t k = 0; k < r.inputs.size(); ++k) {
             const Node& in = *r.inputs[k];
@@ -109,7 +125,10 @@ bool windows_aligned(const Region& r, const StreamPlan& p, std::size_t k) {
     const Node& in = *r.inputs[k];
     const auto es = static_cast<std::int64_t>(dtype_size(in.dtype));
     const auto a = static_cast<std::int64_t>(Backend::kWindowAlignment);
-    if (p.partials) return (p.per_piece * es) % a == 0 && (p.extent / kReduceChunk * kReduceChunk * es) % a == 0;
+    if (p.partials) {
+        const std::int64_t before = in.shape[p.dim] == r.shape[p.dim] ? (p.rows == 1 ? 1 : inner(in.shape, p.dim)) : 0;
+        return before == 0 || ((p.per_piece * before * es) % a == 0 && (p.extent / kReduceChunk * kReduceChunk * before * es) % a == 0);
+    }
     return in.shape[p.dim] != r.shape[p.dim] || (p.per_piece * inner(in.shape, p.dim) * es) % a == 0;
 }
 
@@ -157,18 +176,36 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
         }
         return piece;
     }
-    // Partials: whole chunks as the columns of a kReduceChunk x q domain, the rest as one column.
+    // Partials: whole chunks as the columns of a kReduceChunk x q domain, the rest as one column
+    // (rows: a rows x kReduceChunk x q domain, reduced along its middle, or rows x rest).
     const auto [first, end] = partial_range(p, index);
     const std::int64_t len = end - first;
     const bool whole_chunks = len % kReduceChunk == 0;
-    q.shape = whole_chunks ? Shape{kReduceChunk, len / kReduceChunk} : Shape{len, 1};
-    q.reduce_dim = 0;
+    const std::int64_t chunk = whole_chunks ? kReduceChunk : len, q_chunks = whole_chunks ? len / kReduceChunk : 1;
     q.tail.clear();
-    for (std::size_t k = 0; k < r.inputs.size(); ++k) {
-        if (r.inputs[k]->shape.numel() == 1) piece.inputs.push_back(inputs[k]);
-        else window(k, first, len, q.shape);
+    Shape partial_shape{1, q_chunks};
+    if (p.rows == 1) {
+        q.shape = Shape{chunk, q_chunks};
+        q.reduce_dim = 0;
+        for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+            if (r.inputs[k]->shape.numel() == 1) piece.inputs.push_back(inputs[k]);
+            else window(k, first, len, q.shape);
+        }
+    } else {
+        q.shape = Shape{p.rows, chunk, q_chunks};
+        q.reduce_dim = 1;
+        partial_shape = Shape{p.rows, 1, q_chunks};
+        for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+            const Node& in = *r.inputs[k];
+            const std::int64_t before = inner(in.shape, p.dim);
+            if (in.shape[p.dim] == r.shape[p.dim]) {
+                window(k, first * before, len * before, Shape{before, chunk, q_chunks});
+            } else {  // broadcast along D: whole, as before x 1
+                q.inputs[k] = nodes.make_input(in.dtype, Shape{before, 1}, inputs[k]);
+                piece.inputs.push_back(inputs[k]);
+            }
+        }
     }
-    const Shape partial_shape{1, q.shape[1]};
     for (std::size_t j = 0; j < r.reductions.size(); ++j) {
         Reduction& red = q.reductions[j];
         const Node& n = *r.outputs[j].node;
@@ -189,7 +226,7 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
 Region combine_partials(const Region& r, std::vector<std::shared_ptr<Node>> partials) {
     Region c;
     c.kind = RegionKind::reduce;
-    c.shape = Shape{partials.empty() ? 1 : partials.front()->shape.numel(), 1};
+    c.shape = partials.empty() ? Shape{1, 1} : partials.front()->shape;
     c.reduce_dim = 0;
     c.inputs = std::move(partials);
     for (std::size_t j = 0; j < r.reductions.size(); ++j) {

@@ -5,20 +5,24 @@
 // views of their host copies, and inputs broadcast along it whole):
 //  - windows: an elementwise region, or a reduction along another dimension; each piece writes
 //    its window of every output.
-//  - partials: a reduction of every element (or of a vector along its length); pieces start on
-//    multiples of kReduceChunk, so each gives exactly the canonical order's first-level partials
-//    (graph/reduce_order.hpp: a chunk of 1024 positions folds alone), sums and products in
-//    double; the region's reductions of those partials, and its tail, then finish on the host:
-//    the same bits as the whole region anywhere.
+//  - partials: a reduction along the split dimension (of every element, of a vector, or of each
+//    row of a matrix); pieces start on multiples of kReduceChunk positions, so each gives exactly
+//    the canonical order's first-level partials (graph/reduce_order.hpp: a chunk of 1024
+//    positions folds alone, with the lanes of the whole region: interleaved for a vector,
+//    blocked for rows), sums and products in double; the region's reductions of those partials
+//    (the later levels, interleaved), and its tail, then finish on the host: the same bits as
+//    the whole region anywhere.
 // Not streamed (the CPU runs them): other region kinds, random or position-dependent
 // generators (their values follow the element's index), arg-max/min, remaps folded into the
-// split dimension, reductions along the split dimension of a matrix (their lanes are blocked).
+// split dimension (or into any input of a row reduction), inputs broadcast along only some of
+// the dimensions before a row reduction's.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "graph/node.hpp"
@@ -31,7 +35,8 @@ namespace tandem::detail {
 struct StreamPlan {
     bool partials = false;        ///< reductions of the split elements (else windows)
     int dim = 0;                  ///< windows: the split dimension (0-based)
-    std::int64_t extent = 0;      ///< positions along it (windows), elements (partials)
+    std::int64_t extent = 0;      ///< positions along it (windows, rows), elements (partials of every element)
+    std::int64_t rows = 1;        ///< partials: the outputs a position feeds (1: every element, or a vector)
     std::int64_t per_piece = 0;   ///< positions (elements: a multiple of kReduceChunk) a piece
     std::int64_t pieces() const noexcept;
 };
@@ -60,9 +65,12 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
 /// (Backend::kWindowAlignment): otherwise it goes through the host.
 bool windows_aligned(const Region& r, const StreamPlan& p, std::size_t k);
 
+/// Partials: the positions [first, end) piece `index` covers (whole chunks, then the rest alone).
+std::pair<std::int64_t, std::int64_t> partial_range(const StreamPlan& p, std::int64_t index);
+
 /// Partials: the region that finishes `r` on the host from `partials` (per reduction, its
-/// pieces' partials end to end, as P x 1 input nodes): its reductions of them, then its tail;
-/// its outputs are r's.
+/// pieces' partials end to end, P x rows input nodes: chunk k of row i at k + P i): its
+/// reductions of them along the first dimension, then its tail; its outputs are r's.
 Region combine_partials(const Region& r, std::vector<std::shared_ptr<Node>> partials);
 
 }  // namespace tandem::detail

@@ -2,8 +2,8 @@
 // memory budget run on the device anyway, in pieces that fit (a budget of 1 MiB on lavapipe,
 // arrays of a few MiB), with the CPU's bits: elementwise regions with broadcasting and several
 // outputs, reductions along the first dimension (windows of the result), reductions of every
-// element and of vectors (the canonical order's first-level partials, finished on the host),
-// single precision, special values. What cannot stream runs on the CPU; a device lost mid-stream
+// element, of vectors and of rows (the canonical order's first-level partials, finished on the
+// host), single precision, special values. What cannot stream runs on the CPU; a device lost mid-stream
 // costs a rerun on the CPU, never a value. No validation message in any of it.
 #include <gtest/gtest.h>
 
@@ -39,12 +39,17 @@ struct Case {
     std::function<std::vector<Array>(Runtime&, const std::vector<Host>&)> make;
 };
 
-// Matrices of 400 x 700 doubles (2.2 MB), vectors of 300k (2.4 MB), NaN, Inf and -0 among them.
+// Matrices of 400 x 700 and 8 x 80000 doubles (2.2 and 5.1 MB), vectors of 300k (2.4 MB), NaN,
+// Inf and -0 among them.
 std::vector<Host> case_inputs(std::mt19937_64& rng) {
     return {tref::random_host({400, 700}, DType::f64, rng), tref::random_host({400, 700}, DType::f64, rng),
             tref::random_host({400, 1}, DType::f64, rng),   tref::random_host({1, 700}, DType::f64, rng),
             tref::random_host({300000, 1}, DType::f64, rng), tref::random_host({300000, 1}, DType::f64, rng),
-            tref::random_host({300000, 1}, DType::f32, rng), tref::random_host({400, 700}, DType::f32, rng)};
+            tref::random_host({300000, 1}, DType::f32, rng), tref::random_host({400, 700}, DType::f32, rng),
+            // wide matrices for row reductions: whole chunks of 1024 columns must fit a piece
+            tref::random_host({8, 80000}, DType::f64, rng), tref::random_host({8, 80000}, DType::f64, rng),
+            tref::random_host({8, 1}, DType::f64, rng), tref::random_host({1, 80000}, DType::f64, rng),
+            tref::random_host({8, 80000}, DType::f32, rng)};
 }
 
 const std::vector<Case> kCases = {
@@ -89,10 +94,23 @@ const std::vector<Case> kCases = {
          Array A = tref::make_array(rt, h[0]), B = tref::make_array(rt, h[1]);
          return std::vector<Array>{tandem::sum(A - B, tandem::all_dims)};
      }},
-    {"sum along the rows (blocked lanes): the CPU", false,
+    {"sum, max and mean along the rows (blocked lanes), broadcast inputs", true,
      [](Runtime& rt, const std::vector<Host>& h) {
-         Array A = tref::make_array(rt, h[0]), B = tref::make_array(rt, h[1]);
-         return std::vector<Array>{tandem::sum(A * B, 2)};
+         Array A = tref::make_array(rt, h[8]), B = tref::make_array(rt, h[9]);
+         Array c = tref::make_array(rt, h[10]), r = tref::make_array(rt, h[11]);
+         return std::vector<Array>{tandem::sum(A * B + c, 2), tandem::max(A - r, tandem::Empty{}, 2),
+                                   tandem::mean(A * r, 2)};
+     }},
+    {"single-precision row sums", true,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         Array F = tref::make_array(rt, h[12]);
+         return std::vector<Array>{tandem::sum(F * 2.0f, 2)};
+     }},
+    {"random numbers (they follow the index): the CPU", false,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         tandem::seed(rt, 7);
+         Array A = tref::make_array(rt, h[0]);
+         return std::vector<Array>{tandem::sum(A * tandem::rand(rt, {400, 700}), 1)};
      }},
 };
 
