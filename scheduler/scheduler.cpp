@@ -4,13 +4,12 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 #include <typeinfo>
 #include <utility>
 
-#include "graph/reduce_order.hpp"
+#include "scheduler/errors.hpp"
 #include "scheduler/streaming.hpp"
 #include "tandem/error.hpp"
 
@@ -59,39 +58,6 @@ bool recomputable(const Node& n) {
     if (n.op == OpKind::Input) return false;
     const OpGroup g = op_info(n.op).group;
     return !n.inputs.empty() || g == OpGroup::Leaf || g == OpGroup::Generator;
-}
-
-/// A failure of the data (a NaN converted to logical): the same on any backend.
-bool is_data_error(const std::exception_ptr& e) {
-    try {
-        std::rethrow_exception(e);
-    } catch (const ValueError&) {
-        return true;
-    } catch (...) {
-        return false;
-    }
-}
-
-/// A failure of the device itself (lost): no more work should go there.
-bool is_device_error(const std::exception_ptr& e) {
-    try {
-        std::rethrow_exception(e);
-    } catch (const DeviceError&) {
-        return true;
-    } catch (...) {
-        return false;
-    }
-}
-
-/// What an error says.
-std::string error_text(const std::exception_ptr& e) {
-    try {
-        std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-        return x.what();
-    } catch (...) {
-        return "unknown error";
-    }
 }
 
 }  // namespace
@@ -388,35 +354,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                     it->second.first->wanted_on_host[it->second.second] = true;
             }
         }
-        // Device results that may outlive the plan keep recipes (complete()): made now, while
-        // the plan's nodes are in this thread's cache (at completion they are not). One that only
-        // this plan references (an intermediate: every reference to it is counted below) dies
-        // once its readers are done and needs none; a recipe that reaches it copies its region.
-        for (Node* n : pending) n->plan_refs = 0;
-        auto count = [&](const std::shared_ptr<Node>& n) {
-            if (n->plan_mark == mark) ++n->plan_refs;
-        };
-        for (Node* n : pending)
-            for (const auto& in : n->inputs) count(in);
-        for (const auto& job : jobs) {
-            for (const auto& in : job->region.inputs) count(in);
-            for (const auto& o : job->region.outputs) count(o.node);
-        }
-        for (const auto& t : targets) count(t);
-        RecipeMemo memo;
-        for (auto& job : jobs) {
-            const bool resident = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
-            for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
-                Node& o = *job->region.outputs[j].node;
-                auto outlives = [&] { return o.shared_from_this().use_count() - 1 > o.plan_refs; };
-                o.recipe.reset();
-                if (!resident || job->wanted_on_host[j]) continue;
-                // An intermediate leaves the index (built again later, it is a new node); counted
-                // again after, in case a builder found it in the index meanwhile.
-                if (!outlives()) nodes_.forget(o);
-                if (outlives()) o.recipe = recipe_inputs(o, job->region, memo);
-            }
-        }
+        make_recipes(jobs, pending, targets, mark);
         for (auto& job : jobs)
             if (wire(job)) after.push_back([this, job] { launch(job); });
         if (options_.log_exec) {
@@ -426,6 +364,39 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             std::fprintf(stderr, "[tandem exec] plan of %zu nodes -> %zu regions: walk %.3f ms, fuse %.3f ms, jobs %.3f ms\n",
                          pending.size(), jobs.size(), ms(t_walk, t_fuse), ms(t_fuse, t_jobs),
                          ms(t_jobs, std::chrono::steady_clock::now()));
+        }
+    }
+}
+
+void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<Node*>& pending,
+                             const std::vector<std::shared_ptr<Node>>& targets, std::uint64_t mark) {
+    // Device results that may outlive the plan keep recipes (complete()): made now, while
+    // the plan's nodes are in this thread's cache (at completion they are not). One that only
+    // this plan references (an intermediate: every reference to it is counted below) dies
+    // once its readers are done and needs none; a recipe that reaches it copies its region.
+    for (Node* n : pending) n->plan_refs = 0;
+    auto count = [&](const std::shared_ptr<Node>& n) {
+        if (n->plan_mark == mark) ++n->plan_refs;
+    };
+    for (Node* n : pending)
+        for (const auto& in : n->inputs) count(in);
+    for (const auto& job : jobs) {
+        for (const auto& in : job->region.inputs) count(in);
+        for (const auto& o : job->region.outputs) count(o.node);
+    }
+    for (const auto& t : targets) count(t);
+    RecipeMemo memo;
+    for (auto& job : jobs) {
+        const bool resident = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
+        for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+            Node& o = *job->region.outputs[j].node;
+            auto outlives = [&] { return o.shared_from_this().use_count() - 1 > o.plan_refs; };
+            o.recipe.reset();
+            if (!resident || job->wanted_on_host[j]) continue;
+            // An intermediate leaves the index (built again later, it is a new node); counted
+            // again after, in case a builder found it in the index meanwhile.
+            if (!outlives()) nodes_.forget(o);
+            if (outlives()) o.recipe = recipe_inputs(o, job->region, memo);
         }
     }
 }
@@ -590,180 +561,6 @@ void Scheduler::run_on_cpu_instead(const JobPtr& job, const std::string& cause, 
         requeue_on_host(job, after);
     }
     drain(after);
-}
-
-void Scheduler::run_streamed(const JobPtr& job) {
-    const Region& r = job->region;
-    std::vector<std::shared_ptr<Value>> inputs;
-    if (std::exception_ptr error = input_values(*job, inputs)) return complete(job, error, {}, false);
-    job->started = std::chrono::steady_clock::now();
-    Backend& device = *job->placement.backend;
-    auto on_cpu_instead = [&](const std::string& why) {
-        run_on_cpu_instead(job, "stream " + why, "[tandem] streamed region " + r.summary() + " runs on the CPU instead: " + why);
-    };
-    ResidencyTable& table = *residency_[device.ordinal()];
-    const std::size_t here = device.ordinal();
-    // Pieces share what the budget leaves beside the inputs read in place (two in flight).
-    std::uint64_t in_place = 0;
-    for (auto& v : inputs)
-        if (v->device(here)) in_place += v->bytes();
-    const std::uint64_t budget = table.budget();
-    auto plan = plan_stream(r, std::min(budget / kStreamPieceShare, budget > in_place ? (budget - in_place) / 2 : 0));
-    if (!plan) plan = plan_stream(r, budget / kStreamPieceShare);  // over the budget by what is read in place
-    if (!plan) return on_cpu_instead("no piece fits the device's memory budget");
-    try {
-        // The pieces read windows of each input's copy on this device, in place, or of its host
-        // copy: one comes down only when it is on neither (or its windows cannot be read in place).
-        for (std::size_t k = 0; k < inputs.size(); ++k)
-            if (!inputs[k]->host() && (!inputs[k]->device(here) || !windows_aligned(r, *plan, k))) ensure_host({inputs[k]});
-    } catch (const DeviceError& e) {
-        if (recompute_inputs(job)) return;
-        return on_cpu_instead(e.what());
-    }
-    // What the windows share stays on the device until the last piece is done.
-    std::vector<std::shared_ptr<Value>> held;
-    for (auto& v : inputs)
-        if (v->device(here)) {
-            table.pin(v);
-            held.push_back(v);
-        }
-    struct Unpin {
-        ResidencyTable& table;
-        std::vector<std::shared_ptr<Value>>& values;
-        ~Unpin() {
-            for (auto& v : values) table.unpin(*v);
-        }
-    } unpin_held{table, held};
-    auto allocate = [&](std::size_t bytes, const std::string& what) {
-        return options_.pool ? options_.pool->allocate(bytes, what) : Storage::adopt(std::vector<std::byte>(bytes));
-    };
-    // Where the pieces' results go: the region's outputs (windows), or each reduction's partials.
-    std::vector<std::shared_ptr<Storage>> results;
-    // Partials: chunk k of row i at k + P i (P chunks in all); the pieces come back in order.
-    const std::int64_t P = reduce_chunks(plan->extent), rows = plan->rows;
-    std::int64_t chunks_before = 0;
-    auto partial_type = [&](std::size_t j) {
-        const OpKind op = r.reductions[j].op;
-        return op == OpKind::Sum || op == OpKind::Prod ? DType::f64 : r.outputs[j].node->dtype;
-    };
-    struct Flight {
-        StreamPiece piece;
-        std::vector<std::shared_ptr<Value>> pinned;  // what it uploads and writes
-        std::unique_ptr<bool[]> wanted;
-        std::mutex mutex;
-        std::condition_variable cv;
-        bool done = false;
-        std::exception_ptr error;
-    };
-    std::deque<std::unique_ptr<Flight>> flights;
-    auto harvest = [&](Flight& f) {
-        {
-            std::unique_lock lock(f.mutex);
-            f.cv.wait(lock, [&] { return f.done; });
-        }
-        for (auto& v : f.pinned) table.unpin(*v);
-        f.pinned.clear();
-        if (f.error) std::rethrow_exception(f.error);
-        std::int64_t q = 0;
-        for (std::size_t j = 0; j < f.piece.outputs.size(); ++j) {
-            const auto host = f.piece.outputs[j]->host();
-            if (!host) throw Error("streaming: a piece's result did not come back (bug)");
-            auto* to = static_cast<std::byte*>(results[j]->data());
-            const auto* from = static_cast<const std::byte*>(host->data());
-            if (!plan->partials) {
-                std::memcpy(to + f.piece.output_offsets[j], from, host->bytes());
-                continue;
-            }
-            // The piece's rows x q partials (row i of chunk o at i + rows o) into place.
-            const std::size_t es = dtype_size(partial_type(j));
-            q = static_cast<std::int64_t>(host->bytes() / es) / rows;
-            for (std::int64_t o = 0; o < q; ++o)
-                for (std::int64_t i = 0; i < rows; ++i)
-                    std::memcpy(to + static_cast<std::size_t>(chunks_before + o + P * i) * es,
-                                from + static_cast<std::size_t>(i + rows * o) * es, es);
-        }
-        chunks_before += q;
-    };
-    try {
-        const std::int64_t pieces = plan->pieces();
-        if (plan->partials) {
-            // A partial per chunk of whole chunks, and one for the rest, per row.
-            for (std::size_t j = 0; j < r.reductions.size(); ++j)
-                results.push_back(allocate(static_cast<std::size_t>(P * rows) * dtype_size(partial_type(j)), "streamed partials"));
-        } else {
-            for (const auto& o : r.outputs) results.push_back(allocate(o.node->bytes(), o.node->label()));
-        }
-        for (std::int64_t p = 0; p < pieces; ++p) {
-            auto f = std::make_unique<Flight>();
-            f->piece = make_piece(r, *plan, p, inputs, device, nodes_);
-            StreamPiece& piece = f->piece;
-            for (auto& v : piece.inputs)
-                if (!v->device(here)) f->pinned.push_back(v);  // uploaded with the piece
-            for (auto& v : piece.outputs) f->pinned.push_back(v);
-            std::uint64_t need = 0;
-            for (auto& v : f->pinned) need += v->bytes();
-            evict(device, table.make_room(need));
-            for (auto& v : f->pinned) table.pin(v);
-            f->wanted.reset(new bool[piece.outputs.size()]);
-            std::fill_n(f->wanted.get(), piece.outputs.size(), true);
-            Flight* raw = f.get();
-            device.submit({&piece.region, piece.inputs, piece.outputs, {f->wanted.get(), piece.outputs.size()},
-                           [raw](std::exception_ptr e) {
-                               std::lock_guard lock(raw->mutex);
-                               raw->error = e;
-                               raw->done = true;
-                               raw->cv.notify_all();
-                           },
-                           {}});
-            device.flush();
-            flights.push_back(std::move(f));
-            pieces_.fetch_add(1, std::memory_order_relaxed);
-            // Two in flight: one piece's copies overlap the other's compute.
-            if (flights.size() == 2) {
-                harvest(*flights.front());
-                flights.pop_front();
-            }
-        }
-        while (!flights.empty()) {
-            harvest(*flights.front());
-            flights.pop_front();
-        }
-        job->outputs.clear();
-        if (plan->partials) {
-            // The reductions of the partials, and the tail, on the host: the canonical order's
-            // later levels, as the whole region would have run them.
-            std::vector<std::shared_ptr<Node>> partials;
-            std::vector<std::shared_ptr<Value>> values;
-            if (chunks_before != P) throw Error("streaming: the pieces' partials do not add up (bug)");
-            for (std::size_t j = 0; j < r.reductions.size(); ++j) {
-                partials.push_back(nodes_.make_input(partial_type(j), Shape{P, rows}, results[j]));
-                values.push_back(partials.back()->eval.value);
-            }
-            const Region combined = combine_partials(r, std::move(partials));
-            for (auto& o : combined.outputs) job->outputs.push_back(std::make_shared<Value>(o.node->bytes()));
-            std::exception_ptr e;
-            placement_.cpu().submit({&combined, values, job->outputs, {}, [&](std::exception_ptr x) { e = x; }, {}});
-            if (e) std::rethrow_exception(e);
-        } else {
-            for (std::size_t j = 0; j < r.outputs.size(); ++j)
-                job->outputs.push_back(std::make_shared<Value>(r.outputs[j].node->bytes(), results[j]));
-        }
-    } catch (...) {
-        const std::exception_ptr e = std::current_exception();
-        while (!flights.empty()) {  // wait for what is in flight: it reads the windows
-            try {
-                harvest(*flights.front());
-            } catch (...) {
-            }
-            flights.pop_front();
-        }
-        if (is_data_error(e) && r.outputs.size() == 1) return complete(job, e, {}, false);
-        if (is_device_error(e)) placement_.disable_device(device.ordinal());
-        // A data error among several outputs (which ones?), a lost device, no memory: the CPU.
-        return on_cpu_instead(error_text(e));
-    }
-    streamed_.fetch_add(1, std::memory_order_relaxed);
-    complete(job, nullptr, {}, false);
 }
 
 bool Scheduler::recompute_inputs(const JobPtr& job) {

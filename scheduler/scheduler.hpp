@@ -128,6 +128,10 @@ private:
     /// one with a device copy only, or planned on a device, its own recipe; the region's interior
     /// is copied. `memo`: per plan.
     using RecipeMemo = std::unordered_map<const Node*, std::shared_ptr<Node>>;
+    /// Node::recipe for the plan's device results that may outlive it (`pending`, `targets`:
+    /// the plan's nodes and what it was asked for, marked with `mark`).
+    void make_recipes(const std::vector<JobPtr>& jobs, const std::vector<Node*>& pending,
+                      const std::vector<std::shared_ptr<Node>>& targets, std::uint64_t mark);
     std::vector<std::shared_ptr<Node>> recipe_inputs(const Node& n, const Region& region, RecipeMemo& memo);
     std::shared_ptr<Node> recipe_of(Node* n, const Region& region, RecipeMemo& memo);
     /// `n`'s recipe when it needs none of its operands' (null otherwise).

@@ -1,6 +1,7 @@
 #include "scheduler/streaming.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "graph/reduce_order.hpp"
@@ -25,6 +26,12 @@ Shape with_extent(const Shape& s, int d, std::int64_t extent) {
 }
 
 bool sums_in_double(OpKind op) { return op == OpKind::Sum || op == OpKind::Prod; }
+
+/// The type of reduction j's partials: double for sums and products (the canonical order
+/// accumulates there), else the result's.
+DType partial_dtype(const Region& r, std::size_t j) {
+    return sums_in_double(r.reductions[j].op) ? DType::f64 : r.outputs[j].node->dtype;
+}
 
 /// Partials: the elements a piece covers ([first, end)): whole chunks, then the rest alone.
 }  // namespace
@@ -218,30 +225,80 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
             red.value = static_cast<std::uint32_t>(q.program.size());
             q.program.push_back(cast);
         }
-        output(n, partial_shape, sums_in_double(red.op) ? DType::f64 : n.dtype, red.value, 0);
+        output(n, partial_shape, partial_dtype(r, j), red.value, 0);
     }
     return piece;
 }
 
-Region combine_partials(const Region& r, std::vector<std::shared_ptr<Node>> partials) {
+StreamResults::StreamResults(const Region& r, const StreamPlan& p, const Allocate& allocate) : r_(r), p_(p) {
+    if (p.partials) {
+        const std::int64_t chunks = reduce_chunks(p.extent);  // whole chunks, and one for the rest
+        for (std::size_t j = 0; j < r.reductions.size(); ++j)
+            results_.push_back(allocate(static_cast<std::size_t>(chunks * p.rows) * dtype_size(partial_dtype(r, j)),
+                                        "streamed partials"));
+    } else {
+        for (const auto& o : r.outputs) results_.push_back(allocate(o.node->bytes(), o.node->label()));
+    }
+}
+
+void StreamResults::add(const StreamPiece& piece) {
+    const std::int64_t P = reduce_chunks(p_.extent), rows = p_.rows;
+    std::int64_t q = 0;
+    for (std::size_t j = 0; j < piece.outputs.size(); ++j) {
+        const auto host = piece.outputs[j]->host();
+        if (!host) throw Error("streaming: a piece's result did not come back (bug)");
+        auto* to = static_cast<std::byte*>(results_[j]->data());
+        const auto* from = static_cast<const std::byte*>(host->data());
+        if (!p_.partials) {
+            std::memcpy(to + piece.output_offsets[j], from, host->bytes());
+            continue;
+        }
+        // The piece's rows x q partials (row i of chunk o at i + rows o) into place.
+        const std::size_t es = dtype_size(partial_dtype(r_, j));
+        q = static_cast<std::int64_t>(host->bytes() / es) / rows;
+        for (std::int64_t o = 0; o < q; ++o)
+            for (std::int64_t i = 0; i < rows; ++i)
+                std::memcpy(to + static_cast<std::size_t>(chunks_ + o + P * i) * es,
+                            from + static_cast<std::size_t>(i + rows * o) * es, es);
+    }
+    chunks_ += q;
+}
+
+std::vector<std::shared_ptr<Value>> StreamResults::finish(Backend& cpu, NodeTable& nodes) {
+    std::vector<std::shared_ptr<Value>> outputs;
+    if (!p_.partials) {
+        for (std::size_t j = 0; j < r_.outputs.size(); ++j)
+            outputs.push_back(std::make_shared<Value>(r_.outputs[j].node->bytes(), results_[j]));
+        return outputs;
+    }
+    // The region that finishes it: its reductions of the partials along their first dimension
+    // (the canonical order's later levels interleave), then its tail; its outputs are r's.
+    const std::int64_t P = reduce_chunks(p_.extent);
+    if (chunks_ != P) throw Error("streaming: the pieces' partials do not add up (bug)");
     Region c;
     c.kind = RegionKind::reduce;
-    c.shape = partials.empty() ? Shape{1, 1} : partials.front()->shape;
+    c.shape = Shape{P, p_.rows};
     c.reduce_dim = 0;
-    c.inputs = std::move(partials);
-    for (std::size_t j = 0; j < r.reductions.size(); ++j) {
-        DType t = c.inputs[j]->dtype;
+    std::vector<std::shared_ptr<Value>> values;
+    for (std::size_t j = 0; j < r_.reductions.size(); ++j) {
+        DType t = partial_dtype(r_, j);
+        c.inputs.push_back(nodes.make_input(t, c.shape, results_[j]));
+        values.push_back(c.inputs.back()->eval.value);
         Instr load{OpKind::Cast, t, DType::f64, {}, {static_cast<double>(t), 0, 0}};
         load.args[0] = Arg{Arg::Kind::Input, static_cast<std::uint32_t>(j), 0.0, t};
         load.compute = compute_dtype(OpKind::Cast, &t);
         c.program.push_back(load);
-        c.reductions.push_back({r.reductions[j].op, static_cast<std::uint32_t>(j)});
+        c.reductions.push_back({r_.reductions[j].op, static_cast<std::uint32_t>(j)});
     }
-    c.tail = r.tail;
-    c.outputs = r.outputs;
-    for (std::size_t j = 0; j < r.reductions.size(); ++j) c.outputs[j].value = static_cast<std::uint32_t>(j);
-    c.cost = r.cost;
-    return c;
+    c.tail = r_.tail;
+    c.outputs = r_.outputs;
+    for (std::size_t j = 0; j < r_.reductions.size(); ++j) c.outputs[j].value = static_cast<std::uint32_t>(j);
+    c.cost = r_.cost;
+    for (const auto& o : c.outputs) outputs.push_back(std::make_shared<Value>(o.node->bytes()));
+    std::exception_ptr e;
+    cpu.submit({&c, values, outputs, {}, [&](std::exception_ptr x) { e = x; }, {}});
+    if (e) std::rethrow_exception(e);
+    return outputs;
 }
 
 }  // namespace tandem::detail

@@ -19,9 +19,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -68,9 +70,23 @@ bool windows_aligned(const Region& r, const StreamPlan& p, std::size_t k);
 /// Partials: the positions [first, end) piece `index` covers (whole chunks, then the rest alone).
 std::pair<std::int64_t, std::int64_t> partial_range(const StreamPlan& p, std::int64_t index);
 
-/// Partials: the region that finishes `r` on the host from `partials` (per reduction, its
-/// pieces' partials end to end, P x rows input nodes: chunk k of row i at k + P i): its
-/// reductions of them along the first dimension, then its tail; its outputs are r's.
-Region combine_partials(const Region& r, std::vector<std::shared_ptr<Node>> partials);
+/// Where a streamed region's results go, piece after piece: windows of the region's host
+/// outputs, or each reduction's partials (P x rows: chunk k of row i at k + P i), which finish()
+/// reduces along their first dimension with the region's tail on the host executor.
+class StreamResults {
+public:
+    using Allocate = std::function<std::shared_ptr<Storage>(std::size_t bytes, const std::string& what)>;
+    StreamResults(const Region& r, const StreamPlan& p, const Allocate& allocate);
+    /// The next piece's results (pieces come in order; their outputs have host copies).
+    void add(const StreamPiece& piece);
+    /// The region's output values, with host copies; `cpu` finishes partials.
+    std::vector<std::shared_ptr<Value>> finish(Backend& cpu, NodeTable& nodes);
+
+private:
+    const Region& r_;
+    const StreamPlan& p_;
+    std::vector<std::shared_ptr<Storage>> results_;
+    std::int64_t chunks_ = 0;  // partials placed so far, per row
+};
 
 }  // namespace tandem::detail
