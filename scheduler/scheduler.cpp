@@ -374,6 +374,8 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
     // the plan's nodes are in this thread's cache (at completion they are not). One that only
     // this plan references (an intermediate: every reference to it is counted below) dies
     // once its readers are done and needs none; a recipe that reaches it copies its region.
+    auto resident = [](const JobPtr& job) { return !job->placement.backend->on_host() && job->placement.stream_pieces == 0; };
+    if (std::none_of(jobs.begin(), jobs.end(), resident)) return;  // a CPU plan: nothing to count
     for (Node* n : pending) n->plan_refs = 0;
     auto count = [&](const std::shared_ptr<Node>& n) {
         if (n->plan_mark == mark) ++n->plan_refs;
@@ -387,12 +389,11 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
     for (const auto& t : targets) count(t);
     RecipeMemo memo;
     for (auto& job : jobs) {
-        const bool resident = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
         for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
             Node& o = *job->region.outputs[j].node;
             auto outlives = [&] { return o.shared_from_this().use_count() - 1 > o.plan_refs; };
             o.recipe.reset();
-            if (!resident || job->wanted_on_host[j]) continue;
+            if (!resident(job) || job->wanted_on_host[j]) continue;
             // An intermediate leaves the index (built again later, it is a new node); counted
             // again after, in case a builder found it in the index meanwhile.
             if (!outlives()) nodes_.forget(o);
