@@ -6,7 +6,8 @@
 #   precise                (dropped: the C++ is compiled with -ffp-contract=off, so nothing contracts)
 #   out T x, inout T x     -> T& x
 #   [[dont_flatten]]       (dropped: a GLSL control-flow hint)
-#   double tdm_f(          -> inline; tdm_*_fast always inlined (the CPU's vector loops need them whole)
+#   double tdm_f(          -> inline; tdm_*_fast and TDM_INLINE helpers always inlined (the CPU's vector
+#                             loops need them whole)
 string(REPLACE "," ";" files "${SOURCES}")
 set(text "// Generated from shaders/ by cmake/glsl_to_cpp.cmake; do not edit.\n")
 foreach(f IN LISTS files)
@@ -19,6 +20,8 @@ foreach(f IN LISTS files)
   # `inline` on the rest lets GCC inline their helpers by the larger limit for inline functions.
   string(REGEX REPLACE "\n(double|float|bool|int|uint|dvec2) (tdm_[a-z0-9_]+)\\(" "\ninline \\1 \\2(" body "${body}")
   string(REGEX REPLACE "\ninline ([a-z0-9]+) (tdm_[a-z0-9_]+_fast)\\(" "\n[[gnu::always_inline]] inline \\1 \\2(" body "${body}")
+  # ... and so are the helpers they call, marked TDM_INLINE in the GLSL (an empty macro there).
+  string(REGEX REPLACE "\nTDM_INLINE ([a-z0-9]+) (tdm_[a-z0-9_]+)\\(" "\n[[gnu::always_inline]] inline \\1 \\2(" body "${body}")
   get_filename_component(name ${f} NAME)
   string(APPEND text "// ---- ${name}\n${body}\n")
 endforeach()

@@ -42,24 +42,35 @@
 #error "math_f64.glsl: paste convert_f32.glsl before this file (tdm_trunc)"
 #endif
 
+// Helpers that the CPU's vector forms (the tdm_f64_*_fast functions) call: the C++ translation inlines them
+// whole (cmake/glsl_to_cpp.cmake), or GCC could not vectorise their loops. Nothing in GLSL.
+#ifndef TDM_INLINE
+#define TDM_INLINE
+#endif
+
 // ---------------------------------------------------------------------------------------------------------
 // Bits and special values
 // ---------------------------------------------------------------------------------------------------------
 #define TDM_F64_ABSMASK 0x7FFFFFFFFFFFFFFFL
 #define TDM_F64_EXPMASK 0x7FF0000000000000L
 
-double tdm_f64_inf() { return int64BitsToDouble(TDM_F64_EXPMASK); }
-double tdm_f64_nan() { return int64BitsToDouble(0x7FF8000000000000L); }
+TDM_INLINE double tdm_f64_inf() { return int64BitsToDouble(TDM_F64_EXPMASK); }
+TDM_INLINE double tdm_f64_nan() { return int64BitsToDouble(0x7FF8000000000000L); }
 // Bit tests rather than isnan()/isinf(): a driver may not fold those away under "no NaN" assumptions.
-bool tdm_f64_isnan(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) > TDM_F64_EXPMASK; }
-bool tdm_f64_isinf(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) == TDM_F64_EXPMASK; }
-bool tdm_f64_isfinite(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) < TDM_F64_EXPMASK; }
-bool tdm_f64_signbit(double x) { return doubleBitsToInt64(x) < 0L; }
-double tdm_f64_copysign(double x, double s) {
+TDM_INLINE bool tdm_f64_isnan(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) > TDM_F64_EXPMASK; }
+TDM_INLINE bool tdm_f64_isinf(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) == TDM_F64_EXPMASK; }
+TDM_INLINE bool tdm_f64_isfinite(double x) { return (doubleBitsToInt64(x) & TDM_F64_ABSMASK) < TDM_F64_EXPMASK; }
+TDM_INLINE bool tdm_f64_signbit(double x) { return doubleBitsToInt64(x) < 0L; }
+TDM_INLINE double tdm_f64_copysign(double x, double s) {
     return int64BitsToDouble((doubleBitsToInt64(x) & TDM_F64_ABSMASK) | (doubleBitsToInt64(s) & (~TDM_F64_ABSMASK)));
 }
 // 2^k for -1022 <= k <= 1023, built from bits.
-double tdm_f64_pow2i(int k) { return int64BitsToDouble(int64_t(k + 1023) << 52); }
+TDM_INLINE double tdm_f64_pow2i(int k) { return int64BitsToDouble(int64_t(k + 1023) << 52); }
+// The biased exponent field of x's bits b (b >= 0) as a double, exactly: 2^52 + field, less 2^52. Integer
+// and double arithmetic only (the CPU's vector forms: AVX2 converts no 64-bit integers to double).
+TDM_INLINE double tdm_f64_biased_exponent(int64_t b) {
+    return int64BitsToDouble((b >> 52) | 0x4330000000000000L) - 4503599627370496.0LF;
+}
 // floor(log2|x|) for finite nonzero x, subnormals included.
 int tdm_f64_ilogb(double x) {
     int64_t b = doubleBitsToInt64(x) & TDM_F64_ABSMASK;
@@ -81,7 +92,7 @@ double tdm_f64_scale(double x, int k) {
 // nearest integer, ties to even, and subtracting it back is exact. Two IEEE additions instead of the
 // builtin: lavapipe's f64 roundEven/trunc/floor are wrong on CPUs without AVX-512 (convert_f32.glsl),
 // and the C++ translation of these additions vectorises on every x86 (the CPU's fast-path loops).
-double tdm_f64_round_even(double x) {
+TDM_INLINE double tdm_f64_round_even(double x) {
     precise double t = x + 6755399441055744.0LF;
     precise double r = t - 6755399441055744.0LF;
     return r;
@@ -90,13 +101,13 @@ double tdm_f64_round_even(double x) {
 // ---------------------------------------------------------------------------------------------------------
 // Double-double arithmetic: a dvec2 (hi, lo) with |lo| <= ulp(hi)/2 holds ~106 bits.
 // ---------------------------------------------------------------------------------------------------------
-dvec2 tdm_dd_two_sum(double a, double b) {          // exact: a + b = s + e
+TDM_INLINE dvec2 tdm_dd_two_sum(double a, double b) {          // exact: a + b = s + e
     precise double s = a + b;
     precise double bb = s - a;
     precise double e = (a - (s - bb)) + (b - bb);
     return dvec2(s, e);
 }
-dvec2 tdm_dd_fast_two_sum(double a, double b) {     // exact when |a| >= |b| (or a == 0)
+TDM_INLINE dvec2 tdm_dd_fast_two_sum(double a, double b) {     // exact when |a| >= |b| (or a == 0)
     precise double s = a + b;
     precise double e = b - (s - a);
     return dvec2(s, e);
@@ -110,7 +121,7 @@ dvec2 tdm_dd_two_prod(double a, double b) {         // exact (barring underflow)
 }
 #else
 // Veltkamp split: a = hi + lo with 26-bit halves, so their products are exact.
-dvec2 tdm_dd_split(double a) {
+TDM_INLINE dvec2 tdm_dd_split(double a) {
     precise double c = 134217729.0LF * a;           // 2^27 + 1
     precise double hi = c - (c - a);
     precise double lo = a - hi;
@@ -118,17 +129,21 @@ dvec2 tdm_dd_split(double a) {
 }
 // Dekker's exact product with plain multiplies and adds: Vulkan's fma() is allowed to round twice
 // (its precision is "inherited from OpFMul followed by OpFAdd"), and lavapipe's does.
-dvec2 tdm_dd_two_prod(double a, double b) {         // exact (barring underflow): a * b = p + e
-    double f = 1.0LF;
-    if (abs(a) > 6.6969287949141707e299LF) { a *= 3.725290298461914e-09LF; f = 268435456.0LF; }   // > 2^996: the split
-    if (abs(b) > 6.6969287949141707e299LF) { b *= 3.725290298461914e-09LF; f *= 268435456.0LF; }  // would overflow
+// Operands above 2^996 (whose split would overflow) are scaled by 2^-28 first and the result back: selects,
+// not branches, so that the CPU's vector loops run it too.
+TDM_INLINE dvec2 tdm_dd_two_prod(double a, double b) {   // exact (barring underflow): a * b = p + e
+    double fa = abs(a) > 6.6969287949141707e299LF ? 268435456.0LF : 1.0LF;
+    double fb = abs(b) > 6.6969287949141707e299LF ? 268435456.0LF : 1.0LF;
+    a = fa > 1.0LF ? a * 3.725290298461914e-09LF : a;
+    b = fb > 1.0LF ? b * 3.725290298461914e-09LF : b;
+    double f = fa * fb;
     dvec2 as = tdm_dd_split(a), bs = tdm_dd_split(b);
     precise double p = a * b;
     precise double e = (((as.x * bs.x - p) + as.x * bs.y) + as.y * bs.x) + as.y * bs.y;
     return dvec2(p, e) * f;
 }
 #endif
-dvec2 tdm_dd_add(dvec2 a, dvec2 b) {
+TDM_INLINE dvec2 tdm_dd_add(dvec2 a, dvec2 b) {
     dvec2 s = tdm_dd_two_sum(a.x, b.x);
     dvec2 t = tdm_dd_two_sum(a.y, b.y);
     precise double lo = s.y + t.x;
@@ -136,23 +151,23 @@ dvec2 tdm_dd_add(dvec2 a, dvec2 b) {
     precise double lo2 = s.y + t.y;
     return tdm_dd_fast_two_sum(s.x, lo2);
 }
-dvec2 tdm_dd_add_d(dvec2 a, double b) {
+TDM_INLINE dvec2 tdm_dd_add_d(dvec2 a, double b) {
     dvec2 s = tdm_dd_two_sum(a.x, b);
     precise double lo = s.y + a.y;
     return tdm_dd_fast_two_sum(s.x, lo);
 }
-dvec2 tdm_dd_mul(dvec2 a, dvec2 b) {
+TDM_INLINE dvec2 tdm_dd_mul(dvec2 a, dvec2 b) {
     dvec2 p = tdm_dd_two_prod(a.x, b.x);
     precise double lo = p.y + (a.x * b.y + a.y * b.x);
     return tdm_dd_fast_two_sum(p.x, lo);
 }
-dvec2 tdm_dd_mul_d(dvec2 a, double b) {
+TDM_INLINE dvec2 tdm_dd_mul_d(dvec2 a, double b) {
     dvec2 p = tdm_dd_two_prod(a.x, b);
     precise double lo = p.y + a.y * b;
     return tdm_dd_fast_two_sum(p.x, lo);
 }
 // a / b: the quotient's residual is computed exactly, so the division only has to be a good first guess.
-dvec2 tdm_dd_div(dvec2 a, dvec2 b) {
+TDM_INLINE dvec2 tdm_dd_div(dvec2 a, dvec2 b) {
     double q1 = a.x / b.x;
     dvec2 qb = tdm_dd_two_prod(q1, b.x);
     precise double r = (a.x - qb.x) - qb.y;         // exact residual a.x - q1*b.x
@@ -160,13 +175,15 @@ dvec2 tdm_dd_div(dvec2 a, dvec2 b) {
     double q2 = r2 / b.x;
     return tdm_dd_fast_two_sum(q1, q2);
 }
-// sqrt of a double-double (a.x >= 0), one Newton correction in double-double.
-dvec2 tdm_dd_sqrt(dvec2 a) {
-    if (a.x <= 0.0LF) return dvec2(0.0LF);
-    double s = sqrt(a.x);
+// sqrt of a double-double (a.x >= 0; 0 for a.x <= 0), one Newton correction in double-double. Branch-free.
+TDM_INLINE dvec2 tdm_dd_sqrt(dvec2 a) {
+    bool pos = !(a.x <= 0.0LF);
+    double ax = pos ? a.x : 1.0LF;
+    double s = sqrt(ax);
     dvec2 ss = tdm_dd_two_prod(s, s);
-    precise double e = ((a.x - ss.x) - ss.y) + a.y;
-    return tdm_dd_fast_two_sum(s, e / (2.0LF * s));
+    precise double e = ((ax - ss.x) - ss.y) + a.y;
+    dvec2 r = tdm_dd_fast_two_sum(s, e / (2.0LF * s));
+    return pos ? r : dvec2(0.0LF);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -189,7 +206,7 @@ const double TDM_2OPI = 6.36619772367581382e-01LF;
 // exp(z.x + z.y) = 2^k * (hi + lo), hi + lo in [0.7, 1.42] with relative error ~2^-57.
 // Cody-Waite: r = z - k*ln2 with ln2 = LN2_HI + LN2_LO (k*LN2_HI exact), then Taylor to r^17 on |r| <= ln2/2.
 // Valid for |z.x| < 1100.
-dvec2 tdm_f64_exp_core(dvec2 z, out int k) {
+TDM_INLINE dvec2 tdm_f64_exp_core(dvec2 z, out int k) {
     double kd = tdm_f64_round_even(z.x * TDM_INV_LN2);
     k = int(kd);
     precise double hi = z.x - kd * TDM_LN2_HI;      // exact
@@ -263,34 +280,35 @@ double tdm_exp(double x) {
     return tdm_f64_scale(e.x, k);
 }
 
+// expm1 for |x| <= ln2/2 as a double-double: x + x^2/2 + x^3 (1/6 + x/24 + ...), with x^2/2 kept exact.
+TDM_INLINE dvec2 tdm_f64_expm1_small(double x) {
+    double p = 2.81145725434552060e-15LF;
+    p = p * x + 4.77947733238738525e-14LF;
+    p = p * x + 7.64716373181981641e-13LF;
+    p = p * x + 1.14707455977297245e-11LF;
+    p = p * x + 1.60590438368216133e-10LF;
+    p = p * x + 2.08767569878681002e-09LF;
+    p = p * x + 2.50521083854417202e-08LF;
+    p = p * x + 2.75573192239858883e-07LF;
+    p = p * x + 2.75573192239858925e-06LF;
+    p = p * x + 2.48015873015873016e-05LF;
+    p = p * x + 1.98412698412698413e-04LF;
+    p = p * x + 1.38888888888888894e-03LF;
+    p = p * x + 8.33333333333333322e-03LF;
+    p = p * x + 4.16666666666666644e-02LF;
+    p = p * x + 1.66666666666666657e-01LF;
+    dvec2 h = tdm_dd_two_prod(x, x) * 0.5LF;
+    dvec2 s = tdm_dd_two_sum(x, h.x);
+    double t = s.y + (h.y + (x * h.x * 2.0LF) * p);
+    return tdm_dd_fast_two_sum(s.x, t);
+}
+
 // expm1 as a double-double for -40 < x < 40 (relative error ~2^-56).
 dvec2 tdm_f64_expm1_dd(double x) {
-    if (abs(x) <= 0.34657359027997264LF) {
-        // x + x^2/2 + x^3 (1/6 + x/24 + ...), with x^2/2 kept exact
-        double p = 2.81145725434552060e-15LF;
-        p = p * x + 4.77947733238738525e-14LF;
-        p = p * x + 7.64716373181981641e-13LF;
-        p = p * x + 1.14707455977297245e-11LF;
-        p = p * x + 1.60590438368216133e-10LF;
-        p = p * x + 2.08767569878681002e-09LF;
-        p = p * x + 2.50521083854417202e-08LF;
-        p = p * x + 2.75573192239858883e-07LF;
-        p = p * x + 2.75573192239858925e-06LF;
-        p = p * x + 2.48015873015873016e-05LF;
-        p = p * x + 1.98412698412698413e-04LF;
-        p = p * x + 1.38888888888888894e-03LF;
-        p = p * x + 8.33333333333333322e-03LF;
-        p = p * x + 4.16666666666666644e-02LF;
-        p = p * x + 1.66666666666666657e-01LF;
-        dvec2 h = tdm_dd_two_prod(x, x) * 0.5LF;
-        dvec2 s = tdm_dd_two_sum(x, h.x);
-        double t = s.y + (h.y + (x * h.x * 2.0LF) * p);
-        return tdm_dd_fast_two_sum(s.x, t);
-    }
+    if (abs(x) <= 0.34657359027997264LF) return tdm_f64_expm1_small(x);
     int k;
     dvec2 e = tdm_f64_exp_core(dvec2(x, 0.0LF), k);
-    double sc = tdm_f64_pow2i(k);                 // |k| <= 58: exact scaling
-    return tdm_dd_add_d(e * sc, -1.0LF);
+    return tdm_dd_add_d(e * tdm_f64_pow2i(k), -1.0LF);   // |k| <= 58: exact scaling
 }
 
 double tdm_expm1(double x) {
@@ -307,7 +325,7 @@ double tdm_expm1(double x) {
 // log(1 + f) for f = f.x + f.y in [sqrt(1/2)-1, sqrt(2)-1]: s = f/(2+f), log(1+f) = 2 atanh(s)
 // = s (2 + 2/3 s^2 + 2/5 s^4 + ...). |s| <= 0.1716, so the series to s^29 is below 2^-76; the three
 // leading steps run in double-double. Relative error ~2^-100.
-dvec2 tdm_f64_log1p_core(dvec2 f) {
+TDM_INLINE dvec2 tdm_f64_log1p_core(dvec2 f) {
     dvec2 s = tdm_dd_div(f, tdm_dd_add_d(f, 2.0LF));
     dvec2 s2 = tdm_dd_mul(s, s);
     double t = s2.x;
@@ -330,26 +348,24 @@ dvec2 tdm_f64_log1p_core(dvec2 f) {
 }
 
 // Splits finite x > 0 as 2^e * m with m in [sqrt(1/2), sqrt(2)) and returns log(m) as a double-double.
-dvec2 tdm_f64_log_parts(double x, out int e) {
+// Selects, not branches (the CPU's vector form of pow runs it).
+TDM_INLINE dvec2 tdm_f64_log_parts(double x, out double e) {
+    bool sub = doubleBitsToInt64(x) < 0x0010000000000000L;   // subnormal: scale up exactly
+    x = sub ? x * 18014398509481984.0LF : x;                  // 2^54
     int64_t b = doubleBitsToInt64(x);
-    e = 0;
-    if (b < 0x0010000000000000L) {                    // subnormal: scale up exactly
-        x *= 18014398509481984.0LF;                   // 2^54
-        b = doubleBitsToInt64(x);
-        e = -54;
-    }
-    e += int(b >> 52) - 1023;
+    e = tdm_f64_biased_exponent(b) - (sub ? 1077.0LF : 1023.0LF);
     double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-    if (m > 1.4142135623730951LF) { m *= 0.5LF; e += 1; }
+    bool high = m > 1.4142135623730951LF;
+    m = high ? m * 0.5LF : m;
+    e = high ? e + 1.0LF : e;
     return tdm_f64_log1p_core(dvec2(m - 1.0LF, 0.0LF));   // m - 1 is exact
 }
 
 // log(x) as a double-double for finite x > 0.
-dvec2 tdm_f64_log_dd(double x) {
-    int e;
+TDM_INLINE dvec2 tdm_f64_log_dd(double x) {
+    double e;
     dvec2 l = tdm_f64_log_parts(x, e);
-    double ed = double(e);
-    return tdm_dd_add(dvec2(ed * TDM_LN2_HI, ed * TDM_LN2_LO), l);  // ed*LN2_HI exact
+    return tdm_dd_add(dvec2(e * TDM_LN2_HI, e * TDM_LN2_LO), l);  // e*LN2_HI exact
 }
 
 // Shared special cases of the logs: returns true and sets r when x is not finite positive.
@@ -433,9 +449,9 @@ double tdm_log2(double x) {
     if (!tdm_f64_isnan(v)) return v;
     double r;
     if (tdm_f64_log_special(x, r)) return r;
-    int e;
+    double e;
     dvec2 l = tdm_f64_log_parts(x, e);
-    return tdm_dd_add_d(tdm_dd_mul(l, TDM_INV_LN2_DD), double(e)).x;   // exact powers of 2 stay exact
+    return tdm_dd_add_d(tdm_dd_mul(l, TDM_INV_LN2_DD), e).x;   // exact powers of 2 stay exact
 }
 
 double tdm_log10(double x) {
@@ -443,9 +459,9 @@ double tdm_log10(double x) {
     if (!tdm_f64_isnan(v)) return v;
     double r;
     if (tdm_f64_log_special(x, r)) return r;
-    int e;
+    double e;
     dvec2 l = tdm_f64_log_parts(x, e);
-    return tdm_dd_add(tdm_dd_mul_d(TDM_LOG10_2_DD, double(e)), tdm_dd_mul(l, TDM_INV_LN10_DD)).x;
+    return tdm_dd_add(tdm_dd_mul_d(TDM_LOG10_2_DD, e), tdm_dd_mul(l, TDM_INV_LN10_DD)).x;
 }
 
 double tdm_log1p(double x) {
@@ -532,23 +548,26 @@ int tdm_f64_rem_pio2_large(double x, out dvec2 r) {
     return q & 3;
 }
 
+// x = q pi/2 + r for |x| < 1647099 (k < 2^20): 4-part Cody-Waite, pi/2 to 2^-152. Returns q mod 4.
+TDM_INLINE int tdm_f64_rem_pio2_medium(double x, out dvec2 r) {
+    double kd = tdm_f64_round_even(x * TDM_2OPI);
+    precise double t = x - kd * 1.57079632673412561e+00LF;     // 33-bit part: exact product and difference
+    r = tdm_dd_two_sum(t, -(kd * 6.07710050630396598e-11LF));  // 33-bit part: exact product
+    r = tdm_dd_add_d(r, -(kd * 2.02226624871116646e-21LF));   // 33-bit part: exact product
+    r = tdm_dd_add_d(r, -(kd * 8.47842766036889957e-32LF));
+    return int(kd) & 3;
+}
+
 // x = q pi/2 + r, |r| <= ~pi/4, r as a double-double. Returns q mod 4.
 int tdm_f64_rem_pio2(double x, out dvec2 r) {
     double a = abs(x);
     if (a <= TDM_PIO4) { r = dvec2(x, 0.0LF); return 0; }
-    if (a < 1647099.0LF) {                           // k < 2^20: 4-part Cody-Waite, pi/2 to 2^-152
-        double kd = tdm_f64_round_even(x * TDM_2OPI);
-        precise double t = x - kd * 1.57079632673412561e+00LF;     // 33-bit part: exact product and difference
-        r = tdm_dd_two_sum(t, -(kd * 6.07710050630396598e-11LF));  // 33-bit part: exact product
-        r = tdm_dd_add_d(r, -(kd * 2.02226624871116646e-21LF));   // 33-bit part: exact product
-        r = tdm_dd_add_d(r, -(kd * 8.47842766036889957e-32LF));
-        return int(kd) & 3;
-    }
+    if (a < 1647099.0LF) return tdm_f64_rem_pio2_medium(x, r);
     return tdm_f64_rem_pio2_large(x, r);
 }
 
 // sin(r.x + r.y), |r| <= ~pi/4, as a double-double: Taylor to r^21 (truncation < 2^-70).
-dvec2 tdm_f64_sin_kernel(dvec2 r) {
+TDM_INLINE dvec2 tdm_f64_sin_kernel(dvec2 r) {
     double x = r.x, x2 = x * x;
     double p = 1.95729410633912626e-20LF;
     p = p * x2 - 8.22063524662432950e-18LF;
@@ -565,7 +584,7 @@ dvec2 tdm_f64_sin_kernel(dvec2 r) {
 }
 
 // cos(r.x + r.y), |r| <= ~pi/4: 1 - x^2/2 with x^2/2 exact, then Taylor to r^22.
-dvec2 tdm_f64_cos_kernel(dvec2 r) {
+TDM_INLINE dvec2 tdm_f64_cos_kernel(dvec2 r) {
     double x = r.x, x2 = x * x;
     double p = -8.89679139245057408e-22LF;
     p = p * x2 + 4.11031762331216484e-19LF;
@@ -682,29 +701,15 @@ double tdm_tan(double x) {
 // ---------------------------------------------------------------------------------------------------------
 // Inverse trigonometric functions: all reduce to atan(a/b) with a, b >= 0 as double-doubles.
 // ---------------------------------------------------------------------------------------------------------
-// atan(j/8), j = 0..8
-const dvec2 TDM_ATAN_J8[9] = {
-    dvec2(0.0LF, 0.0LF),
-    dvec2(1.24354994546761438e-01LF, -3.12532414245393831e-18LF),
-    dvec2(2.44978663126864143e-01LF, 1.06987556187344514e-17LF),
-    dvec2(3.58770670270572245e-01LF, -2.46238155826386349e-17LF),
-    dvec2(4.63647609000806094e-01LF, 2.26987774529616871e-17LF),
-    dvec2(5.58599315343562441e-01LF, -5.45563054859162639e-18LF),
-    dvec2(6.43501108793284371e-01LF, 1.58347850514442862e-17LF),
-    dvec2(7.18829999621624527e-01LF, -2.14783884444569830e-17LF),
-    dvec2(7.85398163397448279e-01LF, 3.06161699786838302e-17LF)};
-
 // atan(t) for t in [0, 1] (t slightly above 1 is fine): atan(t) = atan(c) + atan((t - c)/(1 + t c)) with
 // c = j/8 the nearest eighth, so the reduced argument is <= 1/16 and Taylor to u^21 is below 2^-70.
-dvec2 tdm_f64_atan_unit(dvec2 t) {
-    int j = int(tdm_f64_round_even(t.x * 8.0LF));
-    dvec2 u = t;
-    if (j > 0) {
-        double c = double(j) * 0.125LF;
-        dvec2 num = tdm_dd_two_sum(t.x - c, t.y);   // t.x - c is exact (Sterbenz)
-        dvec2 den = tdm_dd_add_d(tdm_dd_mul_d(t, c), 1.0LF);
-        u = tdm_dd_div(num, den);
-    }
+// Selects, not branches or a table (the CPU's vector forms run it).
+TDM_INLINE dvec2 tdm_f64_atan_unit(dvec2 t) {
+    double jd = tdm_f64_round_even(t.x * 8.0LF);     // j
+    double c = jd * 0.125LF;
+    dvec2 num = tdm_dd_two_sum(t.x - c, t.y);       // t.x - c is exact (Sterbenz)
+    dvec2 den = tdm_dd_add_d(tdm_dd_mul_d(t, c), 1.0LF);
+    dvec2 u = jd > 0.0LF ? tdm_dd_div(num, den) : t;
     double x = u.x, x2 = x * x;
     double p = 4.76190476190476164e-02LF;
     p = p * x2 - 5.26315789473684181e-02LF;
@@ -718,13 +723,25 @@ dvec2 tdm_f64_atan_unit(dvec2 t) {
     p = p * x2 - 3.33333333333333315e-01LF;
     double tail = (x * x2) * p + u.y * (1.0LF - x2);   // atan'(x) = 1/(1+x^2) carries the low part
     dvec2 a = tdm_dd_fast_two_sum(x, tail);
-    return j > 0 ? tdm_dd_add(TDM_ATAN_J8[j], a) : a;
+    // atan(j/8) as a double-double, j = 1..8 (selects rather than a table: the CPU's vector forms run it)
+    dvec2 cj = dvec2(0.0LF);
+    cj = jd == 1.0LF ? dvec2(1.24354994546761438e-01LF, -3.12532414245393831e-18LF) : cj;
+    cj = jd == 2.0LF ? dvec2(2.44978663126864143e-01LF, 1.06987556187344514e-17LF) : cj;
+    cj = jd == 3.0LF ? dvec2(3.58770670270572245e-01LF, -2.46238155826386349e-17LF) : cj;
+    cj = jd == 4.0LF ? dvec2(4.63647609000806094e-01LF, 2.26987774529616871e-17LF) : cj;
+    cj = jd == 5.0LF ? dvec2(5.58599315343562441e-01LF, -5.45563054859162639e-18LF) : cj;
+    cj = jd == 6.0LF ? dvec2(6.43501108793284371e-01LF, 1.58347850514442862e-17LF) : cj;
+    cj = jd == 7.0LF ? dvec2(7.18829999621624527e-01LF, -2.14783884444569830e-17LF) : cj;
+    cj = jd == 8.0LF ? dvec2(7.85398163397448279e-01LF, 3.06161699786838302e-17LF) : cj;
+    dvec2 sum = tdm_dd_add(cj, a);
+    return jd > 0.0LF ? sum : a;
 }
 
 // atan(a/b) in [0, pi/2] for a, b >= 0 (not both zero), normal-range double-doubles.
-dvec2 tdm_f64_atan_ratio(dvec2 a, dvec2 b) {
-    if (a.x <= b.x) return tdm_f64_atan_unit(tdm_dd_div(a, b));
-    return tdm_dd_add(TDM_PIO2_DD, -tdm_f64_atan_unit(tdm_dd_div(b, a)));
+TDM_INLINE dvec2 tdm_f64_atan_ratio(dvec2 a, dvec2 b) {
+    bool le = a.x <= b.x;
+    dvec2 w = tdm_f64_atan_unit(tdm_dd_div(le ? a : b, le ? b : a));
+    return le ? w : tdm_dd_add(TDM_PIO2_DD, -w);
 }
 
 double tdm_atan(double x) {
@@ -770,7 +787,7 @@ double tdm_atan2(double y, double x) {
 }
 
 // sqrt(1 - a^2) as a double-double, 0 <= a <= 1: a^2 is exact as a double-double, so no cancellation loss.
-dvec2 tdm_f64_sqrt_1m_sq(double a) {
+TDM_INLINE dvec2 tdm_f64_sqrt_1m_sq(double a) {
     dvec2 sq = tdm_dd_two_prod(a, a);
     return tdm_dd_sqrt(tdm_dd_add_d(-sq, 1.0LF));
 }
@@ -923,6 +940,211 @@ double tdm_fmod(double x, double y) {
     while (rm < 0x0010000000000000UL && e > 1) { rm <<= 1; e--; }
     int64_t bits = rm >= 0x0010000000000000UL ? ((int64_t(e) << 52) | int64_t(rm & 0x000FFFFFFFFFFFFFUL)) : int64_t(rm);
     return tdm_f64_copysign(int64BitsToDouble(bits), x);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The CPU's vector forms of the double-double functions
+// ---------------------------------------------------------------------------------------------------------
+// expm1, log1p, tan, asin, acos, atan, atan2, sinh, cosh, tanh, pow and hypot have no plain-double fast path:
+// they run the double-double algorithms above. These are the same operations for the common inputs, with
+// selects instead of branches, so that the CPU's kernels run them over a block in vector registers (one
+// element at a time, they cost 10-60 times SLEEF's vector functions). Each returns bit for bit what its
+// function returns, or NaN where the function's other branches are needed (NaN, infinite, huge or subnormal
+// operands), and the CPU sends those lanes through the function. The Vulkan tests hold every CPU kernel to
+// the device's bits, and the device runs the functions themselves: on a GPU a branch costs less than
+// computing both sides. Lanes that a select discards still compute, so their operands are first replaced
+// by harmless values (no float-to-int conversion of a NaN, no table index out of range).
+const double TDM_F64_TINY = 7.450580596923828e-09LF;   // 2^-27: f(x) rounds to x (or to 1)
+
+double tdm_f64_expm1_fast(double x) {
+    double ax = abs(x);
+    double xc = ax <= 40.0LF ? x : 0.0LF;
+    int k;
+    dvec2 e = tdm_f64_exp_core(dvec2(xc, 0.0LF), k);
+    dvec2 u = abs(xc) <= 0.34657359027997264LF ? tdm_f64_expm1_small(xc) : tdm_dd_add_d(e * tdm_f64_pow2i(k), -1.0LF);
+    double v = x > 40.0LF ? tdm_f64_exp_fast(x) : (x < -40.0LF ? -1.0LF : u.x);
+    v = ax < 5.551115123125783e-17LF ? x : v;
+    return ax < 707.0LF ? v : tdm_f64_nan();
+}
+
+double tdm_f64_log1p_fast(double x) {
+    bool ok = x > -1.0LF && x < 1.0e300LF;          // false for NaN, +-Inf
+    double xc = ok ? x : 0.0LF;
+    // 1 + x = u.x + u.y exactly; u.x = 2^e m; log(1+x) = e ln2 + log1p((m - 1) + u.y 2^-e)
+    dvec2 u = tdm_dd_two_sum(1.0LF, xc);
+    int64_t b = doubleBitsToInt64(u.x);               // u.x > 0, normal
+    double ed = tdm_f64_biased_exponent(b) - 1023.0LF;
+    double sc = int64BitsToDouble((2046L - (b >> 52)) << 52);   // 2^-e
+    double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
+    bool high = m > 1.4142135623730951LF;
+    m = high ? m * 0.5LF : m;
+    ed = high ? ed + 1.0LF : ed;
+    sc = high ? sc * 0.5LF : sc;
+    dvec2 f = tdm_dd_two_sum(m - 1.0LF, u.y * sc);
+    bool mid = x > -0.2928932188134524LF && x < 0.4142135623730950LF;
+    dvec2 l = tdm_f64_log1p_core(mid ? dvec2(xc, 0.0LF) : f);
+    double v = mid ? l.x : tdm_dd_add(dvec2(ed * TDM_LN2_HI, ed * TDM_LN2_LO), l).x;
+    v = abs(x) < 8.673617379884035e-19LF ? x : v;
+    return ok ? v : tdm_f64_nan();
+}
+
+double tdm_f64_tan_fast(double x) {
+    double a = abs(x);
+    bool ok = a < 1647099.0LF;                       // false for NaN, +-Inf
+    double xc = ok ? x : 0.0LF;
+    dvec2 r;
+    int q = tdm_f64_rem_pio2_medium(xc, r);
+    bool small = a <= TDM_PIO4;
+    r = small ? dvec2(xc, 0.0LF) : r;
+    q = small ? 0 : q;
+    dvec2 s = tdm_f64_sin_kernel(r), c = tdm_f64_cos_kernel(r);
+    bool even = (q & 1) == 0;
+    double v = tdm_dd_div(even ? s : c, even ? c : s).x;
+    v = even ? v : -v;
+    v = a < TDM_F64_TINY ? x : v;
+    return ok ? v : tdm_f64_nan();
+}
+
+double tdm_f64_asin_fast(double x) {
+    double a = abs(x);
+    bool ok = a <= 1.0LF;                            // false for NaN
+    double ac = ok ? a : 0.0LF;
+    double r = tdm_f64_atan_ratio(dvec2(ac, 0.0LF), tdm_f64_sqrt_1m_sq(ac)).x;
+    r = a < TDM_F64_TINY ? x : tdm_f64_copysign(r, x);
+    return ok ? r : tdm_f64_nan();
+}
+
+double tdm_f64_acos_fast(double x) {
+    double a = abs(x);
+    bool ok = a <= 1.0LF;
+    double ac = ok ? a : 0.0LF;
+    dvec2 r = tdm_f64_atan_ratio(tdm_f64_sqrt_1m_sq(ac), dvec2(ac, 0.0LF));
+    double pr = tdm_dd_add(TDM_PI_DD, -r).x;
+    double v = x < 0.0LF ? pr : r.x;
+    return ok ? v : tdm_f64_nan();
+}
+
+double tdm_f64_atan_fast(double x) {
+    double a = abs(x);
+    bool huge = a > 1.8014398509481984e16LF;         // 2^54 (Inf too): pi/2
+    double ac = huge || tdm_f64_isnan(x) ? 1.0LF : a;
+    double r = tdm_f64_atan_ratio(dvec2(ac, 0.0LF), dvec2(1.0LF, 0.0LF)).x;
+    r = huge ? TDM_PIO2_DD.x : r;
+    r = a < TDM_F64_TINY ? x : tdm_f64_copysign(r, x);
+    return tdm_f64_isnan(x) ? tdm_f64_nan() : r;
+}
+
+// Every finite (y, x) whose larger magnitude is below 2^1023 and, unless one is zero or their ratio is
+// below 2^-30, normal.
+double tdm_f64_atan2_fast(double y, double x) {
+    double ay = abs(y), ax = abs(x);
+    bool xneg = tdm_f64_signbit(x);
+    bool finite = ay < 8.98846567431158e307LF && ax < 8.98846567431158e307LF;   // 2^1023; false for NaN
+    double m = ax < ay ? ay : ax;
+    // the general case: scale so the larger is in [1, 2) (exact), then double-double atan
+    bool g = finite && m >= 2.2250738585072014e-308LF;
+    double sc = int64BitsToDouble((2046L - (doubleBitsToInt64(g ? m : 1.0LF) >> 52)) << 52);   // 2^-ilogb(m)
+    double gy = g ? ay * sc : 1.0LF, gx = g ? ax * sc : 1.0LF;
+    gy = gy < gx * 9.313225746154785e-10LF ? gx : gy;   // the small ratios are not this case's (keeps it in range)
+    gx = gx < gy * 9.313225746154785e-10LF ? gy : gx;
+    dvec2 a = tdm_f64_atan_ratio(dvec2(gy, 0.0LF), dvec2(gx, 0.0LF));
+    double pa = tdm_dd_add(TDM_PI_DD, -a).x;
+    double r = xneg ? pa : a.x;
+    r = g ? r : tdm_f64_nan();
+    // |y/x| < 2^-30 or > 2^30: one division
+    double t1 = ay / ax, t2 = ax / ay;
+    double r2 = tdm_dd_add_d(TDM_PIO2_DD, xneg ? t2 : -t2).x;
+    double r1 = tdm_dd_add_d(TDM_PI_DD, -t1).x;
+    r1 = xneg ? r1 : t1;
+    double r0 = xneg ? TDM_PI_DD.x : 0.0LF;          // y = 0
+    r = ax < ay * 9.313225746154785e-10LF ? r2 : r;
+    r = ay < ax * 9.313225746154785e-10LF ? r1 : r;
+    r = ax == 0.0LF ? TDM_PIO2_DD.x : r;
+    r = ay == 0.0LF ? r0 : r;
+    r = finite ? r : tdm_f64_nan();
+    return tdm_f64_copysign(r, y);
+}
+
+double tdm_f64_sinh_fast(double x) {
+    double a = abs(x);
+    bool ok = a < 709.0LF;                           // k - 1 <= 1023 below; false for NaN, +-Inf
+    double ac = ok ? a : 0.0LF;
+    int k;
+    dvec2 e = tdm_f64_exp_core(dvec2(ac, 0.0LF), k);
+    // a < 22: sinh a = (u + u/(u+1))/2 with u = expm1(a); above, e^a / 2
+    dvec2 u = ac <= 0.34657359027997264LF ? tdm_f64_expm1_small(ac) : tdm_dd_add_d(e * tdm_f64_pow2i(k), -1.0LF);
+    double r = 0.5LF * tdm_dd_add(u, tdm_dd_div(u, tdm_dd_add_d(u, 1.0LF))).x;
+    r = a < 22.0LF ? r : e.x * tdm_f64_pow2i(k - 1);
+    r = a < TDM_F64_TINY ? x : tdm_f64_copysign(r, x);
+    return ok ? r : tdm_f64_nan();
+}
+
+double tdm_f64_cosh_fast(double x) {
+    double a = abs(x);
+    bool ok = a < 709.0LF;
+    double ac = ok ? a : 0.0LF;
+    int k;
+    dvec2 e = tdm_f64_exp_core(dvec2(ac, 0.0LF), k);
+    dvec2 E = e * tdm_f64_pow2i(k);                   // exact
+    double r = 0.5LF * tdm_dd_add(E, tdm_dd_div(dvec2(1.0LF, 0.0LF), E)).x;
+    r = a < 22.0LF ? r : e.x * tdm_f64_pow2i(k - 1);
+    r = a < TDM_F64_TINY ? 1.0LF : r;
+    return ok ? r : tdm_f64_nan();
+}
+
+double tdm_f64_tanh_fast(double x) {
+    double a = abs(x);
+    double z = a <= 22.0LF ? 2.0LF * a : 0.0LF;     // 0 for NaN
+    int k;
+    dvec2 e = tdm_f64_exp_core(dvec2(z, 0.0LF), k);
+    dvec2 u = z <= 0.34657359027997264LF ? tdm_f64_expm1_small(z) : tdm_dd_add_d(e * tdm_f64_pow2i(k), -1.0LF);
+    double r = tdm_dd_div(u, tdm_dd_add_d(u, 2.0LF)).x;   // tanh a = u / (u + 2)
+    r = a > 22.0LF ? 1.0LF : r;
+    r = a < TDM_F64_TINY ? x : tdm_f64_copysign(r, x);
+    return tdm_f64_isnan(x) ? tdm_f64_nan() : r;
+}
+
+// x normal and finite (negative only with an integer y below 2^51), y finite, |y log x| < 707. The conditions
+// are applied one select at a time to the result (GCC does not vectorise selects between their combinations).
+double tdm_f64_pow_fast(double x, double y) {
+    double ax = abs(x), ay = abs(y);
+    double xc = ax < tdm_f64_inf() ? ax : 2.0LF;   // NaN, Inf: harmless operands
+    double yc = ay < tdm_f64_inf() ? y : 1.0LF;
+    dvec2 l = tdm_f64_log_dd(xc);
+    double zh = yc * l.x;
+    dvec2 z = tdm_dd_two_prod(yc, l.x);
+    z = tdm_dd_fast_two_sum(z.x, z.y + yc * l.y);
+    z = abs(zh) < 707.0LF ? z : dvec2(0.0LF);
+    int k;
+    dvec2 e = tdm_f64_exp_core(z, k);
+    double r = e.x * tdm_f64_pow2i(k);
+    double nr = -r;
+    r = x < 0.0LF && tdm_f64_round_even(y * 0.5LF) != y * 0.5LF ? nr : r;   // y odd (y * 0.5 is exact)
+    double nan = tdm_f64_nan();
+    r = abs(zh) < 707.0LF ? r : nan;
+    r = ay < tdm_f64_inf() ? r : nan;
+    r = ax < tdm_f64_inf() ? r : nan;
+    r = ax >= 2.2250738585072014e-308LF ? r : nan;
+    r = x > 0.0LF || ay < 2251799813685248.0LF ? r : nan;            // 2^51
+    r = x > 0.0LF || tdm_f64_round_even(y) == y ? r : nan;           // a negative base needs an integer y
+    r = x == 1.0LF ? 1.0LF : r;                      // even for a NaN y
+    return y == 0.0LF ? 1.0LF : r;                   // even for a NaN x
+}
+
+// Finite x, y whose larger magnitude is normal and below 2^1023 (the function's scaling is then one exact
+// multiply each way).
+double tdm_f64_hypot_fast(double x, double y) {
+    double ax = abs(x), ay = abs(y);
+    double a = ax < ay ? ay : ax, b = ax < ay ? ax : ay;
+    bool ok = ax < 8.98846567431158e307LF && ay < 8.98846567431158e307LF;   // false for NaN, Inf
+    double ac = ok ? a : 1.0LF, bc = ok ? b : 1.0LF;
+    int64_t field = doubleBitsToInt64(ac) >> 52;     // e + 1023, e = ilogb(a)
+    double as = ac * int64BitsToDouble((2046L - field) << 52), bs = bc * int64BitsToDouble((2046L - field) << 52);
+    dvec2 s = tdm_dd_add(tdm_dd_two_prod(as, as), tdm_dd_two_prod(bs, bs));   // a scaled into [1, 2)
+    double r = tdm_dd_sqrt(s).x * int64BitsToDouble(field << 52);
+    r = b == 0.0LF ? a : r;
+    r = a >= 2.2250738585072014e-308LF || b == 0.0LF ? r : tdm_f64_nan();
+    return ok ? r : tdm_f64_nan();
 }
 
 #endif // TDM_MATH_F64_GLSL
