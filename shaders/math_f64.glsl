@@ -26,10 +26,11 @@
 //    f64 fma does. Exact products use Dekker's algorithm. A backend that has verified a single-rounding f64
 //    fma on its device may #define TDM_F64_FMA_IS_FUSED before the include (faster two_prod).
 //
-// Fast paths (plain double, no double-double) cover the common range of exp (|x| < 707), log (normal x > 0)
-// and sin/cos (|x| < 1647099, not within 2^-40 of a multiple of pi/2); everything else keeps the
-// double-double code. Measured (lavapipe and the H100, 2.2-10 million inputs each): < 0.85 ulp from exact,
-// <= 1 ulp from glibc (cos: glibc's own 8-ulp miss at 5.3e255 aside).
+// Fast paths (plain double, no double-double) cover the common range of exp (|x| < 707), log (normal x > 0),
+// sin/cos (|x| < 1647099, not within 2^-40 of a multiple of pi/2), and every input of log1p (x > -1), atan,
+// atan2 (finite), asin and acos; everything else keeps the double-double code, which the CPU runs in vector
+// form (end of this file). Measured (lavapipe and the H100, 2-10 million inputs each): < 0.9 ulp from
+// exact, <= 1 ulp from glibc (cos: glibc's own 8-ulp miss at 5.3e255 aside).
 //
 // Names: tdm_exp tdm_expm1 tdm_log tdm_log2 tdm_log10 tdm_log1p tdm_sin tdm_cos tdm_tan tdm_asin tdm_acos
 // tdm_atan tdm_atan2(y,x) tdm_sinh tdm_cosh tdm_tanh tdm_pow(x,y) tdm_hypot(x,y) tdm_fmod(x,y).
@@ -464,23 +465,29 @@ double tdm_log10(double x) {
     return tdm_dd_add(tdm_dd_mul_d(TDM_LOG10_2_DD, e), tdm_dd_mul(l, TDM_INV_LN10_DD)).x;
 }
 
+// Fast path of log1p, plain double (FreeBSD s_log1p.c, < 1 ulp) for -1 < x < Inf: 1 + x = u.x + u.y exactly,
+// log(1 + x) = log(u.x) + u.y/u.x (to 2^-106), log(u.x) as tdm_f64_log_fast computes it with the correction
+// added to its small terms. Branch-free; NaN elsewhere (NaN, <= -1, Inf), as tdm_f64_exp_fast.
+double tdm_f64_log1p_fast(double x) {
+    double xc = x < tdm_f64_inf() ? x : 0.0LF;       // one condition per select: GCC 12 vectorises no
+                                                      // select of combined conditions here
+    xc = x > -1.0LF ? xc : 0.0LF;                     // 0 for NaN
+    dvec2 u = tdm_dd_two_sum(1.0LF, xc);              // u.x >= 2^-53: normal
+    double dk, f, hfsq, r;
+    tdm_f64_log_split_fast(u.x, dk, f, hfsq, r);
+    double c = u.y / u.x;
+    double v = dk * TDM_LN2_HI - ((hfsq - (r + (dk * TDM_LN2_LO + c))) - f);
+    v = abs(x) < 5.551115123125783e-17LF ? x : v;    // 2^-54: x itself (keeps -0 and subnormals)
+    v = x > -1.0LF ? v : tdm_f64_nan();
+    return x < tdm_f64_inf() ? v : tdm_f64_nan();
+}
+
 double tdm_log1p(double x) {
+    double v = tdm_f64_log1p_fast(x);               // every finite x > -1
+    if (!tdm_f64_isnan(v)) return v;
     if (tdm_f64_isnan(x)) return x + x;
     if (x == -1.0LF) return -tdm_f64_inf();
-    if (x < -1.0LF) return tdm_f64_nan();
-    if (tdm_f64_isinf(x)) return x;
-    if (abs(x) < 8.673617379884035e-19LF) return x;     // 2^-60: x - x^2/2 rounds to x (keeps -0, subnormals)
-    if (x > -0.2928932188134524LF && x < 0.4142135623730950LF) return tdm_f64_log1p_core(dvec2(x, 0.0LF)).x;
-    // 1 + x = u.x + u.y exactly; u.x = 2^e m; log(1+x) = e ln2 + log1p((m - 1) + u.y 2^-e)
-    dvec2 u = tdm_dd_two_sum(1.0LF, x);
-    int64_t b = doubleBitsToInt64(u.x);
-    int e = int(b >> 52) - 1023;
-    double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-    if (m > 1.4142135623730951LF) { m *= 0.5LF; e += 1; }
-    dvec2 f = tdm_dd_two_sum(m - 1.0LF, tdm_f64_scale(u.y, -e));
-    dvec2 l = tdm_f64_log1p_core(f);
-    double ed = double(e);
-    return tdm_dd_add(dvec2(ed * TDM_LN2_HI, ed * TDM_LN2_LO), l).x;
+    return x < -1.0LF ? tdm_f64_nan() : x;           // +Inf
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -699,116 +706,158 @@ double tdm_tan(double x) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Inverse trigonometric functions: all reduce to atan(a/b) with a, b >= 0 as double-doubles.
+// Inverse trigonometric functions
 // ---------------------------------------------------------------------------------------------------------
-// atan(t) for t in [0, 1] (t slightly above 1 is fine): atan(t) = atan(c) + atan((t - c)/(1 + t c)) with
-// c = j/8 the nearest eighth, so the reduced argument is <= 1/16 and Taylor to u^21 is below 2^-70.
-// Selects, not branches or a table (the CPU's vector forms run it).
-TDM_INLINE dvec2 tdm_f64_atan_unit(dvec2 t) {
-    double jd = tdm_f64_round_even(t.x * 8.0LF);     // j
-    double c = jd * 0.125LF;
-    dvec2 num = tdm_dd_two_sum(t.x - c, t.y);       // t.x - c is exact (Sterbenz)
-    dvec2 den = tdm_dd_add_d(tdm_dd_mul_d(t, c), 1.0LF);
-    dvec2 u = jd > 0.0LF ? tdm_dd_div(num, den) : t;
-    double x = u.x, x2 = x * x;
-    double p = 4.76190476190476164e-02LF;
-    p = p * x2 - 5.26315789473684181e-02LF;
-    p = p * x2 + 5.88235294117647051e-02LF;
-    p = p * x2 - 6.66666666666666657e-02LF;
-    p = p * x2 + 7.69230769230769273e-02LF;
-    p = p * x2 - 9.09090909090909116e-02LF;
-    p = p * x2 + 1.11111111111111105e-01LF;
-    p = p * x2 - 1.42857142857142849e-01LF;
-    p = p * x2 + 2.00000000000000011e-01LF;
-    p = p * x2 - 3.33333333333333315e-01LF;
-    double tail = (x * x2) * p + u.y * (1.0LF - x2);   // atan'(x) = 1/(1+x^2) carries the low part
-    dvec2 a = tdm_dd_fast_two_sum(x, tail);
-    // atan(j/8) as a double-double, j = 1..8 (selects rather than a table: the CPU's vector forms run it)
-    dvec2 cj = dvec2(0.0LF);
-    cj = jd == 1.0LF ? dvec2(1.24354994546761438e-01LF, -3.12532414245393831e-18LF) : cj;
-    cj = jd == 2.0LF ? dvec2(2.44978663126864143e-01LF, 1.06987556187344514e-17LF) : cj;
-    cj = jd == 3.0LF ? dvec2(3.58770670270572245e-01LF, -2.46238155826386349e-17LF) : cj;
-    cj = jd == 4.0LF ? dvec2(4.63647609000806094e-01LF, 2.26987774529616871e-17LF) : cj;
-    cj = jd == 5.0LF ? dvec2(5.58599315343562441e-01LF, -5.45563054859162639e-18LF) : cj;
-    cj = jd == 6.0LF ? dvec2(6.43501108793284371e-01LF, 1.58347850514442862e-17LF) : cj;
-    cj = jd == 7.0LF ? dvec2(7.18829999621624527e-01LF, -2.14783884444569830e-17LF) : cj;
-    cj = jd == 8.0LF ? dvec2(7.85398163397448279e-01LF, 3.06161699786838302e-17LF) : cj;
-    dvec2 sum = tdm_dd_add(cj, a);
-    return jd > 0.0LF ? sum : a;
+// --- Fast paths of atan, atan2, asin and acos, plain double (FreeBSD s_atan.c, e_asin.c, e_acos.c; < 1 ulp),
+// branch-free (intervals chosen by selects, one after another: GCC does not vectorise a select between
+// selects), NaN where they do not apply, as tdm_f64_exp_fast. They divide in double: the result then depends
+// on the device's f64 division being IEEE's, as it is on lavapipe, NVIDIA and AMD (the tests compare bits).
+
+// atan(a + da) for a >= 0 (Inf too), |da| <= ulp(a): s_atan.c's reduction to [0, 7/16] by atan(a) = atan(c) +
+// atan((a - c)/(1 + a c)), c = 0, 1/2, 1, 3/2 or Inf, and its polynomial, with da/(1 + a^2) added to the low
+// terms. Returns the result unrounded as hi (atan(c)'s leading part) + lo.
+TDM_INLINE dvec2 tdm_f64_atan_parts(double a, double da) {
+    double num = -1.0LF, den = a;                                  // [39/16, Inf]: atan(Inf) + atan(-1/a)
+    double hi = 1.57079632679489655800e+00LF, lo = 6.12323399573676603587e-17LF;
+    bool r3 = a < 2.4375LF, r2 = a < 1.1875LF, r1 = a < 0.6875LF, r0 = a < 0.4375LF;
+    num = r3 ? a - 1.5LF : num;                                    // [19/16, 39/16): c = 3/2
+    den = r3 ? 1.0LF + 1.5LF * a : den;
+    hi = r3 ? 9.82793723247329054082e-01LF : hi;
+    lo = r3 ? 1.39033110312309984516e-17LF : lo;
+    num = r2 ? a - 1.0LF : num;                                    // [11/16, 19/16): c = 1
+    den = r2 ? a + 1.0LF : den;
+    hi = r2 ? 7.85398163397448278999e-01LF : hi;
+    lo = r2 ? 3.06161699786838301793e-17LF : lo;
+    num = r1 ? 2.0LF * a - 1.0LF : num;                            // [7/16, 11/16): c = 1/2
+    den = r1 ? 2.0LF + a : den;
+    hi = r1 ? 4.63647609000806093515e-01LF : hi;
+    lo = r1 ? 2.26987774529616870924e-17LF : lo;
+    double t = num / den;
+    t = r0 ? a : t;                                                // [0, 7/16): c = 0
+    hi = r0 ? 0.0LF : hi;
+    lo = r0 ? 0.0LF : lo;
+    lo += da / (1.0LF + a * a);
+    double z = t * t, w = z * z;
+    double s1 = z * (3.33333333333329318027e-01LF + w * (1.42857142725034663711e-01LF + w * (9.09088713343650656196e-02LF
+              + w * (6.66107313738753120669e-02LF + w * (4.97687799461593236017e-02LF + w * 1.62858201153657823623e-02LF)))));
+    double s2 = w * (-1.99999999998764832476e-01LF + w * (-1.11111104054623557880e-01LF + w * (-7.69187620504482999495e-02LF
+              + w * (-5.83357013379057348645e-02LF + w * -3.65315727442169155270e-02LF))));
+    return dvec2(hi, -((t * (s1 + s2) - lo) - t));
 }
 
-// atan(a/b) in [0, pi/2] for a, b >= 0 (not both zero), normal-range double-doubles.
-TDM_INLINE dvec2 tdm_f64_atan_ratio(dvec2 a, dvec2 b) {
-    bool le = a.x <= b.x;
-    dvec2 w = tdm_f64_atan_unit(tdm_dd_div(le ? a : b, le ? b : a));
-    return le ? w : tdm_dd_add(TDM_PIO2_DD, -w);
+double tdm_f64_atan_fast(double x) {
+    dvec2 p = tdm_f64_atan_parts(abs(x), 0.0LF);
+    return tdm_f64_copysign(p.x + p.y, x);           // NaN for NaN
+}
+
+// Every finite (y, x) whose larger magnitude is below 2^1023: the quotient of the two scaled into [1, 2) and
+// its exact residual, so atan's argument is y/x to 2^-106; pi - atan in double-double for x < 0. A ratio
+// below 2^-30 (or above 2^30) is one division (also where it is subnormal and residuals would underflow).
+double tdm_f64_atan2_fast(double y, double x) {
+    double ay = abs(y), ax = abs(x);
+    bool xneg = tdm_f64_signbit(x);
+    bool finite = ay < 8.98846567431158e307LF && ax < 8.98846567431158e307LF;   // 2^1023; false for NaN
+    double m = ax < ay ? ay : ax;
+    double pre = m < 2.2250738585072014e-308LF ? 18014398509481984.0LF : 1.0LF;   // subnormals: 2^54 first
+    bool g = finite && m > 0.0LF;
+    double sc = int64BitsToDouble((2046L - (doubleBitsToInt64(g ? m * pre : 1.0LF) >> 52)) << 52);
+    double gy = g ? (ay * pre) * sc : 1.0LF, gx = g ? (ax * pre) * sc : 1.0LF;   // exact: the larger in [1, 2)
+    gy = gy < gx * 9.313225746154785e-10LF ? gx : gy;   // the small ratios are not this case's (keeps it in range)
+    gx = gx < gy * 9.313225746154785e-10LF ? gy : gx;
+    double t = gy / gx;
+    dvec2 tx = tdm_dd_two_prod(t, gx);
+    precise double res = (gy - tx.x) - tx.y;        // exact: gy - t gx
+    dvec2 a = tdm_f64_atan_parts(t, res / gx);
+    dvec2 pa = tdm_dd_two_sum(TDM_PI_DD.x, -a.x);
+    double r = xneg ? pa.x + (pa.y + (TDM_PI_DD.y - a.y)) : a.x + a.y;
+    r = g ? r : tdm_f64_nan();
+    // |y/x| < 2^-30 or > 2^30: one division
+    double t1 = ay / ax, t2 = ax / ay;
+    double r2 = tdm_dd_add_d(TDM_PIO2_DD, xneg ? t2 : -t2).x;
+    double r1 = tdm_dd_add_d(TDM_PI_DD, -t1).x;
+    r1 = xneg ? r1 : t1;
+    double r0 = xneg ? TDM_PI_DD.x : 0.0LF;          // y = 0
+    r = ax < ay * 9.313225746154785e-10LF ? r2 : r;
+    r = ay < ax * 9.313225746154785e-10LF ? r1 : r;
+    r = ax == 0.0LF ? TDM_PIO2_DD.x : r;
+    r = ay == 0.0LF ? r0 : r;
+    r = finite ? r : tdm_f64_nan();
+    return tdm_f64_copysign(r, y);
+}
+
+// asin/acos's rational approximation R(t) = (asin(sqrt t) - sqrt t) / (t sqrt t) on [0, 1/4] (e_asin.c).
+TDM_INLINE double tdm_f64_asin_r(double t) {
+    double p = t * (1.66666666666666657415e-01LF + t * (-3.25565818622400915405e-01LF + t * (2.01212532134862925881e-01LF
+             + t * (-4.00555345006794114027e-02LF + t * (7.91534994289814532176e-04LF + t * 3.47933107596021167570e-05LF)))));
+    double q = 1.0LF + t * (-2.40339491173441421878e+00LF + t * (2.02094576023350569471e+00LF
+             + t * (-6.88283971605453293030e-01LF + t * 7.70381505559019352791e-02LF)));
+    return p / q;
+}
+
+double tdm_f64_asin_fast(double x) {
+    double a = abs(x);
+    bool small = a < 0.5LF;
+    double t = small ? a * a : (1.0LF - a) * 0.5LF;
+    double r = tdm_f64_asin_r(t);
+    double s = sqrt(t);                              // NaN for |x| > 1
+    // |x| in [0.975, 1]: pi/2 - 2 (s + s r)
+    double v = TDM_PIO2_DD.x - (2.0LF * (s + s * r) - TDM_PIO2_DD.y);
+    // [0.5, 0.975): s split as w + c with w its leading 21 bits, for the extra bits pi/2 - 2w keeps
+    double w = int64BitsToDouble(doubleBitsToInt64(s) & int64_t(0xFFFFFFFF00000000UL));
+    double c = (t - w * w) / (s + w);
+    double vm = TDM_PIO4 - ((2.0LF * s * r - (TDM_PIO2_DD.y - 2.0LF * c)) - (TDM_PIO4 - 2.0LF * w));
+    v = a < 0.97499942779541015625LF ? vm : v;
+    v = small ? a + a * r : v;
+    v = a <= 1.0LF ? v : tdm_f64_nan();              // NaN too
+    return tdm_f64_copysign(v, x);
+}
+
+double tdm_f64_acos_fast(double x) {
+    double a = abs(x);
+    bool small = a < 0.5LF;
+    double z = small ? x * x : (1.0LF - a) * 0.5LF;
+    double r = tdm_f64_asin_r(z);
+    double s = sqrt(z);
+    // x > 0.5: 2 (w + (r s + c)), s = w + c as in asin
+    double w = int64BitsToDouble(doubleBitsToInt64(s) & int64_t(0xFFFFFFFF00000000UL));
+    double c = (z - w * w) / (s + w);
+    double v = 2.0LF * (w + (r * s + c));
+    double vn = TDM_PI_DD.x - 2.0LF * (s + (r * s - TDM_PIO2_DD.y));   // x < -0.5
+    v = x < 0.0LF ? vn : v;
+    v = small ? TDM_PIO2_DD.x - (x - (TDM_PIO2_DD.y - x * r)) : v;
+    v = a == 1.0LF ? (x > 0.0LF ? 0.0LF : TDM_PI_DD.x + 2.0LF * TDM_PIO2_DD.y) : v;   // c is 0/0 there
+    return a <= 1.0LF ? v : tdm_f64_nan();           // NaN too
 }
 
 double tdm_atan(double x) {
-    if (tdm_f64_isnan(x)) return x + x;
-    double a = abs(x);
-    if (a < 7.450580596923828e-09LF) return x;      // x - x^3/3 rounds to x
-    if (a > 1.8014398509481984e16LF)                // 2^54: pi/2 - 1/x rounds to pi/2 (also for Inf)
-        return tdm_f64_copysign(TDM_PIO2_DD.x, x);
-    double r = tdm_f64_atan_ratio(dvec2(a, 0.0LF), dvec2(1.0LF, 0.0LF)).x;
-    return tdm_f64_copysign(r, x);
+    return tdm_f64_atan_fast(x);                    // every x (NaN gives NaN)
 }
 
 double tdm_atan2(double y, double x) {
+    double v = tdm_f64_atan2_fast(y, x);            // every finite pair below 2^1023
+    if (!tdm_f64_isnan(v)) return v;
     if (tdm_f64_isnan(x) || tdm_f64_isnan(y)) return x + y;
     double ay = abs(y), ax = abs(x);
     bool xneg = tdm_f64_signbit(x);
     double r;
-    if (ay == 0.0LF) {
-        r = xneg ? TDM_PI_DD.x : 0.0LF;              // atan2(+-0, -0 or x<0) = +-pi, otherwise +-0
-    } else if (ax == 0.0LF) {
-        r = TDM_PIO2_DD.x;
-    } else if (tdm_f64_isinf(ay)) {
+    if (tdm_f64_isinf(ay)) {
         r = tdm_f64_isinf(ax) ? (xneg ? 2.35619449019234484e+00LF : TDM_PIO4) : TDM_PIO2_DD.x;
     } else if (tdm_f64_isinf(ax)) {
         r = xneg ? TDM_PI_DD.x : 0.0LF;
-    } else if (ay < ax * 9.313225746154785e-10LF) {
-        // |y/x| < 2^-30: atan(t) = t - t^3/3 rounds to t = y/x, one correctly rounded division (also when
-        // t is subnormal, where double-double residuals would underflow)
-        double t = ay / ax;
-        r = xneg ? tdm_dd_add_d(TDM_PI_DD, -t).x : t;
-    } else if (ax < ay * 9.313225746154785e-10LF) {
-        double t = ax / ay;                          // atan = pi/2 -+ t
-        r = tdm_dd_add_d(TDM_PIO2_DD, xneg ? t : -t).x;
     } else {
-        // scale so the larger is in [1, 2) (exact: the smaller stays >= 2^-31), then double-double atan
-        double m = max(ax, ay);
-        int e = tdm_f64_ilogb(m);
-        ax = tdm_f64_scale(ax, -e); ay = tdm_f64_scale(ay, -e);
-        dvec2 a = tdm_f64_atan_ratio(dvec2(ay, 0.0LF), dvec2(ax, 0.0LF));
-        r = xneg ? tdm_dd_add(TDM_PI_DD, -a).x : a.x;
+        // a magnitude of 2^1023 or more: halve both (exact, but for a subnormal smaller one, whose ratio to
+        // the larger is then 0 either way)
+        return tdm_f64_atan2_fast(y * 0.5LF, x * 0.5LF);
     }
     return tdm_f64_copysign(r, y);
 }
 
-// sqrt(1 - a^2) as a double-double, 0 <= a <= 1: a^2 is exact as a double-double, so no cancellation loss.
-TDM_INLINE dvec2 tdm_f64_sqrt_1m_sq(double a) {
-    dvec2 sq = tdm_dd_two_prod(a, a);
-    return tdm_dd_sqrt(tdm_dd_add_d(-sq, 1.0LF));
-}
-
 double tdm_asin(double x) {
-    if (tdm_f64_isnan(x)) return x + x;
-    double a = abs(x);
-    if (a > 1.0LF) return tdm_f64_nan();
-    if (a < 7.450580596923828e-09LF) return x;      // x + x^3/6 rounds to x
-    dvec2 s = tdm_f64_sqrt_1m_sq(a);
-    double r = tdm_f64_atan_ratio(dvec2(a, 0.0LF), s).x;   // asin a = atan(a / sqrt(1 - a^2))
-    return tdm_f64_copysign(r, x);
+    return tdm_f64_asin_fast(x);                    // NaN for NaN and |x| > 1
 }
 
 double tdm_acos(double x) {
-    if (tdm_f64_isnan(x)) return x + x;
-    double a = abs(x);
-    if (a > 1.0LF) return tdm_f64_nan();
-    dvec2 s = tdm_f64_sqrt_1m_sq(a);
-    dvec2 r = tdm_f64_atan_ratio(s, dvec2(a, 0.0LF));      // acos a = atan(sqrt(1 - a^2) / a)
-    return x < 0.0LF ? tdm_dd_add(TDM_PI_DD, -r).x : r.x;
+    return tdm_f64_acos_fast(x);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -945,15 +994,15 @@ double tdm_fmod(double x, double y) {
 // ---------------------------------------------------------------------------------------------------------
 // The CPU's vector forms of the double-double functions
 // ---------------------------------------------------------------------------------------------------------
-// expm1, log1p, tan, asin, acos, atan, atan2, sinh, cosh, tanh, pow and hypot have no plain-double fast path:
-// they run the double-double algorithms above. These are the same operations for the common inputs, with
-// selects instead of branches, so that the CPU's kernels run them over a block in vector registers (one
-// element at a time, they cost 10-60 times SLEEF's vector functions). Each returns bit for bit what its
+// expm1, tan, sinh, cosh, tanh, pow and hypot have no plain-double fast path: they run the double-double
+// algorithms above. These are the same operations for the common inputs, with selects instead of branches,
+// so that the CPU's kernels run them over a block in vector registers (one element at a time, they cost
+// 2-15 times glibc's scalar functions). Each returns bit for bit what its
 // function returns, or NaN where the function's other branches are needed (NaN, infinite, huge or subnormal
 // operands), and the CPU sends those lanes through the function. The Vulkan tests hold every CPU kernel to
 // the device's bits, and the device runs the functions themselves: on a GPU a branch costs less than
 // computing both sides. Lanes that a select discards still compute, so their operands are first replaced
-// by harmless values (no float-to-int conversion of a NaN, no table index out of range).
+// by harmless values (no float-to-int conversion of a NaN).
 const double TDM_F64_TINY = 7.450580596923828e-09LF;   // 2^-27: f(x) rounds to x (or to 1)
 
 double tdm_f64_expm1_fast(double x) {
@@ -965,27 +1014,6 @@ double tdm_f64_expm1_fast(double x) {
     double v = x > 40.0LF ? tdm_f64_exp_fast(x) : (x < -40.0LF ? -1.0LF : u.x);
     v = ax < 5.551115123125783e-17LF ? x : v;
     return ax < 707.0LF ? v : tdm_f64_nan();
-}
-
-double tdm_f64_log1p_fast(double x) {
-    bool ok = x > -1.0LF && x < 1.0e300LF;          // false for NaN, +-Inf
-    double xc = ok ? x : 0.0LF;
-    // 1 + x = u.x + u.y exactly; u.x = 2^e m; log(1+x) = e ln2 + log1p((m - 1) + u.y 2^-e)
-    dvec2 u = tdm_dd_two_sum(1.0LF, xc);
-    int64_t b = doubleBitsToInt64(u.x);               // u.x > 0, normal
-    double ed = tdm_f64_biased_exponent(b) - 1023.0LF;
-    double sc = int64BitsToDouble((2046L - (b >> 52)) << 52);   // 2^-e
-    double m = int64BitsToDouble((b & 0x000FFFFFFFFFFFFFL) | 0x3FF0000000000000L);
-    bool high = m > 1.4142135623730951LF;
-    m = high ? m * 0.5LF : m;
-    ed = high ? ed + 1.0LF : ed;
-    sc = high ? sc * 0.5LF : sc;
-    dvec2 f = tdm_dd_two_sum(m - 1.0LF, u.y * sc);
-    bool mid = x > -0.2928932188134524LF && x < 0.4142135623730950LF;
-    dvec2 l = tdm_f64_log1p_core(mid ? dvec2(xc, 0.0LF) : f);
-    double v = mid ? l.x : tdm_dd_add(dvec2(ed * TDM_LN2_HI, ed * TDM_LN2_LO), l).x;
-    v = abs(x) < 8.673617379884035e-19LF ? x : v;
-    return ok ? v : tdm_f64_nan();
 }
 
 double tdm_f64_tan_fast(double x) {
@@ -1003,66 +1031,6 @@ double tdm_f64_tan_fast(double x) {
     v = even ? v : -v;
     v = a < TDM_F64_TINY ? x : v;
     return ok ? v : tdm_f64_nan();
-}
-
-double tdm_f64_asin_fast(double x) {
-    double a = abs(x);
-    bool ok = a <= 1.0LF;                            // false for NaN
-    double ac = ok ? a : 0.0LF;
-    double r = tdm_f64_atan_ratio(dvec2(ac, 0.0LF), tdm_f64_sqrt_1m_sq(ac)).x;
-    r = a < TDM_F64_TINY ? x : tdm_f64_copysign(r, x);
-    return ok ? r : tdm_f64_nan();
-}
-
-double tdm_f64_acos_fast(double x) {
-    double a = abs(x);
-    bool ok = a <= 1.0LF;
-    double ac = ok ? a : 0.0LF;
-    dvec2 r = tdm_f64_atan_ratio(tdm_f64_sqrt_1m_sq(ac), dvec2(ac, 0.0LF));
-    double pr = tdm_dd_add(TDM_PI_DD, -r).x;
-    double v = x < 0.0LF ? pr : r.x;
-    return ok ? v : tdm_f64_nan();
-}
-
-double tdm_f64_atan_fast(double x) {
-    double a = abs(x);
-    bool huge = a > 1.8014398509481984e16LF;         // 2^54 (Inf too): pi/2
-    double ac = huge || tdm_f64_isnan(x) ? 1.0LF : a;
-    double r = tdm_f64_atan_ratio(dvec2(ac, 0.0LF), dvec2(1.0LF, 0.0LF)).x;
-    r = huge ? TDM_PIO2_DD.x : r;
-    r = a < TDM_F64_TINY ? x : tdm_f64_copysign(r, x);
-    return tdm_f64_isnan(x) ? tdm_f64_nan() : r;
-}
-
-// Every finite (y, x) whose larger magnitude is below 2^1023 and, unless one is zero or their ratio is
-// below 2^-30, normal.
-double tdm_f64_atan2_fast(double y, double x) {
-    double ay = abs(y), ax = abs(x);
-    bool xneg = tdm_f64_signbit(x);
-    bool finite = ay < 8.98846567431158e307LF && ax < 8.98846567431158e307LF;   // 2^1023; false for NaN
-    double m = ax < ay ? ay : ax;
-    // the general case: scale so the larger is in [1, 2) (exact), then double-double atan
-    bool g = finite && m >= 2.2250738585072014e-308LF;
-    double sc = int64BitsToDouble((2046L - (doubleBitsToInt64(g ? m : 1.0LF) >> 52)) << 52);   // 2^-ilogb(m)
-    double gy = g ? ay * sc : 1.0LF, gx = g ? ax * sc : 1.0LF;
-    gy = gy < gx * 9.313225746154785e-10LF ? gx : gy;   // the small ratios are not this case's (keeps it in range)
-    gx = gx < gy * 9.313225746154785e-10LF ? gy : gx;
-    dvec2 a = tdm_f64_atan_ratio(dvec2(gy, 0.0LF), dvec2(gx, 0.0LF));
-    double pa = tdm_dd_add(TDM_PI_DD, -a).x;
-    double r = xneg ? pa : a.x;
-    r = g ? r : tdm_f64_nan();
-    // |y/x| < 2^-30 or > 2^30: one division
-    double t1 = ay / ax, t2 = ax / ay;
-    double r2 = tdm_dd_add_d(TDM_PIO2_DD, xneg ? t2 : -t2).x;
-    double r1 = tdm_dd_add_d(TDM_PI_DD, -t1).x;
-    r1 = xneg ? r1 : t1;
-    double r0 = xneg ? TDM_PI_DD.x : 0.0LF;          // y = 0
-    r = ax < ay * 9.313225746154785e-10LF ? r2 : r;
-    r = ay < ax * 9.313225746154785e-10LF ? r1 : r;
-    r = ax == 0.0LF ? TDM_PIO2_DD.x : r;
-    r = ay == 0.0LF ? r0 : r;
-    r = finite ? r : tdm_f64_nan();
-    return tdm_f64_copysign(r, y);
 }
 
 double tdm_f64_sinh_fast(double x) {
