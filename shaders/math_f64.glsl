@@ -27,9 +27,9 @@
 //    fma on its device may #define TDM_F64_FMA_IS_FUSED before the include (faster two_prod).
 //
 // Fast paths (plain double, no double-double) cover the common range of exp (|x| < 707), log (normal x > 0),
-// sin/cos (|x| < 1647099, not within 2^-40 of a multiple of pi/2), and every input of log1p (x > -1), atan,
-// atan2 (finite), asin and acos; everything else keeps the double-double code, which the CPU runs in vector
-// form (end of this file). Measured (lavapipe and the H100, 2-10 million inputs each): < 0.9 ulp from
+// sin/cos (|x| < 1647099, not within 2^-40 of a multiple of pi/2), expm1, sinh and cosh (|x| < 707), and
+// every input of log1p (x > -1), atan, atan2 (finite), asin, acos and tanh; everything else keeps the
+// double-double code, which the CPU runs in vector form for tan, pow and hypot (end of this file). Measured (lavapipe and the H100, 2-10 million inputs each): < 0.9 ulp from
 // exact, <= 1 ulp from glibc (cos: glibc's own 8-ulp miss at 5.3e255 aside).
 //
 // Names: tdm_exp tdm_expm1 tdm_log tdm_log2 tdm_log10 tdm_log1p tdm_sin tdm_cos tdm_tan tdm_asin tdm_acos
@@ -281,43 +281,50 @@ double tdm_exp(double x) {
     return tdm_f64_scale(e.x, k);
 }
 
-// expm1 for |x| <= ln2/2 as a double-double: x + x^2/2 + x^3 (1/6 + x/24 + ...), with x^2/2 kept exact.
-TDM_INLINE dvec2 tdm_f64_expm1_small(double x) {
-    double p = 2.81145725434552060e-15LF;
-    p = p * x + 4.77947733238738525e-14LF;
-    p = p * x + 7.64716373181981641e-13LF;
-    p = p * x + 1.14707455977297245e-11LF;
-    p = p * x + 1.60590438368216133e-10LF;
-    p = p * x + 2.08767569878681002e-09LF;
-    p = p * x + 2.50521083854417202e-08LF;
-    p = p * x + 2.75573192239858883e-07LF;
-    p = p * x + 2.75573192239858925e-06LF;
-    p = p * x + 2.48015873015873016e-05LF;
-    p = p * x + 1.98412698412698413e-04LF;
-    p = p * x + 1.38888888888888894e-03LF;
-    p = p * x + 8.33333333333333322e-03LF;
-    p = p * x + 4.16666666666666644e-02LF;
-    p = p * x + 1.66666666666666657e-01LF;
-    dvec2 h = tdm_dd_two_prod(x, x) * 0.5LF;
-    dvec2 s = tdm_dd_two_sum(x, h.x);
-    double t = s.y + (h.y + (x * h.x * 2.0LF) * p);
-    return tdm_dd_fast_two_sum(s.x, t);
+// expm1 for |x| <= 44 as a double-double u.x + u.y (relative error < 2^-54): exp_fast's reduction x = k ln2 + r
+// (+ rlo) and polynomial, exp(r) - 1 = r + t kept unrounded, then 2^k (1 + u) - 1 = (2^k - 1) + 2^k u in
+// exact sums. Branch-free: the fast paths of expm1, sinh, cosh and tanh share it.
+TDM_INLINE dvec2 tdm_f64_expm1_parts(double x) {
+    double kd = tdm_f64_round_even(x * TDM_INV_LN2);
+    precise double hi = x - kd * TDM_LN2_HI;        // exact
+    precise double lo = kd * TDM_LN2_LO;
+    precise double r = hi - lo;
+    precise double rlo = (hi - r) - lo;
+    double p = 1.14707455977297245e-11LF;
+    p = p * r + 1.60590438368216133e-10LF;
+    p = p * r + 2.08767569878681002e-09LF;
+    p = p * r + 2.50521083854417202e-08LF;
+    p = p * r + 2.75573192239858883e-07LF;
+    p = p * r + 2.75573192239858925e-06LF;
+    p = p * r + 2.48015873015873016e-05LF;
+    p = p * r + 1.98412698412698413e-04LF;
+    p = p * r + 1.38888888888888894e-03LF;
+    p = p * r + 8.33333333333333322e-03LF;
+    p = p * r + 4.16666666666666644e-02LF;
+    p = p * r + 1.66666666666666657e-01LF;
+    p = p * r + 0.5LF;
+    dvec2 u = tdm_dd_fast_two_sum(r, (r * r) * p + (rlo + r * rlo));   // exp(r + rlo) - 1
+    double sc = tdm_f64_pow2i(int(kd));
+    dvec2 a = tdm_dd_two_sum(sc, -1.0LF);
+    dvec2 b = tdm_dd_two_sum(a.x, sc * u.x);
+    return tdm_dd_fast_two_sum(b.x, (a.y + b.y) + sc * u.y);
 }
 
-// expm1 as a double-double for -40 < x < 40 (relative error ~2^-56).
-dvec2 tdm_f64_expm1_dd(double x) {
-    if (abs(x) <= 0.34657359027997264LF) return tdm_f64_expm1_small(x);
-    int k;
-    dvec2 e = tdm_f64_exp_core(dvec2(x, 0.0LF), k);
-    return tdm_dd_add_d(e * tdm_f64_pow2i(k), -1.0LF);   // |k| <= 58: exact scaling
+// Fast path of expm1 for |x| < 707 (< 0.9 ulp), NaN elsewhere, as tdm_f64_exp_fast.
+double tdm_f64_expm1_fast(double x) {
+    double ax = abs(x);
+    double v = tdm_f64_expm1_parts(ax <= 40.0LF ? x : 0.0LF).x;
+    v = x > 40.0LF ? tdm_f64_exp_fast(x) : v;       // exp(x) - 1 rounds to exp(x)
+    v = x < -40.0LF ? -1.0LF : v;                    // -1 + e^x rounds to -1
+    v = ax < 5.551115123125783e-17LF ? x : v;        // 2^-54: x itself (keeps -0)
+    return ax < 707.0LF ? v : tdm_f64_nan();
 }
 
 double tdm_expm1(double x) {
+    double v = tdm_f64_expm1_fast(x);
+    if (!tdm_f64_isnan(v)) return v;
     if (tdm_f64_isnan(x)) return x + x;
-    if (abs(x) < 5.551115123125783e-17LF) return x;     // 2^-54: x + x^2/2 rounds to x (keeps -0)
-    if (x > 40.0LF) return tdm_exp(x);                  // exp(x) - 1 rounds to exp(x)
-    if (x < -40.0LF) return -1.0LF;                     // -1 + e^x rounds to -1
-    return tdm_f64_expm1_dd(x).x;
+    return x > 0.0LF ? tdm_exp(x) : -1.0LF;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -863,49 +870,59 @@ double tdm_acos(double x) {
 // ---------------------------------------------------------------------------------------------------------
 // Hyperbolic functions
 // ---------------------------------------------------------------------------------------------------------
-double tdm_sinh(double x) {
-    if (!tdm_f64_isfinite(x)) return x + x;          // NaN, +-Inf
+// Fast paths (plain double, < 0.9 ulp; NaN where they do not apply, as tdm_f64_exp_fast) on u = expm1(|x|) as
+// a double-double: sinh = (u + u/(u+1))/2 and cosh = (e + 1/e)/2 with e = 1 + u for |x| < 22, e^|x|/2 above
+// (e^-|x| is then below 2^-63 relative); tanh = u/(u + 2) with u = expm1(2|x|), 1 above 22.
+double tdm_f64_sinh_fast(double x) {
     double a = abs(x);
-    if (a < 7.450580596923828e-09LF) return x;       // x + x^3/6 rounds to x
-    double r;
-    if (a < 22.0LF) {
-        // sinh a = (u + u/(u+1))/2 with u = expm1(a): no cancellation for small a
-        dvec2 u = tdm_f64_expm1_dd(a);
-        r = 0.5LF * tdm_dd_add(u, tdm_dd_div(u, tdm_dd_add_d(u, 1.0LF))).x;
-    } else if (a < 711.0LF) {
-        int k;                                       // e^-a is below 2^-63 relative: sinh a = e^a / 2
-        dvec2 e = tdm_f64_exp_core(dvec2(a, 0.0LF), k);
-        r = tdm_f64_scale(e.x, k - 1);
-    } else {
-        r = tdm_f64_inf();
-    }
-    return tdm_f64_copysign(r, x);
+    dvec2 u = tdm_f64_expm1_parts(a < 22.0LF ? a : 0.0LF);
+    double r = 0.5LF * tdm_dd_add(u, tdm_dd_div(u, tdm_dd_add_d(u, 1.0LF))).x;
+    r = a < 22.0LF ? r : 0.5LF * tdm_f64_exp_fast(a);
+    r = a < 7.450580596923828e-09LF ? x : tdm_f64_copysign(r, x);   // 2^-27: x + x^3/6 rounds to x
+    return a < 707.0LF ? r : tdm_f64_nan();
 }
 
-double tdm_cosh(double x) {
-    if (tdm_f64_isnan(x)) return x + x;
+double tdm_f64_cosh_fast(double x) {
     double a = abs(x);
-    if (a < 7.450580596923828e-09LF) return 1.0LF;
+    dvec2 e = tdm_dd_add_d(tdm_f64_expm1_parts(a < 22.0LF ? a : 0.0LF), 1.0LF);
+    double r = 0.5LF * tdm_dd_add(e, tdm_dd_div(dvec2(1.0LF, 0.0LF), e)).x;
+    r = a < 22.0LF ? r : 0.5LF * tdm_f64_exp_fast(a);
+    return a < 707.0LF ? r : tdm_f64_nan();
+}
+
+double tdm_f64_tanh_fast(double x) {
+    double a = abs(x);
+    dvec2 u = tdm_f64_expm1_parts(a <= 22.0LF ? 2.0LF * a : 0.0LF);
+    double r = tdm_dd_div(u, tdm_dd_add_d(u, 2.0LF)).x;
+    r = a > 22.0LF ? 1.0LF : r;                      // 1 - 2e^-2a rounds to 1
+    r = a < 7.450580596923828e-09LF ? x : tdm_f64_copysign(r, x);   // x - x^3/3 rounds to x
+    return tdm_f64_isnan(x) ? tdm_f64_nan() : r;
+}
+
+// |x| >= 707: e^|x|/2 with a double-double exp (overflows from 710.5)
+double tdm_f64_half_exp_large(double a) {
     if (a >= 711.0LF) return tdm_f64_inf();
     int k;
     dvec2 e = tdm_f64_exp_core(dvec2(a, 0.0LF), k);
-    if (a >= 22.0LF) return tdm_f64_scale(e.x, k - 1);
-    dvec2 E = e * tdm_f64_pow2i(k);                   // exact
-    return 0.5LF * tdm_dd_add(E, tdm_dd_div(dvec2(1.0LF, 0.0LF), E)).x;
+    return tdm_f64_scale(e.x, k - 1);
+}
+
+double tdm_sinh(double x) {
+    double v = tdm_f64_sinh_fast(x);
+    if (!tdm_f64_isnan(v)) return v;
+    if (!tdm_f64_isfinite(x)) return x + x;          // NaN, +-Inf
+    return tdm_f64_copysign(tdm_f64_half_exp_large(abs(x)), x);
+}
+
+double tdm_cosh(double x) {
+    double v = tdm_f64_cosh_fast(x);
+    if (!tdm_f64_isnan(v)) return v;
+    if (tdm_f64_isnan(x)) return x + x;
+    return tdm_f64_half_exp_large(abs(x));           // +-Inf too
 }
 
 double tdm_tanh(double x) {
-    if (tdm_f64_isnan(x)) return x + x;
-    double a = abs(x);
-    if (a < 7.450580596923828e-09LF) return x;       // x - x^3/3 rounds to x
-    double r;
-    if (a > 22.0LF) {
-        r = 1.0LF;                                   // 1 - 2e^-2a rounds to 1
-    } else {
-        dvec2 u = tdm_f64_expm1_dd(2.0LF * a);       // tanh a = u / (u + 2)
-        r = tdm_dd_div(u, tdm_dd_add_d(u, 2.0LF)).x;
-    }
-    return tdm_f64_copysign(r, x);
+    return tdm_f64_tanh_fast(x);                     // every x (NaN gives NaN)
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -994,8 +1011,7 @@ double tdm_fmod(double x, double y) {
 // ---------------------------------------------------------------------------------------------------------
 // The CPU's vector forms of the double-double functions
 // ---------------------------------------------------------------------------------------------------------
-// expm1, tan, sinh, cosh, tanh, pow and hypot have no plain-double fast path: they run the double-double
-// algorithms above. These are the same operations for the common inputs, with selects instead of branches,
+// tan, pow and hypot have no plain-double fast path: they run the double-double algorithms above. These are the same operations for the common inputs, with selects instead of branches,
 // so that the CPU's kernels run them over a block in vector registers (one element at a time, they cost
 // 2-15 times glibc's scalar functions). Each returns bit for bit what its
 // function returns, or NaN where the function's other branches are needed (NaN, infinite, huge or subnormal
@@ -1005,16 +1021,6 @@ double tdm_fmod(double x, double y) {
 // by harmless values (no float-to-int conversion of a NaN).
 const double TDM_F64_TINY = 7.450580596923828e-09LF;   // 2^-27: f(x) rounds to x (or to 1)
 
-double tdm_f64_expm1_fast(double x) {
-    double ax = abs(x);
-    double xc = ax <= 40.0LF ? x : 0.0LF;
-    int k;
-    dvec2 e = tdm_f64_exp_core(dvec2(xc, 0.0LF), k);
-    dvec2 u = abs(xc) <= 0.34657359027997264LF ? tdm_f64_expm1_small(xc) : tdm_dd_add_d(e * tdm_f64_pow2i(k), -1.0LF);
-    double v = x > 40.0LF ? tdm_f64_exp_fast(x) : (x < -40.0LF ? -1.0LF : u.x);
-    v = ax < 5.551115123125783e-17LF ? x : v;
-    return ax < 707.0LF ? v : tdm_f64_nan();
-}
 
 double tdm_f64_tan_fast(double x) {
     double a = abs(x);
@@ -1033,44 +1039,8 @@ double tdm_f64_tan_fast(double x) {
     return ok ? v : tdm_f64_nan();
 }
 
-double tdm_f64_sinh_fast(double x) {
-    double a = abs(x);
-    bool ok = a < 709.0LF;                           // k - 1 <= 1023 below; false for NaN, +-Inf
-    double ac = ok ? a : 0.0LF;
-    int k;
-    dvec2 e = tdm_f64_exp_core(dvec2(ac, 0.0LF), k);
-    // a < 22: sinh a = (u + u/(u+1))/2 with u = expm1(a); above, e^a / 2
-    dvec2 u = ac <= 0.34657359027997264LF ? tdm_f64_expm1_small(ac) : tdm_dd_add_d(e * tdm_f64_pow2i(k), -1.0LF);
-    double r = 0.5LF * tdm_dd_add(u, tdm_dd_div(u, tdm_dd_add_d(u, 1.0LF))).x;
-    r = a < 22.0LF ? r : e.x * tdm_f64_pow2i(k - 1);
-    r = a < TDM_F64_TINY ? x : tdm_f64_copysign(r, x);
-    return ok ? r : tdm_f64_nan();
-}
 
-double tdm_f64_cosh_fast(double x) {
-    double a = abs(x);
-    bool ok = a < 709.0LF;
-    double ac = ok ? a : 0.0LF;
-    int k;
-    dvec2 e = tdm_f64_exp_core(dvec2(ac, 0.0LF), k);
-    dvec2 E = e * tdm_f64_pow2i(k);                   // exact
-    double r = 0.5LF * tdm_dd_add(E, tdm_dd_div(dvec2(1.0LF, 0.0LF), E)).x;
-    r = a < 22.0LF ? r : e.x * tdm_f64_pow2i(k - 1);
-    r = a < TDM_F64_TINY ? 1.0LF : r;
-    return ok ? r : tdm_f64_nan();
-}
 
-double tdm_f64_tanh_fast(double x) {
-    double a = abs(x);
-    double z = a <= 22.0LF ? 2.0LF * a : 0.0LF;     // 0 for NaN
-    int k;
-    dvec2 e = tdm_f64_exp_core(dvec2(z, 0.0LF), k);
-    dvec2 u = z <= 0.34657359027997264LF ? tdm_f64_expm1_small(z) : tdm_dd_add_d(e * tdm_f64_pow2i(k), -1.0LF);
-    double r = tdm_dd_div(u, tdm_dd_add_d(u, 2.0LF)).x;   // tanh a = u / (u + 2)
-    r = a > 22.0LF ? 1.0LF : r;
-    r = a < TDM_F64_TINY ? x : tdm_f64_copysign(r, x);
-    return tdm_f64_isnan(x) ? tdm_f64_nan() : r;
-}
 
 // x normal and finite (negative only with an integer y below 2^51), y finite, |y log x| < 707. The conditions
 // are applied one select at a time to the result (GCC does not vectorise selects between their combinations).
