@@ -29,7 +29,7 @@
 // Fast paths (plain double, no double-double) cover the common range of exp (|x| < 707), log (normal x > 0),
 // sin/cos (|x| < 1647099, not within 2^-40 of a multiple of pi/2), expm1, sinh and cosh (|x| < 707), and
 // every input of log1p (x > -1), atan, atan2 (finite), asin, acos and tanh; everything else keeps the
-// double-double code, which the CPU runs in vector form for tan, pow and hypot (end of this file). Measured
+// double-double code, which the CPU runs in vector form for tan and hypot (end of this file). Measured
 // (lavapipe and the H100, 1-10 million inputs each): < 0.9 ulp from exact, <= 1 ulp from glibc (cos, tan:
 // glibc's own 8- and 14-ulp misses aside).
 //
@@ -929,6 +929,91 @@ double tdm_tanh(double x) {
 // ---------------------------------------------------------------------------------------------------------
 // pow, hypot, fmod
 // ---------------------------------------------------------------------------------------------------------
+// Fast path of pow: FreeBSD e_pow.c's method ("nearly rounded", pow(integer, integer) exact when
+// representable). x = 2^n m with m in [1, sqrt 3) (m above halved), log2 m from s = (m - b)/(m + b), b = 1 or
+// 1.5, so that log2 x = t1 + t2 with t1 of 21 significant bits; y (t1 + t2) = p_h + p_l exactly enough, split
+// into an integer n and z in [-1/2, 1/2]; 2^z from a rational, scaled by 2^n. Bit masks keep the leading
+// parts' products exact. y = +-1, 2 and 1/2 are x, 1/x, x x and sqrt(x), as there. For x normal (negative only
+// with an integer y), 0 < |y| < 2^31 and |y log2 x| < 1020; NaN elsewhere, as tdm_f64_exp_fast. Conditions are
+// applied one select at a time (GCC 12 does not vectorise selects of combined conditions here).
+TDM_INLINE double tdm_f64_low_zero(double x) {       // x with its low 32 bits cleared
+    return int64BitsToDouble(doubleBitsToInt64(x) & int64_t(0xFFFFFFFF00000000UL));
+}
+double tdm_f64_pow_fast(double x, double y) {
+    double ax = abs(x), ay = abs(y);
+    double xc = ax >= 2.2250738585072014e-308LF ? ax : 1.5LF;   // harmless operands elsewhere
+    xc = ax < tdm_f64_inf() ? xc : 1.5LF;
+    double yc = ay < 2147483648.0LF ? y : 1.0LF;                 // 2^31; false for NaN
+    int64_t bx = doubleBitsToInt64(xc);
+    int64_t j = (bx >> 32) & 0x000FFFFFL;           // the high word's significand bits
+    double n = tdm_f64_biased_exponent(bx) - 1023.0LF;
+    bool big = j >= 0xBB67AL;                       // m >= sqrt(3): m/2, n + 1
+    n = big ? n + 1.0LF : n;
+    int64_t mhi = j | (big ? 0x3FE00000L : 0x3FF00000L);
+    double m = int64BitsToDouble((mhi << 32) | (bx & 0xFFFFFFFFL));
+    bool mid = (mhi & 0x3FF00000L) == 0x3FF00000L && j > 0x3988EL;   // m in (sqrt(3/2), sqrt(3)): b = 1.5
+    double b = mid ? 1.5LF : 1.0LF;
+    double dp_h = mid ? 5.84962487220764160156e-01LF : 0.0LF;     // log2(1.5) = dp_h + dp_l
+    double dp_l = mid ? 1.35003920212974897128e-08LF : 0.0LF;
+    int64_t kb = mid ? 0x40000L : 0L;                // k << 18 of e_pow.c
+    // s = (m - b)/(m + b) = s_h + s_l, s_h with 21 significant bits
+    double u = m - b;
+    double v = 1.0LF / (m + b);
+    double ss = u * v;
+    double s_h = tdm_f64_low_zero(ss);
+    double t_h = int64BitsToDouble((((mhi >> 1) | 0x20000000L) + 0x00080000L + kb) << 32);   // m + b, high part
+    double t_l = m - (t_h - b);
+    double s_l = v * ((u - s_h * t_h) - s_h * t_l);
+    // log2 m = (2/(3 ln2)) (3 s + s^3 + R(s^2)) as p_h + p_l, then t1 + t2 = n + dp + that
+    double s2 = ss * ss;
+    double r = s2 * s2 * (5.99999999999994648725e-01LF + s2 * (4.28571428578550184252e-01LF + s2 * (3.33333329818377432918e-01LF
+             + s2 * (2.72728123808534006489e-01LF + s2 * (2.30660745775561754067e-01LF + s2 * 2.06975017800338417784e-01LF)))));
+    r += s_l * (s_h + ss);
+    s2 = s_h * s_h;
+    t_h = tdm_f64_low_zero(3.0LF + s2 + r);
+    t_l = r - ((t_h - 3.0LF) - s2);
+    u = s_h * t_h;
+    v = s_l * t_h + t_l * ss;
+    double p_h = tdm_f64_low_zero(u + v);
+    double p_l = v - (p_h - u);
+    double z_h = 9.61796700954437255859e-01LF * p_h;                                 // cp_h
+    double z_l = -7.02846165095275826516e-09LF * p_h + p_l * 9.61796693925975554329e-01LF + dp_l;   // cp_l, cp
+    double t1 = tdm_f64_low_zero(((z_h + z_l) + dp_h) + n);
+    double t2 = z_l - (((t1 - n) - dp_h) - z_h);
+    // y log2 x = p_h + p_l, p_h = y1 t1 exact (21 + 21 bits)
+    double y1 = tdm_f64_low_zero(yc);
+    p_l = (yc - y1) * t1 + yc * t2;
+    p_h = y1 * t1;
+    double z = p_l + p_h;
+    double zc = abs(z) < 1020.0LF ? z : 0.0LF;
+    double nz = tdm_f64_round_even(zc);
+    p_h -= nz;                                       // exact
+    // 2^(p_h + p_l) for |p_h + p_l| <= 1/2: exp(w) with w = (p_h + p_l) ln2 as zz + ww
+    double t = tdm_f64_low_zero(p_l + p_h);
+    u = t * 6.93147182464599609375e-01LF;                                            // lg2_h
+    v = (p_l - (t - p_h)) * 6.93147180559945286227e-01LF + t * -1.90465429995776804525e-09LF;   // lg2, lg2_l
+    double zz = u + v;
+    double ww = v - (zz - u);
+    t = zz * zz;
+    t1 = zz - t * (1.66666666666666019037e-01LF + t * (-2.77777777770155933842e-03LF + t * (6.61375632143793436117e-05LF
+            + t * (-1.65339022054652515390e-06LF + t * 4.13813679705723846039e-08LF))));
+    r = (zz * t1) / (t1 - 2.0LF) - (ww + zz * ww);
+    double res = (1.0LF - (r - zz)) * tdm_f64_pow2i(int(nz));
+    double odd = tdm_f64_round_even(yc * 0.5LF) != yc * 0.5LF ? -res : res;   // (yc * 0.5 is exact)
+    res = x < 0.0LF ? odd : res;
+    res = y == 1.0LF ? x : res;
+    res = y == -1.0LF ? 1.0LF / x : res;
+    res = y == 2.0LF ? x * x : res;
+    res = y == 0.5LF ? sqrt(x) : res;
+    double nan = tdm_f64_nan();
+    res = abs(z) < 1020.0LF ? res : nan;
+    res = ay < 2147483648.0LF ? res : nan;
+    res = ay > 0.0LF ? res : nan;
+    res = ax >= 2.2250738585072014e-308LF ? res : nan;
+    res = ax < tdm_f64_inf() ? res : nan;
+    return x > 0.0LF || tdm_f64_round_even(yc) == yc ? res : nan;   // a negative x needs an integer y
+}
+
 // 0: y not an integer, 1: odd integer, 2: even integer (y finite)
 int tdm_f64_int_kind(double y) {
     if (tdm_trunc(y) != y) return 0;             // (convert_f32.glsl: exact on every device)
@@ -936,9 +1021,12 @@ int tdm_f64_int_kind(double y) {
     return (int64_t(y) & 1L) != 0L ? 1 : 2;
 }
 
-// pow(x, y) = exp(y log|x|): log as a double-double (~2^-100), the product exact to ~2^-106, and exp of a
-// double-double argument, so the 1/2^53 relative error needed near |y log x| = 709 is met.
+// pow(x, y) = exp(y log|x|) for what the fast path leaves (zeros, infinities, subnormal x, |y| >= 2^31,
+// results near overflow or subnormal): log as a double-double (~2^-100), the product exact to ~2^-106, and exp
+// of a double-double argument, so the 1/2^53 relative error needed near |y log x| = 709 is met.
 double tdm_pow(double x, double y) {
+    double v = tdm_f64_pow_fast(x, y);
+    if (!tdm_f64_isnan(v)) return v;
     if (y == 0.0LF) return 1.0LF;                    // even for NaN x
     if (x == 1.0LF) return 1.0LF;                    // even for NaN y
     if (tdm_f64_isnan(x) || tdm_f64_isnan(y)) return x + y;
@@ -1012,7 +1100,7 @@ double tdm_fmod(double x, double y) {
 // ---------------------------------------------------------------------------------------------------------
 // The CPU's vector forms of the double-double functions
 // ---------------------------------------------------------------------------------------------------------
-// tan, pow and hypot have no plain-double fast path: they run the double-double algorithms above. These are the same operations for the common inputs, with selects instead of branches,
+// tan and hypot have no plain-double fast path: they run the double-double algorithms above. These are the same operations for the common inputs, with selects instead of branches,
 // so that the CPU's kernels run them over a block in vector registers (one element at a time, they cost
 // 2-15 times glibc's scalar functions). Each returns bit for bit what its
 // function returns, or NaN where the function's other branches are needed (NaN, infinite, huge or subnormal
@@ -1042,33 +1130,6 @@ double tdm_f64_tan_fast(double x) {
 
 
 
-
-// x normal and finite (negative only with an integer y below 2^51), y finite, |y log x| < 707. The conditions
-// are applied one select at a time to the result (GCC does not vectorise selects between their combinations).
-double tdm_f64_pow_fast(double x, double y) {
-    double ax = abs(x), ay = abs(y);
-    double xc = ax < tdm_f64_inf() ? ax : 2.0LF;   // NaN, Inf: harmless operands
-    double yc = ay < tdm_f64_inf() ? y : 1.0LF;
-    dvec2 l = tdm_f64_log_dd(xc);
-    double zh = yc * l.x;
-    dvec2 z = tdm_dd_two_prod(yc, l.x);
-    z = tdm_dd_fast_two_sum(z.x, z.y + yc * l.y);
-    z = abs(zh) < 707.0LF ? z : dvec2(0.0LF);
-    int k;
-    dvec2 e = tdm_f64_exp_core(z, k);
-    double r = e.x * tdm_f64_pow2i(k);
-    double nr = -r;
-    r = x < 0.0LF && tdm_f64_round_even(y * 0.5LF) != y * 0.5LF ? nr : r;   // y odd (y * 0.5 is exact)
-    double nan = tdm_f64_nan();
-    r = abs(zh) < 707.0LF ? r : nan;
-    r = ay < tdm_f64_inf() ? r : nan;
-    r = ax < tdm_f64_inf() ? r : nan;
-    r = ax >= 2.2250738585072014e-308LF ? r : nan;
-    r = x > 0.0LF || ay < 2251799813685248.0LF ? r : nan;            // 2^51
-    r = x > 0.0LF || tdm_f64_round_even(y) == y ? r : nan;           // a negative base needs an integer y
-    r = x == 1.0LF ? 1.0LF : r;                      // even for a NaN y
-    return y == 0.0LF ? 1.0LF : r;                   // even for a NaN x
-}
 
 // Finite x, y whose larger magnitude is normal and below 2^1023 (the function's scaling is then one exact
 // multiply each way).
