@@ -149,8 +149,23 @@ std::string Scheduler::placement_text() const {
 
 void Scheduler::wait_idle() {
     std::unique_lock lock(mutex_);
-    idle_.wait(lock, [&] { return in_flight_ == 0; });
+    idle_.wait(lock, [&] { return in_flight_ == 0 && active_ == 0; });
 }
+
+// Counts a thread in active_ for its scope (see active_).
+struct Scheduler::ActiveScope {
+    Scheduler& s;
+    explicit ActiveScope(Scheduler& sched) : s(sched) {
+        std::lock_guard lock(s.mutex_);
+        ++s.active_;
+    }
+    ~ActiveScope() {
+        std::lock_guard lock(s.mutex_);
+        if (--s.active_ == 0 && s.in_flight_ == 0) s.idle_.notify_all();
+    }
+    ActiveScope(const ActiveScope&) = delete;
+    ActiveScope& operator=(const ActiveScope&) = delete;
+};
 
 bool Scheduler::wire(const JobPtr& job) {
     job->waiting = 0;
@@ -477,6 +492,9 @@ void Scheduler::gather_into(const std::vector<std::shared_ptr<Node>>& targets, b
 }
 
 void Scheduler::drain(Deferred& after) {
+    if (after.empty()) return flush_devices();
+    // The actions may finish the last work in flight; the flush after them still uses the scheduler.
+    const ActiveScope active(*this);
     // Actions may defer more actions (a recorded device region lets the next one record).
     for (std::size_t i = 0; i < after.size(); ++i) {
         auto f = std::move(after[i]);
@@ -640,6 +658,7 @@ void Scheduler::run_on_host(const JobPtr& job) {
 }
 
 void Scheduler::record_on_device(const JobPtr& job) {
+    const ActiveScope active(*this);  // its batch may complete (and the job with it) before this returns
     const Region& r = job->region;
     std::vector<std::shared_ptr<Value>> inputs;
     if (std::exception_ptr error = input_values(*job, inputs)) return complete(job, error, {}, false);
@@ -858,6 +877,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
     if (from_device) unpin(*job);
     {
         std::lock_guard lock(mutex_);
+        ++active_;  // this call, until its end: a requeued region may finish before it does
         // Memory this job held may be free now: what ran out of it tries again.
         if (from_device)
             for (auto& waiter : std::exchange(memory_waiters_, {})) after.push_back([this, waiter] { launch(waiter); });
@@ -953,9 +973,10 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
     nodes_.bury(released);
     drain(after);
     nodes_.release_buried();
-    if (requeue) return;  // still in flight
     std::lock_guard lock(mutex_);
-    if (--in_flight_ == 0) idle_.notify_all();
+    --active_;
+    if (!requeue) --in_flight_;  // a requeued region is still in flight
+    if (in_flight_ == 0 && active_ == 0) idle_.notify_all();
 }
 
 void Scheduler::record(const Job& job, bool failed) {

@@ -180,6 +180,13 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
+    /// Threads still working for the scheduler after their job may have been counted out: the
+    /// rest of a completion whose region went back to the CPU and finished there meanwhile, a
+    /// recording whose batch completed under it. wait_idle() waits for them too, or a runtime
+    /// destroyed right after would be freed under them (seen: a device completion releasing
+    /// the graph through a destroyed scheduler, after a lost device, hung the Lineage test).
+    std::size_t active_ = 0;
+    struct ActiveScope;
     std::uint64_t plan_mark_ = 0;  // marks the nodes of the plan being made (under the lock)
     /// Predicted compute seconds of the work placed on each executor and not finished yet
     /// (under the lock). Counted per job and taken back when it completes, so a misprediction
