@@ -952,9 +952,17 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                     n.eval.value = job->outputs[j];
                 }
                 n.eval.pending.reset();
-                for (auto& in : n.inputs) released.push_back(std::move(in));
-                n.inputs.clear();
-                if (!e && n.recipe && !job->outputs[j]->host()) n.inputs = std::move(*n.recipe);
+                const bool device_only = !e && !job->outputs[j]->host();
+                if (device_only && !n.recipe && job->placement.backend && !job->placement.backend->on_host()) {
+                    // An intermediate of its plan (no recipe: nothing but the plan reads it) that
+                    // lives only on the device keeps its graph until its readers are done with it:
+                    // a reader sent back to the CPU after the device is lost computes it again
+                    // from there. It dies with its last reader, and the graph with it.
+                } else {
+                    for (auto& in : n.inputs) released.push_back(std::move(in));
+                    n.inputs.clear();
+                }
+                if (device_only && n.recipe) n.inputs = std::move(*n.recipe);
                 else if (n.recipe) for (auto& in : *n.recipe) released.push_back(std::move(in));
                 n.recipe.reset();
             }
