@@ -44,6 +44,18 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
     return s;
 }
 
+namespace {
+
+/// The second pass of a split reduction, as a kernel of its own.
+Kernel combine_kernel(const Kernel& k) {
+    Kernel second = k;
+    second.glsl = k.combine_glsl;
+    second.key = k.combine_key;
+    return second;
+}
+
+}  // namespace
+
 KernelBuilder::KernelBuilder(PipelineCache& pipelines, const CodegenOptions& codegen, double expected_build_s,
                              double expected_load_s)
     : pipelines_(pipelines), codegen_(codegen), expected_build_s_(expected_build_s), expected_load_s_(expected_load_s) {}
@@ -79,10 +91,15 @@ KernelBuilder::Slot& KernelBuilder::slot(std::string sig, const Region& r, const
     return *it->second;
 }
 
-void KernelBuilder::build(Slot& s) {
+void KernelBuilder::build(Slot& s, bool with_combine) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
         const ComputePipeline& p = pipelines_.get(s.entry.kernel);
+        if (with_combine && !s.entry.kernel.combine_glsl.empty()) {
+            const ComputePipeline& c = pipelines_.get(combine_kernel(s.entry.kernel));
+            std::lock_guard lock(mutex_);
+            s.entry.combine = &c;
+        }
         s.promise.set_value(&p);
     } catch (...) {
         s.promise.set_exception(std::current_exception());
@@ -112,19 +129,14 @@ KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<Inpu
             s.started_set = true;
         }
     }
-    if (mine) build(s);
+    if (mine) build(s, false);  // (a split reduction's combine pass: when first needed)
     s.entry.pipeline.get();  // waits for a build under way; throws what it threw
     return s.entry;
 }
 
 const ComputePipeline& KernelBuilder::combine(Entry& e) {
     std::lock_guard lock(mutex_);
-    if (!e.combine) {
-        Kernel second = e.kernel;
-        second.glsl = e.kernel.combine_glsl;
-        second.key = e.kernel.combine_key;
-        e.combine = &pipelines_.get(second);
-    }
+    if (!e.combine) e.combine = &pipelines_.get(combine_kernel(e.kernel));
     return *e.combine;
 }
 
@@ -175,7 +187,7 @@ void KernelBuilder::run() {
             s->started = std::chrono::steady_clock::now();
             s->started_set = true;
         }
-        build(*s);
+        build(*s, true);  // ahead of time: a reduction's combine pass too
     }
 }
 
