@@ -112,7 +112,6 @@ public:
     /// The first device, or null without one (even when disabled).
     Backend* device() const noexcept { return devices_.empty() ? nullptr : devices_[0]; }
     PlacementMode mode() const noexcept { return mode_; }
-    std::int64_t min_device_elements() const noexcept { return min_device_elements_; }
     const MachineProfile& profile() const noexcept { return profile_; }
     /// Sends no more work to device `ordinal` (after it was lost).
     void disable_device(std::size_t ordinal) noexcept { enabled_.fetch_and(~(1u << ordinal)); }

@@ -258,7 +258,6 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
         std::unordered_set<const Node*> read_in_plan;
         for (const Region& r : regions)
             for (const auto& in : r.inputs) read_in_plan.insert(in.get());
-        bool cold_diverted = false;  // a region sent to the CPU because a device's kernel was cold
         for (Region& r : regions) {
             auto job = std::make_shared<Job>();
             job->region = std::move(r);
@@ -283,7 +282,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                 }
                 if (cold) {
                     job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
-                    cold_diverted = cold_diverted || job->placement.warm_up != nullptr;
+                    if (job->placement.warm_up) job->placement.warm_up->prepare(job->region);
                 }
             }
             if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
@@ -367,18 +366,6 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                              std::string(job->placement.backend->name()).c_str(), job->placement.reason);
             jobs.push_back(std::move(job));
             ++in_flight_;
-        }
-        if (cold_diverted) {
-            // A region went to the CPU only because its kernel was cold: the regions after it
-            // then found their inputs on the host and stayed too, kernels never built, and a
-            // chain would move to the device a region a run. Every kernel of the plan the device
-            // could take builds in the background instead: the next run is priced warm.
-            for (const auto& job : jobs) {
-                const Region& r = job->region;
-                if ((r.kind == RegionKind::elementwise || r.kind == RegionKind::reduce) &&
-                    r.shape.numel() >= placement_.min_device_elements())
-                    for (Backend* d : placement_.devices()) d->prepare(r);
-            }
         }
         // A device output that a region of this plan reads elsewhere (on the CPU, or on
         // another device, through the host) comes back in the same submission, instead of in

@@ -44,18 +44,6 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
     return s;
 }
 
-namespace {
-
-/// The second pass of a split reduction, as a kernel of its own.
-Kernel combine_kernel(const Kernel& k) {
-    Kernel second = k;
-    second.glsl = k.combine_glsl;
-    second.key = k.combine_key;
-    return second;
-}
-
-}  // namespace
-
 KernelBuilder::KernelBuilder(PipelineCache& pipelines, const CodegenOptions& codegen, double expected_build_s,
                              double expected_load_s)
     : pipelines_(pipelines), codegen_(codegen), expected_build_s_(expected_build_s), expected_load_s_(expected_load_s) {}
@@ -91,15 +79,10 @@ KernelBuilder::Slot& KernelBuilder::slot(std::string sig, const Region& r, const
     return *it->second;
 }
 
-void KernelBuilder::build(Slot& s, bool with_combine) {
+void KernelBuilder::build(Slot& s) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
         const ComputePipeline& p = pipelines_.get(s.entry.kernel);
-        if (with_combine && !s.entry.kernel.combine_glsl.empty()) {
-            const ComputePipeline& c = pipelines_.get(combine_kernel(s.entry.kernel));
-            std::lock_guard lock(mutex_);
-            s.entry.combine = &c;
-        }
         s.promise.set_value(&p);
     } catch (...) {
         s.promise.set_exception(std::current_exception());
@@ -129,14 +112,19 @@ KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<Inpu
             s.started_set = true;
         }
     }
-    if (mine) build(s, false);  // (a split reduction's combine pass: when first needed)
+    if (mine) build(s);
     s.entry.pipeline.get();  // waits for a build under way; throws what it threw
     return s.entry;
 }
 
 const ComputePipeline& KernelBuilder::combine(Entry& e) {
     std::lock_guard lock(mutex_);
-    if (!e.combine) e.combine = &pipelines_.get(combine_kernel(e.kernel));
+    if (!e.combine) {
+        Kernel second = e.kernel;
+        second.glsl = e.kernel.combine_glsl;
+        second.key = e.kernel.combine_key;
+        e.combine = &pipelines_.get(second);
+    }
     return *e.combine;
 }
 
@@ -187,7 +175,7 @@ void KernelBuilder::run() {
             s->started = std::chrono::steady_clock::now();
             s->started_set = true;
         }
-        build(*s, true);  // ahead of time: a reduction's combine pass too
+        build(*s);
     }
 }
 

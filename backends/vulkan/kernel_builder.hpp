@@ -82,8 +82,7 @@ private:
     /// The slot for `sig`, made (with its kernel generated) if new; `fresh` says so.
     Slot& slot(std::string sig, const Region& r, const std::vector<InputAccess>& access,
                const std::vector<InputWalk>& walks, bool& fresh);
-    /// On the calling thread; sets the promise (after the combine pass too, `with_combine`).
-    void build(Slot& s, bool with_combine);
+    void build(Slot& s);  ///< on the calling thread; sets the promise
     void run();           ///< the builder thread
 
     PipelineCache& pipelines_;
