@@ -113,8 +113,6 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     PlacementDecision dev{nullptr, ""};
     std::int64_t bytes_on_dev = 0;
     double resident_finish = -1;  // the best device's finish had the host-only inputs been there
-    double warm_finish = -1;      // the best device's finish had its kernel been built
-    Backend* warm_device = nullptr;
     for (std::size_t d = 0; d < devices_.size(); ++d) {
         if (!device_enabled(d)) continue;
         double to_device = 0, from_others = 0, host_only_uploads = 0;
@@ -149,15 +147,8 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         // Inputs only on the host, outputs read later in the plan: the chain goes on on the host.
         if (here == 0 && bytes_on_host > 0 && q.bytes_to_consumers > 0)
             tail += link.sync_s + download_s(q.bytes_to_consumers);
-        // Its kernel builds on the host meanwhile (transfers go on): it starts after both.
-        const double wait = d < q.pipeline_wait_s.size() ? q.pipeline_wait_s[d] : 0.0;
-        const double warm = start_after(moved) + device_compute + tail;
-        const double finish = std::max(start_after(moved), wait) + device_compute + tail;
-        const double resident = std::max(start_after(moved - host_only_uploads), wait) + device_compute + tail;
-        if (wait > 0 && (warm_finish < 0 || warm < warm_finish)) {
-            warm_finish = warm;
-            warm_device = devices_[d];
-        }
+        const double finish = start_after(moved) + device_compute + tail;
+        const double resident = start_after(moved - host_only_uploads) + device_compute + tail;
         if (resident_finish < 0 || resident < resident_finish) resident_finish = resident;
         // The earliest; on a tie, the one holding more of the inputs.
         if (!dev.backend || finish < dev.finish_s || (finish == dev.finish_s && here > bytes_on_dev)) {
@@ -173,9 +164,6 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
     if (resident_finish >= 0) cpu.regret_s = std::max(0.0, cpu.cpu_s - resident_finish);
 
-    // A device that would have won had its kernel been built: if the CPU takes it, the kernel
-    // builds in the background meanwhile (so that the next time it is priced warm).
-    if (warm_device && warm_finish < cpu.cpu_s) cpu.warm_up = warm_device;
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
     // stay with the inputs (no flip-flopping along a chain).
     const double lo = std::min(cpu.cpu_s, dev.device_s) - ready, hi = std::max(cpu.cpu_s, dev.device_s) - ready;
@@ -184,7 +172,6 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         return cpu.reason = "close call: where its inputs are (host)", cpu;
     }
     if (dev.device_s < cpu.cpu_s) return dev.reason = "earliest predicted finish", dev;
-    if (cpu.warm_up) return cpu.reason = "earliest predicted finish: the device's kernel is not built yet (building it)", cpu;
     return cpu.reason = "earliest predicted finish", cpu;
 }
 

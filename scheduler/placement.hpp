@@ -45,9 +45,6 @@ struct PlacementQuery {
     /// this region's inputs are (a chain goes on where it is): run on the other side, the region
     /// pays for sending them back, and the round trip the consumers wait for.
     std::int64_t bytes_to_consumers = 0;
-    /// Per device (the placement's list): seconds before its kernel for this region is built
-    /// (Backend::pipeline_wait_s); missing entries are 0.
-    std::vector<double> pipeline_wait_s;
 };
 
 struct PlacementDecision {
@@ -64,9 +61,6 @@ struct PlacementDecision {
     /// On a device although larger than its memory budget: the pieces it streams in
     /// (scheduler/streaming.hpp); 0 otherwise.
     std::int64_t stream_pieces = 0;
-    /// Run on the CPU only because this device's kernel was not built yet (it would have won
-    /// otherwise): the scheduler has it built in the background (Backend::prepare).
-    Backend* warm_up = nullptr;
 };
 
 /// A streamed region's pieces take at most this share of the budget each (1 / it): two in

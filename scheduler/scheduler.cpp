@@ -270,21 +270,6 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                 if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
             }
             job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
-            if (!job->placement.backend->on_host() && placement_.mode() == PlacementMode::automatic &&
-                job->placement.stream_pieces == 0) {
-                // Chosen for a device: priced again with the wait for kernels not built yet (a
-                // cold pipeline costs tens of milliseconds; the CPU may finish first, while the
-                // kernel builds in the background for the next time).
-                bool cold = false;
-                for (Backend* d : placement_.devices()) {
-                    query.pipeline_wait_s.push_back(d->pipeline_wait_s(job->region));
-                    cold = cold || query.pipeline_wait_s.back() > 0;
-                }
-                if (cold) {
-                    job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
-                    if (job->placement.warm_up) job->placement.warm_up->prepare(job->region);
-                }
-            }
             if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
                 // A view of a device value stays with it: as a CPU job it would wait for the
                 // device to finish and make its producer download (a sync per power step).

@@ -340,28 +340,12 @@ struct PipelineCache::Impl {
         return it->second->pipeline;
     }
 
-    /// The entry's hash (the file's name) and the hash of the kernel's own text.
-    std::pair<std::uint64_t, std::uint64_t> hashes(const Kernel& k) const {
+    const ComputePipeline& get(const Kernel& k) {
         const std::uint64_t key_hash = hash_str(k.glsl, hash_str(k.key + '\0', 0x54444d4b45590001ull));
         std::uint64_t hash = hash_str(k.key + '\0' + k.glsl, device_hash);
         hash = hash_of(k.workgroup_size, hash);
         hash = hash_of(k.elements_per_thread, hash);
         hash = hash_of(k.push_bytes, hash);
-        return {hash, key_hash};
-    }
-
-    bool cached(const Kernel& k) {
-        const auto [hash, key_hash] = hashes(k);
-        {
-            std::lock_guard lock(mutex);
-            if (auto it = entries.find(hash); it != entries.end() && it->second->key_hash == key_hash) return true;
-        }
-        std::error_code ec;
-        return !dir.empty() && fs::exists(fs::path(dir) / (hex(hash) + ".spv"), ec);
-    }
-
-    const ComputePipeline& get(const Kernel& k) {
-        const auto [hash, key_hash] = hashes(k);
         {
             std::lock_guard lock(mutex);
             if (auto it = entries.find(hash); it != entries.end()) {
@@ -426,8 +410,6 @@ PipelineCache::PipelineCache(const Context& context, std::string directory,
 PipelineCache::~PipelineCache() = default;
 
 const ComputePipeline& PipelineCache::get(const Kernel& kernel) { return impl_->get(kernel); }
-
-bool PipelineCache::cached(const Kernel& kernel) const { return impl_->cached(kernel); }
 
 void PipelineCache::set_build_observer(BuildObserver observer) { impl_->observer = std::move(observer); }
 
