@@ -243,14 +243,16 @@ TDM_INLINE dvec2 tdm_f64_exp_core(dvec2 z, out int k) {
 // |r| <= ln2/2); 1 + r is kept exact by two_sum so the only large rounding is the final one.
 // Branch-free, and NaN where it does not apply (|x| >= 707, NaN): the CPU runs it over whole blocks in
 // vector registers and sends the NaN lanes to tdm_exp, which gives them the slow path.
-double tdm_f64_exp_fast(double x) {
-    bool ok = abs(x) < 707.0LF;                      // false for NaN
-    double xc = ok ? x : 0.0LF;                      // keeps int(kd) in range on every lane
-    double kd = tdm_f64_round_even(xc * TDM_INV_LN2);
-    precise double hi = xc - kd * TDM_LN2_HI;        // exact
+// The fast reduction x = k ln2 + r + rlo (k LN2_HI exact; |r| <= ln2/2) and P(r), exp(r) = 1 + r + r^2 P(r)
+// with Taylor to r^14 (truncation < 2^-62), for |x| < 1020: shared by exp's and expm1's fast paths.
+TDM_INLINE double tdm_f64_exp_reduce(double x, out double kd, out double r, out double rlo) {
+    kd = tdm_f64_round_even(x * TDM_INV_LN2);
+    precise double hi = x - kd * TDM_LN2_HI;         // exact
     precise double lo = kd * TDM_LN2_LO;
-    precise double r = hi - lo;
-    precise double rlo = (hi - r) - lo;
+    precise double rr = hi - lo;
+    precise double rl = (hi - rr) - lo;
+    r = rr;
+    rlo = rl;
     double p = 1.14707455977297245e-11LF;
     p = p * r + 1.60590438368216133e-10LF;
     p = p * r + 2.08767569878681002e-09LF;
@@ -264,6 +266,13 @@ double tdm_f64_exp_fast(double x) {
     p = p * r + 4.16666666666666644e-02LF;
     p = p * r + 1.66666666666666657e-01LF;
     p = p * r + 0.5LF;
+    return p;
+}
+
+double tdm_f64_exp_fast(double x) {
+    bool ok = abs(x) < 707.0LF;                      // false for NaN
+    double kd, r, rlo;
+    double p = tdm_f64_exp_reduce(ok ? x : 0.0LF, kd, r, rlo);   // 0: keeps int(kd) in range on every lane
     dvec2 s = tdm_dd_two_sum(1.0LF, r);
     double t = s.y + ((r * r) * p + (rlo + r * rlo));
     double v = (s.x + t) * tdm_f64_pow2i(int(kd));
@@ -286,24 +295,8 @@ double tdm_exp(double x) {
 // (+ rlo) and polynomial, exp(r) - 1 = r + t kept unrounded, then 2^k (1 + u) - 1 = (2^k - 1) + 2^k u in
 // exact sums. Branch-free: the fast paths of expm1, sinh, cosh and tanh share it.
 TDM_INLINE dvec2 tdm_f64_expm1_parts(double x) {
-    double kd = tdm_f64_round_even(x * TDM_INV_LN2);
-    precise double hi = x - kd * TDM_LN2_HI;        // exact
-    precise double lo = kd * TDM_LN2_LO;
-    precise double r = hi - lo;
-    precise double rlo = (hi - r) - lo;
-    double p = 1.14707455977297245e-11LF;
-    p = p * r + 1.60590438368216133e-10LF;
-    p = p * r + 2.08767569878681002e-09LF;
-    p = p * r + 2.50521083854417202e-08LF;
-    p = p * r + 2.75573192239858883e-07LF;
-    p = p * r + 2.75573192239858925e-06LF;
-    p = p * r + 2.48015873015873016e-05LF;
-    p = p * r + 1.98412698412698413e-04LF;
-    p = p * r + 1.38888888888888894e-03LF;
-    p = p * r + 8.33333333333333322e-03LF;
-    p = p * r + 4.16666666666666644e-02LF;
-    p = p * r + 1.66666666666666657e-01LF;
-    p = p * r + 0.5LF;
+    double kd, r, rlo;
+    double p = tdm_f64_exp_reduce(x, kd, r, rlo);
     dvec2 u = tdm_dd_fast_two_sum(r, (r * r) * p + (rlo + r * rlo));   // exp(r + rlo) - 1
     double sc = tdm_f64_pow2i(int(kd));
     dvec2 a = tdm_dd_two_sum(sc, -1.0LF);
