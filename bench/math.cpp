@@ -1,7 +1,8 @@
 // The CPU executor's elementary functions, one at a time: ns per element of each kernel of the
 // CPU's kernel table (every instruction set this CPU has), one thread, over inputs in the ranges
 // programs use (a block of 16384 elements, in L1/L2, best of --reps), beside glibc's scalar
-// function in the same loop shape. What bit identity with the GPU costs, and what a fast path buys.
+// function in the same loop shape (its double function for both types). What bit identity with the
+// GPU costs, and what a fast path buys.
 //
 //   tandem-math-bench [--reps R] [--elements N] [--filter NAME]
 //

@@ -953,12 +953,11 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                 }
                 n.eval.pending.reset();
                 const bool device_only = !e && !job->outputs[j]->host();
-                if (device_only && !n.recipe && job->placement.backend && !job->placement.backend->on_host()) {
-                    // An intermediate of its plan (no recipe: nothing but the plan reads it) that
-                    // lives only on the device keeps its graph until its readers are done with it:
-                    // a reader sent back to the CPU after the device is lost computes it again
-                    // from there. It dies with its last reader, and the graph with it.
-                } else {
+                // An intermediate of its plan (no recipe: nothing but the plan reads it) that lives
+                // only on the device keeps its graph until its readers are done with it: a reader
+                // sent back to the CPU after the device is lost computes it again from there. It
+                // dies with its last reader, and the graph with it.
+                if (!device_only || n.recipe) {
                     for (auto& in : n.inputs) released.push_back(std::move(in));
                     n.inputs.clear();
                 }
