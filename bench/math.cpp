@@ -103,17 +103,25 @@ int main(int argc, char** argv) {
     app.add_option("--reps", reps, "timed runs of each kernel (the best is kept)")->check(CLI::Range(1, 100000));
     app.add_option("--elements", elements, "elements per run")->check(CLI::Range(1, 1 << 26));
     app.add_option("--filter", filter, "only functions whose name contains this");
-    app.add_option("--isa", isa_filter, "only this instruction set (baseline, avx2, avx512)");
+    app.add_option("--isa", isa_filter, "only this instruction set")
+        ->check(CLI::IsMember({"baseline", "avx2", "avx512"}));
     CLI11_PARSE(app, argc, argv);
     namespace cpu = tandem::detail::cpu;
     std::vector<const KernelTable*> tables{cpu::kernels_baseline(), cpu::kernels_avx2(), cpu::kernels_avx512()};
+    int rows = 0;
     for (const Case& c : kCases) {
         if (!filter.empty() && std::string(c.name).find(filter) == std::string::npos) continue;
         for (const KernelTable* t : tables) {
             if (!t || (!isa_filter.empty() && isa_filter != t->isa)) continue;
             run<double>(c, *t, 0, reps, elements);
             run<float>(c, *t, 1, reps, elements);
+            ++rows;
         }
+    }
+    if (rows == 0) {
+        std::cerr << "tandem-math-bench: nothing to time: no function matches --filter '" << filter
+                  << "', or this CPU lacks --isa " << isa_filter << "\n";
+        return 2;
     }
     return 0;
 }
