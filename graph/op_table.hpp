@@ -1,5 +1,5 @@
-// The closed set of graph ops, as data. Passes ask a row's group ("is it elementwise?"),
-// never list ops; a new op is a row here plus a kernel in each backend's table.
+// The closed set of graph ops, as data (the rows of graph/ops.def). Passes ask a row's group ("is it
+// elementwise?"), never list ops; a new elementwise op is a row of ops.def with its two lowerings.
 #pragma once
 
 #include <cstddef>
@@ -10,43 +10,16 @@
 
 namespace tandem::detail {
 
+/// The graph's ops: the rows of graph/ops.def, in its order (each row's comment says what the
+/// op's attributes mean).
 enum class OpKind : std::uint8_t {
-    // leaves
-    Input,     ///< materialised data
-    Constant,  ///< one value repeated over a shape (attr[0])
-    Linspace,  ///< 1 x n: attr = {a, b, n}
-    Colon,     ///< 1 x n: attr = {a, step}
-    RandU,     ///< uniform on (0, 1), Philox: attr = {seed low 32 bits, seed high 32 bits, stream}
-    RandN,     ///< standard normal, Philox: the same attributes
-    // unary elementwise
-    Neg, Abs, Sqrt, Exp, Log, Log2, Log10, Log1p, Expm1, Sin, Cos, Tan, Asin, Acos, Atan,
-    Sinh, Cosh, Tanh, Floor, Ceil, Round, Fix, Sign, IsNan, IsInf, IsFinite, Not, Cast,
-    // binary elementwise
-    Add, Sub, Mul, Div, Pow, Atan2, Hypot, Mod, Rem, Min, Max,
-    Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor,
-    // ternary elementwise
-    Where,
-    // reductions along one dimension (attr[0], 0-based) or over all elements (attr[0] = -1)
-    Sum, Prod, MaxOf, MinOf, ArgMax, ArgMin, Any, All,
-    // matrix product: attr = {transpose A, transpose B} (0 or 1)
-    MatMul,
-    // the same elements in another shape (column-major order kept): no work, the value is shared
-    Reshape,
-    // 2-D transpose (MATLAB .', and ' for real arrays)
-    Transpose,
-    // cumulative along a dimension (attr[0], 0-based): the same shape
-    CumSum, CumProd, CumMax, CumMin,
-    // concatenation of the inputs (any number) along a dimension (attr[0], 0-based)
-    Cat,
-    // one dimension (attr[0]) remapped: out(..., k, ...) = in(..., (attr[1] * k + attr[2]) mod n, ...)
-    // with n the input's extent there (flip, circshift, repmat, ranges)
-    Remap,
-    // indexing by data (tandem/indexing.hpp); attr[0] = the dimension (0-based) or -1 (linear)
-    Gather,   ///< inputs {a, I}: a(I) (linear) or a(:, I, :) along attr[0]
-    Scatter,  ///< inputs {a, I, b}: a with a(I) = b (or a(:, I, :) = b); last write wins
-    Find,     ///< inputs {mask}: the 1-based linear positions of its true elements, in order
-    // N-D permute: output dimension d < attr[1] is input dimension ((attr[0] >> 4 d) & 15), 0-based
-    Permute,
+#define TANDEM_OP(E, ...) E,
+#define TANDEM_UNARY(E, ...) E,
+#define TANDEM_BINARY(E, ...) E,
+#include "graph/ops.def"
+#undef TANDEM_OP
+#undef TANDEM_UNARY
+#undef TANDEM_BINARY
     Count_
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);

@@ -11,6 +11,7 @@
 #include "graph/repeat.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <optional>
@@ -210,32 +211,36 @@ double tdmk_mod(double a, double b) {
 float tdmk_mod(float a, float b) { return tdm_f64_to_f32(tdmk_mod(tdm_f32_to_f64(a), tdm_f32_to_f64(b))); }
 )glsl";
 
-/// The library function of a transcendental op, or "" (f32 names end in f).
-std::string math_name(OpKind op, DType t) {
-    const char* n = nullptr;
-    switch (op) {
-        case OpKind::Exp: n = "tdm_exp"; break;
-        case OpKind::Log: n = "tdm_log"; break;
-        case OpKind::Log2: n = "tdm_log2"; break;
-        case OpKind::Log10: n = "tdm_log10"; break;
-        case OpKind::Log1p: n = "tdm_log1p"; break;
-        case OpKind::Expm1: n = "tdm_expm1"; break;
-        case OpKind::Sin: n = "tdm_sin"; break;
-        case OpKind::Cos: n = "tdm_cos"; break;
-        case OpKind::Tan: n = "tdm_tan"; break;
-        case OpKind::Asin: n = "tdm_asin"; break;
-        case OpKind::Acos: n = "tdm_acos"; break;
-        case OpKind::Atan: n = "tdm_atan"; break;
-        case OpKind::Sinh: n = "tdm_sinh"; break;
-        case OpKind::Cosh: n = "tdm_cosh"; break;
-        case OpKind::Tanh: n = "tdm_tanh"; break;
-        case OpKind::Pow: n = "tdm_pow"; break;
-        case OpKind::Atan2: n = "tdm_atan2"; break;
-        case OpKind::Hypot: n = "tdm_hypot"; break;
-        default: return "";
-    }
-    return t == DType::f32 ? std::string(n) + "f" : std::string(n);
+/// What a lowering needs in the kernel besides the prelude.
+enum class GlslLib : std::uint8_t { none, math, modrem };
+
+/// An elementwise op's GLSL: graph/ops.def's glsl column (its comment says what the template holds).
+struct GlslLowering {
+    std::string_view text;     ///< empty: the op has no GLSL of its own (not elementwise, or cast/where)
+    std::string_view guarded;  ///< for f32 where f32 is guarded; empty: `text`
+    GlslLib lib = GlslLib::none;
+};
+
+constexpr std::array<GlslLowering, kOpCount> make_glsl_table() {
+    std::array<GlslLowering, kOpCount> t{};
+#define GLSL(text) GlslLowering{text, {}, GlslLib::none}
+#define GLSL_F32(text, guarded) GlslLowering{text, guarded, GlslLib::none}
+#define GLSL_MATH(text) GlslLowering{text, {}, GlslLib::math}
+#define GLSL_MODREM(text) GlslLowering{text, {}, GlslLib::modrem}
+#define TANDEM_OP(...)
+#define TANDEM_UNARY(E, name, rule, cost, acc, api, ref, glsl, cpu) t[static_cast<std::size_t>(OpKind::E)] = glsl;
+#define TANDEM_BINARY(E, name, rule, cost, acc, api, ref, glsl, cpu) t[static_cast<std::size_t>(OpKind::E)] = glsl;
+#include "graph/ops.def"
+#undef TANDEM_OP
+#undef TANDEM_UNARY
+#undef TANDEM_BINARY
+#undef GLSL
+#undef GLSL_F32
+#undef GLSL_MATH
+#undef GLSL_MODREM
+    return t;
 }
+constexpr std::array<GlslLowering, kOpCount> kGlsl = make_glsl_table();
 
 /// Writes one kernel: declarations before the element loop (`pre_`), the per-element body
 /// (`body_`), and the key text alongside.
@@ -896,7 +901,7 @@ private:
                 }
                 std::string a = arg(i, 0, t);
                 if (info.rule == TypeRule::Logical) check_nan(i, 0, a);
-                return define(i, t, unary(ins.op, t, a));
+                return define(i, t, elementwise(ins.op, t, {a}));
             }
             case OpGroup::Binary: {
                 std::string a = arg(i, 0, t);
@@ -906,7 +911,7 @@ private:
                     check_nan(i, 0, a);
                     check_nan(i, 1, b);
                 }
-                return define(i, t, binary(ins.op, t, a, b));
+                return define(i, t, elementwise(ins.op, t, {a, b}));
             }
             case OpGroup::Ternary: {
                 const DType ct = own_type(ins.args[0]);
@@ -925,59 +930,38 @@ private:
         }
     }
 
-    std::string unary(OpKind op, DType t, const std::string& a) {
-        if (std::string f = math_name(op, t); !f.empty()) {
-            (t == DType::f32 ? need_f32_ : need_f64_) = true;
-            return f + "(" + a + ")";
+    /// An elementwise op's expression: its GLSL template (kGlsl) with the operands filled in.
+    std::string elementwise(OpKind op, DType t, std::initializer_list<std::string> operands) {
+        const GlslLowering& g = kGlsl[static_cast<std::size_t>(op)];
+        if (g.text.empty())
+            throw DeviceError(std::string("vulkan codegen: no GLSL for op ") + std::string(op_info(op).name));
+        if (g.lib == GlslLib::math) (t == DType::f32 ? need_f32_ : need_f64_) = true;
+        if (g.lib == GlslLib::modrem) need_modrem_ = need_f64_ = true;
+        const std::string_view text = guarded(t) && !g.guarded.empty() ? g.guarded : g.text;
+        const std::string* x = operands.begin();
+        std::string out;
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            if (text[i] != '$') {
+                out += text[i];
+                continue;
+            }
+            const char c = i + 1 < text.size() ? text[i + 1] : '\0';
+            const bool zero = c == 'z';
+            const char k = zero && i + 2 < text.size() ? text[i + 2] : c;
+            const std::size_t operand = static_cast<std::size_t>(k - 'a');
+            if (c == 'f') {
+                if (t == DType::f32) out += 'f';
+                i += 1;
+            } else if (k >= 'a' && operand < operands.size()) {
+                out += zero ? is_zero(x[operand], t) : x[operand];
+                i += zero ? 2 : 1;
+            } else {
+                throw DeviceError("vulkan codegen: bad GLSL template of " + std::string(op_info(op).name) + ": " +
+                                  std::string(text));
+            }
         }
-        const bool g = guarded(t);
-        switch (op) {
-            case OpKind::Neg: return g ? "tdmk_neg32(" + a + ")" : "-" + a;
-            case OpKind::Abs: return (g ? "tdmk_abs32(" : "abs(") + a + ")";
-            case OpKind::Sqrt: return "tdmk_sqrt(" + a + ")";
-            case OpKind::Floor: return (g ? "tdmk_floor32(" : "floor(") + a + ")";
-            case OpKind::Ceil: return (g ? "tdmk_ceil32(" : "ceil(") + a + ")";
-            case OpKind::Fix: return (g ? "tdmk_fix32(" : "tdm_trunc(") + a + ")";
-            case OpKind::Round: return (g ? "tdmk_round32(" : "tdmk_round(") + a + ")";
-            case OpKind::Sign: return (g ? "tdmk_sign32(" : "tdmk_sign(") + a + ")";
-            case OpKind::IsNan: return b01(t, "tdmk_isnan(" + a + ")");
-            case OpKind::IsInf: return b01(t, "tdmk_isinf(" + a + ")");
-            case OpKind::IsFinite: return b01(t, "tdmk_isfinite(" + a + ")");
-            case OpKind::Not: return b01(t, is_zero(a, t));
-            default: throw DeviceError(std::string("vulkan codegen: no GLSL for unary op ") + std::string(op_info(op).name));
-        }
-    }
-
-    std::string binary(OpKind op, DType t, const std::string& a, const std::string& b) {
-        if (std::string f = math_name(op, t); !f.empty()) {
-            (t == DType::f32 ? need_f32_ : need_f64_) = true;
-            return f + "(" + a + ", " + b + ")";
-        }
-        const bool g = guarded(t);
-        switch (op) {
-            case OpKind::Add: return arith(t, "+", "tdmk_add32", a, b);
-            case OpKind::Sub: return arith(t, "-", "tdmk_sub32", a, b);
-            case OpKind::Mul: return arith(t, "*", "tdmk_mul32", a, b);
-            case OpKind::Div: return "tdmk_div(" + a + ", " + b + ")";
-            case OpKind::Mod:
-            case OpKind::Rem:
-                need_modrem_ = need_f64_ = true;
-                return std::string(op == OpKind::Mod ? "tdmk_mod(" : "tdmk_rem(") + a + ", " + b + ")";
-            case OpKind::Min: return (g ? "tdmk_min32(" : "tdmk_min(") + a + ", " + b + ")";
-            case OpKind::Max: return (g ? "tdmk_max32(" : "tdmk_max(") + a + ", " + b + ")";
-            // Ordered comparisons are false on NaN in GLSL as in C++; != is written !(==) so that
-            // it does not depend on the driver's choice of unordered inequality.
-            case OpKind::Eq: return b01(t, arith(t, "==", "tdmk_eq32", a, b));
-            case OpKind::Ne: return b01(t, "!(" + arith(t, "==", "tdmk_eq32", a, b) + ")");
-            case OpKind::Lt: return b01(t, arith(t, "<", "tdmk_lt32", a, b));
-            case OpKind::Le: return b01(t, arith(t, "<=", "tdmk_le32", a, b));
-            case OpKind::Gt: return b01(t, arith(t, "<", "tdmk_lt32", b, a));
-            case OpKind::Ge: return b01(t, arith(t, "<=", "tdmk_le32", b, a));
-            case OpKind::And: return b01(t, "!" + is_zero(a, t) + " && !" + is_zero(b, t));
-            case OpKind::Or: return b01(t, "!" + is_zero(a, t) + " || !" + is_zero(b, t));
-            case OpKind::Xor: return b01(t, is_zero(a, t) + " != " + is_zero(b, t));
-            default: throw DeviceError(std::string("vulkan codegen: no GLSL for binary op ") + std::string(op_info(op).name));
-        }
+        if (op_info(op).rule == TypeRule::Predicate || op_info(op).rule == TypeRule::Logical) return b01(t, out);
+        return out;
     }
 
     /// Output j: the value converted to the output's storage type (logical: nonzero).
