@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "op_rows.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
 
@@ -76,74 +77,31 @@ struct Tree {
 
 // ---- building in a runtime ------------------------------------------------------------------
 
+/// An op of the tree: an ops.def row (tests/op_rows.hpp) by its name, or one of the composites and
+/// casts below.
 inline Array build_unary(const std::string& op, const Array& a) {
-    static const std::map<std::string, std::function<Array(const Array&)>> table = {
-        {"uminus", [](const Array& x) { return -x; }},
-        {"abs", [](const Array& x) { return tandem::abs(x); }},
-        {"sqrt", [](const Array& x) { return tandem::sqrt(x); }},
-        {"exp", [](const Array& x) { return tandem::exp(x); }},
-        {"log", [](const Array& x) { return tandem::log(x); }},
-        {"log2", [](const Array& x) { return tandem::log2(x); }},
-        {"log10", [](const Array& x) { return tandem::log10(x); }},
-        {"log1p", [](const Array& x) { return tandem::log1p(x); }},
-        {"expm1", [](const Array& x) { return tandem::expm1(x); }},
-        {"sin", [](const Array& x) { return tandem::sin(x); }},
-        {"cos", [](const Array& x) { return tandem::cos(x); }},
-        {"tan", [](const Array& x) { return tandem::tan(x); }},
-        {"asin", [](const Array& x) { return tandem::asin(x); }},
-        {"acos", [](const Array& x) { return tandem::acos(x); }},
-        {"atan", [](const Array& x) { return tandem::atan(x); }},
-        {"sinh", [](const Array& x) { return tandem::sinh(x); }},
-        {"cosh", [](const Array& x) { return tandem::cosh(x); }},
-        {"tanh", [](const Array& x) { return tandem::tanh(x); }},
-        {"floor", [](const Array& x) { return tandem::floor(x); }},
-        {"ceil", [](const Array& x) { return tandem::ceil(x); }},
-        {"round", [](const Array& x) { return tandem::round(x); }},
-        {"fix", [](const Array& x) { return tandem::fix(x); }},
-        {"sign", [](const Array& x) { return tandem::sign(x); }},
-        {"isnan", [](const Array& x) { return tandem::isnan(x); }},
-        {"isinf", [](const Array& x) { return tandem::isinf(x); }},
-        {"isfinite", [](const Array& x) { return tandem::isfinite(x); }},
+    static const std::map<std::string, std::function<Array(const Array&)>> others = {
         {"single", [](const Array& x) { return tandem::single(x); }},
         {"double", [](const Array& x) { return tandem::as_double(x); }},
-        {"not", [](const Array& x) { return !x; }},
         // composites with bounded derivatives (Style::bounded)
         {"exp(-abs)", [](const Array& x) { return tandem::exp(-tandem::abs(x)); }},
         {"sqrt(abs)", [](const Array& x) { return tandem::sqrt(tandem::abs(x)); }},
         {"log1p(abs)", [](const Array& x) { return tandem::log1p(tandem::abs(x)); }},
     };
-    return table.at(op)(a);
+    if (auto it = others.find(op); it != others.end()) return it->second(a);
+    return trows::row(op).make({Operand(a)});
 }
 
 inline Array build_binary(const std::string& op, const Operand& a, const Operand& b) {
-    static const std::map<std::string, std::function<Array(const Operand&, const Operand&)>> table = {
-        {"plus", [](const Operand& x, const Operand& y) { return x + y; }},
-        {"minus", [](const Operand& x, const Operand& y) { return x - y; }},
-        {"times", [](const Operand& x, const Operand& y) { return x * y; }},
-        {"rdivide", [](const Operand& x, const Operand& y) { return x / y; }},
+    static const std::map<std::string, std::function<Array(const Operand&, const Operand&)>> others = {
         {"ldivide", [](const Operand& x, const Operand& y) { return tandem::ldivide(x, y); }},
-        {"power", [](const Operand& x, const Operand& y) { return tandem::power(x, y); }},
-        {"atan2", [](const Operand& x, const Operand& y) { return tandem::atan2(x, y); }},
-        {"hypot", [](const Operand& x, const Operand& y) { return tandem::hypot(x, y); }},
-        {"mod", [](const Operand& x, const Operand& y) { return tandem::mod(x, y); }},
-        {"rem", [](const Operand& x, const Operand& y) { return tandem::rem(x, y); }},
-        {"min", [](const Operand& x, const Operand& y) { return tandem::min(x, y); }},
-        {"max", [](const Operand& x, const Operand& y) { return tandem::max(x, y); }},
-        {"eq", [](const Operand& x, const Operand& y) { return x == y; }},
-        {"ne", [](const Operand& x, const Operand& y) { return x != y; }},
-        {"lt", [](const Operand& x, const Operand& y) { return x < y; }},
-        {"le", [](const Operand& x, const Operand& y) { return x <= y; }},
-        {"gt", [](const Operand& x, const Operand& y) { return x > y; }},
-        {"ge", [](const Operand& x, const Operand& y) { return x >= y; }},
-        {"and", [](const Operand& x, const Operand& y) { return x & y; }},
-        {"or", [](const Operand& x, const Operand& y) { return x | y; }},
-        {"xor", [](const Operand& x, const Operand& y) { return tandem::logical_xor(x, y); }},
         // composite with bounded derivatives (Style::bounded): x / (1 + |y|)
         {"div1abs", [](const Operand& x, const Operand& y) {
              return x / (1.0 + tandem::abs(y.is_array() ? y.array() : throw std::logic_error("div1abs")));
          }},
     };
-    return table.at(op)(a, b);
+    if (auto it = others.find(op); it != others.end()) return it->second(a, b);
+    return trows::row(op).make({a, b});
 }
 
 /// A tree's nodes as arrays of one runtime (leaves copied in once, shared nodes built once).
@@ -195,12 +153,22 @@ struct Family {
     DType leaf_dtype = DType::f64;    ///< Style::bounded: the leaves' element type (f64 or f32)
 };
 
-/// Transcendental ops (the GPU's are within a few ulp of the CPU's, not bit-identical).
+/// The rows a mixed family draws (comparisons and logical ops come with the style), plus `extra`:
+/// with `transcendental` false, only the ops every executor computes exactly.
+inline std::vector<std::string> row_ops(int arity, bool transcendental, std::vector<std::string> extra) {
+    auto ops = trows::names(arity, [&](const trows::Row& r) {
+        const bool arith = r.rule == trows::TypeRule::Arithmetic || (arity == 1 && r.rule == trows::TypeRule::Predicate);
+        return arith && (transcendental || !r.transcendental());
+    });
+    ops.insert(ops.end(), extra.begin(), extra.end());
+    return ops;
+}
+
+/// Transcendental ops: the rows of that cost class, and the composites made of one.
 inline bool is_transcendental(const std::string& op) {
-    static const std::set<std::string> ops = {"exp",   "log",  "log2", "log10", "log1p", "expm1",     "sin",
-                                              "cos",   "tan",  "asin", "acos",  "atan",  "sinh",      "cosh",
-                                              "tanh",  "power", "atan2", "hypot", "exp(-abs)", "log1p(abs)"};
-    return ops.count(op) != 0;
+    if (op == "exp(-abs)" || op == "log1p(abs)") return true;
+    if (op == "ldivide" || op == "div1abs" || op == "sqrt(abs)" || op == "single" || op == "double") return false;
+    return trows::row(op).transcendental();
 }
 
 /// Static magnitude bound of a bounded unary op's result, given its operand's bound `ma`.
@@ -292,9 +260,9 @@ private:
 
     /// A comparison (logical, never NaN): the only input of logical ops and where's condition.
     int comparison(int depth, bool must_reach) {
-        static const char* cmps[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+        static const auto cmps = trows::names(2, [](const trows::Row& r) { return r.rule == trows::TypeRule::Predicate; });
         const int a = gen(depth - 1, must_reach), b = operand(std::min(depth - 1, 2));
-        return add(Node{Kind::binary, cmps[rng_() % 6], -1, 0, {a, b}}, 1.0);
+        return add(Node{Kind::binary, cmps[rng_() % cmps.size()], -1, 0, {a, b}}, 1.0);
     }
 
     bool is_number(int i) const { return tree_->nodes[static_cast<std::size_t>(i)].kind == Kind::number; }
@@ -317,13 +285,14 @@ private:
         }
         if (c < 87) return comparison(depth, must_reach);
         if (c < 93) {
-            static const char* logic[] = {"and", "or", "xor"};
+            static const auto logic = trows::names(2, [](const trows::Row& r) { return r.rule == trows::TypeRule::Logical; });
             const int a = comparison(depth - 1, must_reach), b = comparison(std::min(depth - 1, 2), false);
-            return add(Node{Kind::binary, logic[rng_() % 3], -1, 0, {a, b}}, 1.0);
+            return add(Node{Kind::binary, logic[rng_() % logic.size()], -1, 0, {a, b}}, 1.0);
         }
         if (c < 95) {
             const int a = comparison(depth - 1, must_reach);
-            return add(Node{Kind::unary, "not", -1, 0, {a}}, 1.0);
+            static const auto logic = trows::names(1, [](const trows::Row& r) { return r.rule == trows::TypeRule::Logical; });
+            return add(Node{Kind::unary, logic[rng_() % logic.size()], -1, 0, {a}}, 1.0);
         }
         const int cond = comparison(std::min(depth - 1, 3), false);
         const int a = gen(depth - 1, must_reach), b = operand(depth - 1);

@@ -1,4 +1,4 @@
-// Every elementwise op against the scalar double reference (tests/reference.hpp), table-driven:
+// Every elementwise op (the rows of graph/ops.def, tests/op_rows.hpp) against its reference, table-driven:
 // op x element types (double, single, mixed, logical) x shape patterns (same shape, scalar
 // arrays and plain numbers on either side, column vs row, N-D expansion, empty arrays) on
 // random data full of special values, plus a pairwise table of the special values.
@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "op_rows.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
 
@@ -41,7 +42,7 @@ struct BinOp {
 struct UnOp {
     std::string name;
     std::function<Array(const Array&)> make;
-    std::function<double(double)> ref;
+    std::function<double(double, bool single)> ref;
     Res res;
     Acc acc;
     bool nan_is_error = false;
@@ -49,82 +50,54 @@ struct UnOp {
 
 constexpr double kUlps = 2.0;
 
+BinOp from_row(const trows::Row& r) {
+    return {r.name, [m = r.make](const Operand& a, const Operand& b) { return m({a, b}); },
+            [&r](double a, double b, bool single) { return r.ref(a, b, single); },
+            r.logical_result() ? Res::logical : Res::arith, r.acc, r.rule == tandem::detail::TypeRule::Logical};
+}
+
+/// Every binary row of ops.def, and the spellings of the same ops that are not rows: operators and
+/// ldivide (rdivide with its operands swapped).
 std::vector<BinOp> binary_ops() {
-    using tref::ref_bool;
-    auto exact = [](auto f) { return [f](double a, double b, bool) { return f(a, b); }; };
-    std::vector<BinOp> ops = {
-        {"plus", [](const Operand& a, const Operand& b) { return a + b; }, exact([](double a, double b) { return a + b; }), Res::arith, Acc::exact},
-        {"plus()", [](const Operand& a, const Operand& b) { return tandem::plus(a, b); }, exact([](double a, double b) { return a + b; }), Res::arith, Acc::exact},
-        {"minus", [](const Operand& a, const Operand& b) { return a - b; }, exact([](double a, double b) { return a - b; }), Res::arith, Acc::exact},
-        {"minus()", [](const Operand& a, const Operand& b) { return tandem::minus(a, b); }, exact([](double a, double b) { return a - b; }), Res::arith, Acc::exact},
-        {"times", [](const Operand& a, const Operand& b) { return a * b; }, exact([](double a, double b) { return a * b; }), Res::arith, Acc::exact},
-        {"times()", [](const Operand& a, const Operand& b) { return tandem::times(a, b); }, exact([](double a, double b) { return a * b; }), Res::arith, Acc::exact},
-        {"rdivide", [](const Operand& a, const Operand& b) { return a / b; }, exact([](double a, double b) { return a / b; }), Res::arith, Acc::exact},
-        {"rdivide()", [](const Operand& a, const Operand& b) { return tandem::rdivide(a, b); }, exact([](double a, double b) { return a / b; }), Res::arith, Acc::exact},
-        {"ldivide", [](const Operand& a, const Operand& b) { return tandem::ldivide(a, b); }, exact([](double a, double b) { return b / a; }), Res::arith, Acc::exact},
-        {"power", [](const Operand& a, const Operand& b) { return tandem::power(a, b); }, exact([](double a, double b) { return std::pow(a, b); }), Res::arith, Acc::ulp},
-        {"eq", [](const Operand& a, const Operand& b) { return a == b; }, exact([](double a, double b) { return ref_bool(a == b); }), Res::logical, Acc::exact},
-        {"eq()", [](const Operand& a, const Operand& b) { return tandem::eq(a, b); }, exact([](double a, double b) { return ref_bool(a == b); }), Res::logical, Acc::exact},
-        {"ne", [](const Operand& a, const Operand& b) { return a != b; }, exact([](double a, double b) { return ref_bool(a != b); }), Res::logical, Acc::exact},
-        {"ne()", [](const Operand& a, const Operand& b) { return tandem::ne(a, b); }, exact([](double a, double b) { return ref_bool(a != b); }), Res::logical, Acc::exact},
-        {"lt", [](const Operand& a, const Operand& b) { return a < b; }, exact([](double a, double b) { return ref_bool(a < b); }), Res::logical, Acc::exact},
-        {"lt()", [](const Operand& a, const Operand& b) { return tandem::lt(a, b); }, exact([](double a, double b) { return ref_bool(a < b); }), Res::logical, Acc::exact},
-        {"le", [](const Operand& a, const Operand& b) { return a <= b; }, exact([](double a, double b) { return ref_bool(a <= b); }), Res::logical, Acc::exact},
-        {"le()", [](const Operand& a, const Operand& b) { return tandem::le(a, b); }, exact([](double a, double b) { return ref_bool(a <= b); }), Res::logical, Acc::exact},
-        {"gt", [](const Operand& a, const Operand& b) { return a > b; }, exact([](double a, double b) { return ref_bool(a > b); }), Res::logical, Acc::exact},
-        {"gt()", [](const Operand& a, const Operand& b) { return tandem::gt(a, b); }, exact([](double a, double b) { return ref_bool(a > b); }), Res::logical, Acc::exact},
-        {"ge", [](const Operand& a, const Operand& b) { return a >= b; }, exact([](double a, double b) { return ref_bool(a >= b); }), Res::logical, Acc::exact},
-        {"ge()", [](const Operand& a, const Operand& b) { return tandem::ge(a, b); }, exact([](double a, double b) { return ref_bool(a >= b); }), Res::logical, Acc::exact},
-        {"and", [](const Operand& a, const Operand& b) { return a & b; }, exact([](double a, double b) { return ref_bool(a != 0 && b != 0); }), Res::logical, Acc::exact, true},
-        {"and()", [](const Operand& a, const Operand& b) { return tandem::logical_and(a, b); }, exact([](double a, double b) { return ref_bool(a != 0 && b != 0); }), Res::logical, Acc::exact, true},
-        {"or", [](const Operand& a, const Operand& b) { return a | b; }, exact([](double a, double b) { return ref_bool(a != 0 || b != 0); }), Res::logical, Acc::exact, true},
-        {"or()", [](const Operand& a, const Operand& b) { return tandem::logical_or(a, b); }, exact([](double a, double b) { return ref_bool(a != 0 || b != 0); }), Res::logical, Acc::exact, true},
-        {"xor", [](const Operand& a, const Operand& b) { return tandem::logical_xor(a, b); }, exact([](double a, double b) { return ref_bool((a != 0) != (b != 0)); }), Res::logical, Acc::exact, true},
-        {"atan2", [](const Operand& a, const Operand& b) { return tandem::atan2(a, b); }, exact([](double a, double b) { return std::atan2(a, b); }), Res::arith, Acc::ulp},
-        {"hypot", [](const Operand& a, const Operand& b) { return tandem::hypot(a, b); }, exact([](double a, double b) { return std::hypot(a, b); }), Res::arith, Acc::ulp},
-        {"mod", [](const Operand& a, const Operand& b) { return tandem::mod(a, b); },
-         [](double a, double b, bool single) { return single ? tref::ref_mod_f32(a, b) : tref::ref_mod(a, b); }, Res::arith, Acc::exact},
-        {"rem", [](const Operand& a, const Operand& b) { return tandem::rem(a, b); }, exact([](double a, double b) { return std::fmod(a, b); }), Res::arith, Acc::exact},
-        {"min", [](const Operand& a, const Operand& b) { return tandem::min(a, b); }, exact(tref::ref_min), Res::arith, Acc::exact},
-        {"max", [](const Operand& a, const Operand& b) { return tandem::max(a, b); }, exact(tref::ref_max), Res::arith, Acc::exact},
+    std::vector<BinOp> ops;
+    for (const trows::Row& r : trows::elementwise_rows())
+        if (r.arity == 2) ops.push_back(from_row(r));
+    auto alias = [&](std::string name, const std::string& row, std::function<Array(const Operand&, const Operand&)> make) {
+        BinOp op = from_row(trows::row(row));
+        op.name = std::move(name);
+        op.make = std::move(make);
+        ops.push_back(std::move(op));
     };
+    alias("operator plus", "plus", [](const Operand& a, const Operand& b) { return a + b; });
+    alias("operator minus", "minus", [](const Operand& a, const Operand& b) { return a - b; });
+    alias("operator times", "times", [](const Operand& a, const Operand& b) { return a * b; });
+    alias("operator rdivide", "rdivide", [](const Operand& a, const Operand& b) { return a / b; });
+    alias("operator eq", "eq", [](const Operand& a, const Operand& b) { return a == b; });
+    alias("operator ne", "ne", [](const Operand& a, const Operand& b) { return a != b; });
+    alias("operator lt", "lt", [](const Operand& a, const Operand& b) { return a < b; });
+    alias("operator le", "le", [](const Operand& a, const Operand& b) { return a <= b; });
+    alias("operator gt", "gt", [](const Operand& a, const Operand& b) { return a > b; });
+    alias("operator ge", "ge", [](const Operand& a, const Operand& b) { return a >= b; });
+    alias("operator and", "and", [](const Operand& a, const Operand& b) { return a & b; });
+    alias("operator or", "or", [](const Operand& a, const Operand& b) { return a | b; });
+    alias("ldivide", "rdivide", [](const Operand& a, const Operand& b) { return tandem::ldivide(a, b); });
+    ops.back().ref = [](double a, double b, bool single) { return trows::row("rdivide").ref(b, a, single); };
     return ops;
 }
 
+/// Every unary row of ops.def, and the operator spellings.
 std::vector<UnOp> unary_ops() {
-    using tref::ref_bool;
-    return {
-        {"uminus", [](const Array& a) { return -a; }, [](double x) { return -x; }, Res::arith, Acc::exact_signed},
-        {"uminus()", [](const Array& a) { return tandem::uminus(a); }, [](double x) { return -x; }, Res::arith, Acc::exact_signed},
-        {"not", [](const Array& a) { return !a; }, [](double x) { return ref_bool(x == 0); }, Res::logical, Acc::exact, true},
-        {"not~", [](const Array& a) { return ~a; }, [](double x) { return ref_bool(x == 0); }, Res::logical, Acc::exact, true},
-        {"not()", [](const Array& a) { return tandem::logical_not(a); }, [](double x) { return ref_bool(x == 0); }, Res::logical, Acc::exact, true},
-        {"abs", [](const Array& a) { return tandem::abs(a); }, [](double x) { return std::fabs(x); }, Res::arith, Acc::exact_signed},
-        {"sqrt", [](const Array& a) { return tandem::sqrt(a); }, [](double x) { return std::sqrt(x); }, Res::arith, Acc::exact},
-        {"exp", [](const Array& a) { return tandem::exp(a); }, [](double x) { return std::exp(x); }, Res::arith, Acc::ulp},
-        {"log", [](const Array& a) { return tandem::log(a); }, [](double x) { return std::log(x); }, Res::arith, Acc::ulp},
-        {"log2", [](const Array& a) { return tandem::log2(a); }, [](double x) { return std::log2(x); }, Res::arith, Acc::ulp},
-        {"log10", [](const Array& a) { return tandem::log10(a); }, [](double x) { return std::log10(x); }, Res::arith, Acc::ulp},
-        {"log1p", [](const Array& a) { return tandem::log1p(a); }, [](double x) { return std::log1p(x); }, Res::arith, Acc::ulp},
-        {"expm1", [](const Array& a) { return tandem::expm1(a); }, [](double x) { return std::expm1(x); }, Res::arith, Acc::ulp},
-        {"sin", [](const Array& a) { return tandem::sin(a); }, [](double x) { return std::sin(x); }, Res::arith, Acc::ulp},
-        {"cos", [](const Array& a) { return tandem::cos(a); }, [](double x) { return std::cos(x); }, Res::arith, Acc::ulp},
-        {"tan", [](const Array& a) { return tandem::tan(a); }, [](double x) { return std::tan(x); }, Res::arith, Acc::ulp},
-        {"asin", [](const Array& a) { return tandem::asin(a); }, [](double x) { return std::asin(x); }, Res::arith, Acc::ulp},
-        {"acos", [](const Array& a) { return tandem::acos(a); }, [](double x) { return std::acos(x); }, Res::arith, Acc::ulp},
-        {"atan", [](const Array& a) { return tandem::atan(a); }, [](double x) { return std::atan(x); }, Res::arith, Acc::ulp},
-        {"sinh", [](const Array& a) { return tandem::sinh(a); }, [](double x) { return std::sinh(x); }, Res::arith, Acc::ulp},
-        {"cosh", [](const Array& a) { return tandem::cosh(a); }, [](double x) { return std::cosh(x); }, Res::arith, Acc::ulp},
-        {"tanh", [](const Array& a) { return tandem::tanh(a); }, [](double x) { return std::tanh(x); }, Res::arith, Acc::ulp},
-        {"floor", [](const Array& a) { return tandem::floor(a); }, [](double x) { return std::floor(x); }, Res::arith, Acc::exact},
-        {"ceil", [](const Array& a) { return tandem::ceil(a); }, [](double x) { return std::ceil(x); }, Res::arith, Acc::exact},
-        {"round", [](const Array& a) { return tandem::round(a); }, [](double x) { return std::round(x); }, Res::arith, Acc::exact},
-        {"fix", [](const Array& a) { return tandem::fix(a); }, [](double x) { return std::trunc(x); }, Res::arith, Acc::exact},
-        {"sign", [](const Array& a) { return tandem::sign(a); }, tref::ref_sign, Res::arith, Acc::exact},
-        {"isnan", [](const Array& a) { return tandem::isnan(a); }, [](double x) { return ref_bool(std::isnan(x)); }, Res::logical, Acc::exact},
-        {"isinf", [](const Array& a) { return tandem::isinf(a); }, [](double x) { return ref_bool(std::isinf(x)); }, Res::logical, Acc::exact},
-        {"isfinite", [](const Array& a) { return tandem::isfinite(a); }, [](double x) { return ref_bool(std::isfinite(x)); }, Res::logical, Acc::exact},
+    std::vector<UnOp> ops;
+    auto add = [&](const trows::Row& r, std::string name, std::function<Array(const Array&)> make) {
+        ops.push_back({std::move(name), std::move(make), [&r](double x, bool single) { return r.ref(x, 0.0, single); },
+                       r.logical_result() ? Res::logical : Res::arith, r.acc, r.rule == tandem::detail::TypeRule::Logical});
     };
+    for (const trows::Row& r : trows::elementwise_rows())
+        if (r.arity == 1) add(r, r.name, [m = r.make](const Array& a) { return m({Operand(a)}); });
+    add(trows::row("uminus"), "operator uminus", [](const Array& a) { return -a; });
+    add(trows::row("not"), "operator not", [](const Array& a) { return !a; });
+    add(trows::row("not"), "operator tilde", [](const Array& a) { return ~a; });
+    return ops;
 }
 
 /// One operand of a case: an array, or a plain number (an Operand holding a double).
@@ -326,7 +299,8 @@ void run_unary(tandem::Runtime& rt, const UnOp& op) {
             if (op.nan_is_error) make_logical_safe(in);
             const DType out = op.res == Res::logical ? DType::logical : (t == DType::f32 ? DType::f32 : DType::f64);
             const DType compute = t == DType::f32 ? DType::f32 : DType::f64;
-            Host want = tref::apply({&in}, compute, out, [&](const std::vector<double>& x) { return op.ref(x[0]); });
+            const bool single = compute == DType::f32;
+            Host want = tref::apply({&in}, compute, out, [&](const std::vector<double>& x) { return op.ref(x[0], single); });
             Array r;
             try {
                 r = op.make(tref::make_array(rt, in));

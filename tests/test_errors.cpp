@@ -10,6 +10,7 @@
 #include <vector>
 #include <string>
 
+#include "op_rows.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
 
@@ -66,29 +67,16 @@ Array nan_array(Runtime& rt) {
 TEST(Errors, BinaryShapeMismatchNamesOpAndShapes) {
     Runtime rt;
     Array a = rt.zeros(Shape{3, 4}), b = rt.ones(Shape{4, 3});
-    const std::vector<std::pair<std::string, std::function<Array(const Operand&, const Operand&)>>> ops = {
+    // every binary row of ops.def, the operators and ldivide
+    std::vector<std::pair<std::string, std::function<Array(const Operand&, const Operand&)>>> ops = {
         {"plus", [](const Operand& x, const Operand& y) { return x + y; }},
-        {"minus", [](const Operand& x, const Operand& y) { return x - y; }},
-        {"times", [](const Operand& x, const Operand& y) { return x * y; }},
         {"rdivide", [](const Operand& x, const Operand& y) { return x / y; }},
-        {"ldivide", [](const Operand& x, const Operand& y) { return tandem::ldivide(x, y); }},
-        {"power", [](const Operand& x, const Operand& y) { return tandem::power(x, y); }},
-        {"eq", [](const Operand& x, const Operand& y) { return x == y; }},
-        {"ne", [](const Operand& x, const Operand& y) { return x != y; }},
         {"lt", [](const Operand& x, const Operand& y) { return x < y; }},
-        {"le", [](const Operand& x, const Operand& y) { return x <= y; }},
-        {"gt", [](const Operand& x, const Operand& y) { return x > y; }},
-        {"ge", [](const Operand& x, const Operand& y) { return x >= y; }},
         {"and", [](const Operand& x, const Operand& y) { return x & y; }},
-        {"or", [](const Operand& x, const Operand& y) { return x | y; }},
-        {"xor", [](const Operand& x, const Operand& y) { return tandem::logical_xor(x, y); }},
-        {"atan2", [](const Operand& x, const Operand& y) { return tandem::atan2(x, y); }},
-        {"hypot", [](const Operand& x, const Operand& y) { return tandem::hypot(x, y); }},
-        {"mod", [](const Operand& x, const Operand& y) { return tandem::mod(x, y); }},
-        {"rem", [](const Operand& x, const Operand& y) { return tandem::rem(x, y); }},
-        {"min", [](const Operand& x, const Operand& y) { return tandem::min(x, y); }},
-        {"max", [](const Operand& x, const Operand& y) { return tandem::max(x, y); }},
+        {"ldivide", [](const Operand& x, const Operand& y) { return tandem::ldivide(x, y); }},
     };
+    for (const trows::Row& r : trows::elementwise_rows())
+        if (r.arity == 2) ops.emplace_back(r.name, [m = r.make](const Operand& x, const Operand& y) { return m({x, y}); });
     const auto m0 = rt.metrics();
     for (const auto& [name, make] : ops) {
         SCOPED_TRACE(name);

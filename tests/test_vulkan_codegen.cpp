@@ -25,6 +25,7 @@
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/pipeline_cache.hpp"
+#include "op_rows.hpp"
 #include "region_builder.hpp"
 
 namespace {
@@ -566,56 +567,16 @@ struct Reference {
         }
         return 0;
     }
+    /// ops.def's reference column, computed in T.
     template <class T>
     static T apply(OpKind op, T a, T b) {
-        auto isnan_ = [](T x) { return x != x; };
-        auto fix = [](T x) { return std::trunc(x); };
-        switch (op) {
-            case OpKind::Neg: return -a;
-            case OpKind::Abs: return std::fabs(a);
-            case OpKind::Sqrt: return std::sqrt(a);
-            case OpKind::Floor: return std::floor(a);
-            case OpKind::Ceil: return std::ceil(a);
-            case OpKind::Fix: return fix(a);
-            case OpKind::Round: {
-                T t = fix(a), d = a - t, one = a < T(0) ? T(-1) : T(1);
-                return std::fabs(d) >= T(0.5) ? t + one : t;
-            }
-            case OpKind::Sign: return a > T(0) ? T(1) : a < T(0) ? T(-1) : a == T(0) ? T(0) : a;
-            case OpKind::IsNan: return isnan_(a) ? T(1) : T(0);
-            case OpKind::IsInf: return std::fabs(a) == T(kInf) ? T(1) : T(0);
-            case OpKind::IsFinite: return std::fabs(a) < T(kInf) ? T(1) : T(0);
-            case OpKind::Not: return a == T(0) ? T(1) : T(0);
-            case OpKind::Exp: return std::exp(a);
-            case OpKind::Log: return std::log(a);
-            case OpKind::Sin: return std::sin(a);
-            case OpKind::Tanh: return std::tanh(a);
-            case OpKind::Add: return a + b;
-            case OpKind::Sub: return a - b;
-            case OpKind::Mul: return a * b;
-            case OpKind::Div: return a / b;
-            case OpKind::Pow: return std::pow(a, b);
-            case OpKind::Atan2: return std::atan2(a, b);
-            case OpKind::Hypot: return std::hypot(a, b);
-            case OpKind::Rem: return std::fmod(a, b);
-            case OpKind::Mod: {
-                if (b == T(0)) return a;
-                T r = std::fmod(a, b);
-                return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
-            }
-            case OpKind::Min: return isnan_(a) ? b : isnan_(b) ? a : a < b ? a : b;
-            case OpKind::Max: return isnan_(a) ? b : isnan_(b) ? a : a > b ? a : b;
-            case OpKind::Eq: return a == b ? T(1) : T(0);
-            case OpKind::Ne: return a != b ? T(1) : T(0);
-            case OpKind::Lt: return a < b ? T(1) : T(0);
-            case OpKind::Le: return a <= b ? T(1) : T(0);
-            case OpKind::Gt: return a > b ? T(1) : T(0);
-            case OpKind::Ge: return a >= b ? T(1) : T(0);
-            case OpKind::And: return (a != T(0)) && (b != T(0)) ? T(1) : T(0);
-            case OpKind::Or: return (a != T(0)) || (b != T(0)) ? T(1) : T(0);
-            case OpKind::Xor: return (a != T(0)) != (b != T(0)) ? T(1) : T(0);
-            default: ADD_FAILURE() << "no reference for " << op_info(op).name; return T(0);
+        const trows::Row* r = trows::find(op);
+        if (r == nullptr) {
+            ADD_FAILURE() << "no reference for " << op_info(op).name;
+            return T(0);
         }
+        if constexpr (sizeof(T) == 4) return r->ref_f32(a, b);
+        else return r->ref_f64(a, b);
     }
     void nan_check(std::size_t i, double x) {
         if (std::isnan(x)) error = std::min(error, static_cast<std::uint32_t>(i));

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "op_rows.hpp"
 #include "reference.hpp"
 #include "vulkan_runtime.hpp"
 #include "tandem/tandem.hpp"
@@ -63,46 +64,43 @@ Op bin(std::string name, Cls cls, Array (*f)(const Operand&, const Operand&)) {
     return {std::move(name), 2, cls, [f](const std::vector<Operand>& x) { return f(x.at(0), x.at(1)); }};
 }
 
+/// An ops.def row's class here: logical ops refuse NaN, transcendentals are checked apart.
+Op from_row(const trows::Row& r) {
+    const Cls cls = r.rule == tandem::detail::TypeRule::Logical ? Cls::logical : r.transcendental() ? Cls::trans : Cls::exact;
+    return {r.name, r.arity, cls, r.make};
+}
+
+/// The rows of one arity, and the spellings of the same ops that are not rows.
+std::vector<Op> rows_and(int arity, std::vector<Op> aliases) {
+    std::vector<Op> ops;
+    for (const trows::Row& r : trows::elementwise_rows())
+        if (r.arity == arity) ops.push_back(from_row(r));
+    for (Op& op : aliases) ops.push_back(std::move(op));
+    return ops;
+}
+
 const std::vector<Op>& binary_ops() {
-    static const std::vector<Op> ops = {
-        bin("plus", Cls::exact, tandem::plus), bin("minus", Cls::exact, tandem::minus),
-        bin("times", Cls::exact, tandem::times), bin("rdivide", Cls::exact, tandem::rdivide),
-        bin("ldivide", Cls::exact, tandem::ldivide), bin("mod", Cls::exact, tandem::mod),
-        bin("rem", Cls::exact, tandem::rem), bin("min", Cls::exact, tandem::min), bin("max", Cls::exact, tandem::max),
-        bin("eq", Cls::exact, tandem::eq), bin("ne", Cls::exact, tandem::ne), bin("lt", Cls::exact, tandem::lt),
-        bin("le", Cls::exact, tandem::le), bin("gt", Cls::exact, tandem::gt), bin("ge", Cls::exact, tandem::ge),
+    static const std::vector<Op> ops = rows_and(2, {
+        bin("ldivide", Cls::exact, tandem::ldivide),
         {"op+", 2, Cls::exact, [](const std::vector<Operand>& x) { return x[0] + x[1]; }},
         {"op/", 2, Cls::exact, [](const std::vector<Operand>& x) { return x[0] / x[1]; }},
         {"op<", 2, Cls::exact, [](const std::vector<Operand>& x) { return x[0] < x[1]; }},
-        bin("and", Cls::logical, tandem::logical_and), bin("or", Cls::logical, tandem::logical_or),
-        bin("xor", Cls::logical, tandem::logical_xor),
         {"op&", 2, Cls::logical, [](const std::vector<Operand>& x) { return x[0] & x[1]; }},
         {"op|", 2, Cls::logical, [](const std::vector<Operand>& x) { return x[0] | x[1]; }},
-        bin("atan2", Cls::trans, tandem::atan2), bin("hypot", Cls::trans, tandem::hypot),
-        bin("power", Cls::trans, tandem::power),
-    };
+    });
     return ops;
 }
 
 const std::vector<Op>& unary_ops() {
-    static const std::vector<Op> ops = {
-        un("uminus", Cls::exact, tandem::uminus), un("abs", Cls::exact, tandem::abs), un("sqrt", Cls::exact, tandem::sqrt),
-        un("floor", Cls::exact, tandem::floor), un("ceil", Cls::exact, tandem::ceil), un("round", Cls::exact, tandem::round),
-        un("fix", Cls::exact, tandem::fix), un("sign", Cls::exact, tandem::sign), un("isnan", Cls::exact, tandem::isnan),
-        un("isinf", Cls::exact, tandem::isinf), un("isfinite", Cls::exact, tandem::isfinite),
+    static const std::vector<Op> ops = rows_and(1, {
         un("single", Cls::exact, tandem::single), un("double", Cls::exact, tandem::as_double),
         {"astype(f32)", 1, Cls::exact, [](const std::vector<Operand>& x) { return tandem::astype(x[0].array(), DType::f32); }},
         {"astype(f64)", 1, Cls::exact, [](const std::vector<Operand>& x) { return tandem::astype(x[0].array(), DType::f64); }},
         {"op-", 1, Cls::exact, [](const std::vector<Operand>& x) { return -x[0].array(); }},
-        un("not", Cls::logical, tandem::logical_not), un("logical", Cls::logical, tandem::logical),
+        un("logical", Cls::logical, tandem::logical),
         {"astype(logical)", 1, Cls::logical, [](const std::vector<Operand>& x) { return tandem::astype(x[0].array(), DType::logical); }},
         {"op!", 1, Cls::logical, [](const std::vector<Operand>& x) { return !x[0].array(); }},
-        un("exp", Cls::trans, tandem::exp), un("log", Cls::trans, tandem::log), un("log2", Cls::trans, tandem::log2),
-        un("log10", Cls::trans, tandem::log10), un("log1p", Cls::trans, tandem::log1p), un("expm1", Cls::trans, tandem::expm1),
-        un("sin", Cls::trans, tandem::sin), un("cos", Cls::trans, tandem::cos), un("tan", Cls::trans, tandem::tan),
-        un("asin", Cls::trans, tandem::asin), un("acos", Cls::trans, tandem::acos), un("atan", Cls::trans, tandem::atan),
-        un("sinh", Cls::trans, tandem::sinh), un("cosh", Cls::trans, tandem::cosh), un("tanh", Cls::trans, tandem::tanh),
-    };
+    });
     return ops;
 }
 
