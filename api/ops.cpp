@@ -62,23 +62,28 @@ Array unary(OpKind op, const Array& a) {
 
 }  // namespace
 
+// The public function of each elementwise row of graph/ops.def.
+#define TANDEM_OP(...)
+#define TANDEM_UNARY(E, name, rule, cost, accuracy, api, ...) \
+    Array api(const Array& a) { return unary(OpKind::E, a); }
+#define TANDEM_BINARY(E, name, rule, cost, accuracy, api, ...) \
+    Array api(const Operand& a, const Operand& b) { return make(OpKind::E, {&a, &b}); }
+#include "graph/ops.def"
+#undef TANDEM_OP
+#undef TANDEM_UNARY
+#undef TANDEM_BINARY
+
 Array operator+(const Operand& a, const Operand& b) { return make(OpKind::Add, {&a, &b}); }
 Array operator-(const Operand& a, const Operand& b) { return make(OpKind::Sub, {&a, &b}); }
 Array operator*(const Operand& a, const Operand& b) { return make(OpKind::Mul, {&a, &b}); }
 Array operator/(const Operand& a, const Operand& b) { return make(OpKind::Div, {&a, &b}); }
 Array operator-(const Array& a) { return unary(OpKind::Neg, a); }
-Array plus(const Operand& a, const Operand& b) { return a + b; }
-Array minus(const Operand& a, const Operand& b) { return a - b; }
-Array times(const Operand& a, const Operand& b) { return a * b; }
-Array rdivide(const Operand& a, const Operand& b) { return a / b; }
 Array ldivide(const Operand& a, const Operand& b) {
     // Checked under its own name and in the user's order; computed as b ./ a.
     auto shape = [](const Operand& o) { return o.is_array() ? o.array().shape() : Shape::scalar(); };
     broadcast_shapes(shape(a), shape(b), "ldivide");
     return b / a;
 }
-Array power(const Operand& a, const Operand& b) { return make(OpKind::Pow, {&a, &b}); }
-Array uminus(const Array& a) { return -a; }
 
 Array operator==(const Operand& a, const Operand& b) { return make(OpKind::Eq, {&a, &b}); }
 Array operator!=(const Operand& a, const Operand& b) { return make(OpKind::Ne, {&a, &b}); }
@@ -86,54 +91,11 @@ Array operator<(const Operand& a, const Operand& b) { return make(OpKind::Lt, {&
 Array operator<=(const Operand& a, const Operand& b) { return make(OpKind::Le, {&a, &b}); }
 Array operator>(const Operand& a, const Operand& b) { return make(OpKind::Gt, {&a, &b}); }
 Array operator>=(const Operand& a, const Operand& b) { return make(OpKind::Ge, {&a, &b}); }
-Array eq(const Operand& a, const Operand& b) { return a == b; }
-Array ne(const Operand& a, const Operand& b) { return a != b; }
-Array lt(const Operand& a, const Operand& b) { return a < b; }
-Array le(const Operand& a, const Operand& b) { return a <= b; }
-Array gt(const Operand& a, const Operand& b) { return a > b; }
-Array ge(const Operand& a, const Operand& b) { return a >= b; }
 
 Array operator&(const Operand& a, const Operand& b) { return make(OpKind::And, {&a, &b}); }
 Array operator|(const Operand& a, const Operand& b) { return make(OpKind::Or, {&a, &b}); }
 Array operator!(const Array& a) { return unary(OpKind::Not, a); }
 Array operator~(const Array& a) { return unary(OpKind::Not, a); }
-Array logical_and(const Operand& a, const Operand& b) { return a & b; }
-Array logical_or(const Operand& a, const Operand& b) { return a | b; }
-Array logical_xor(const Operand& a, const Operand& b) { return make(OpKind::Xor, {&a, &b}); }
-Array logical_not(const Array& a) { return !a; }
-
-Array abs(const Array& a) { return unary(OpKind::Abs, a); }
-Array sqrt(const Array& a) { return unary(OpKind::Sqrt, a); }
-Array exp(const Array& a) { return unary(OpKind::Exp, a); }
-Array log(const Array& a) { return unary(OpKind::Log, a); }
-Array log2(const Array& a) { return unary(OpKind::Log2, a); }
-Array log10(const Array& a) { return unary(OpKind::Log10, a); }
-Array log1p(const Array& a) { return unary(OpKind::Log1p, a); }
-Array expm1(const Array& a) { return unary(OpKind::Expm1, a); }
-Array sin(const Array& a) { return unary(OpKind::Sin, a); }
-Array cos(const Array& a) { return unary(OpKind::Cos, a); }
-Array tan(const Array& a) { return unary(OpKind::Tan, a); }
-Array asin(const Array& a) { return unary(OpKind::Asin, a); }
-Array acos(const Array& a) { return unary(OpKind::Acos, a); }
-Array atan(const Array& a) { return unary(OpKind::Atan, a); }
-Array sinh(const Array& a) { return unary(OpKind::Sinh, a); }
-Array cosh(const Array& a) { return unary(OpKind::Cosh, a); }
-Array tanh(const Array& a) { return unary(OpKind::Tanh, a); }
-Array floor(const Array& a) { return unary(OpKind::Floor, a); }
-Array ceil(const Array& a) { return unary(OpKind::Ceil, a); }
-Array round(const Array& a) { return unary(OpKind::Round, a); }
-Array fix(const Array& a) { return unary(OpKind::Fix, a); }
-Array sign(const Array& a) { return unary(OpKind::Sign, a); }
-Array isnan(const Array& a) { return unary(OpKind::IsNan, a); }
-Array isinf(const Array& a) { return unary(OpKind::IsInf, a); }
-Array isfinite(const Array& a) { return unary(OpKind::IsFinite, a); }
-
-Array atan2(const Operand& y, const Operand& x) { return make(OpKind::Atan2, {&y, &x}); }
-Array hypot(const Operand& a, const Operand& b) { return make(OpKind::Hypot, {&a, &b}); }
-Array mod(const Operand& a, const Operand& b) { return make(OpKind::Mod, {&a, &b}); }
-Array rem(const Operand& a, const Operand& b) { return make(OpKind::Rem, {&a, &b}); }
-Array min(const Operand& a, const Operand& b) { return make(OpKind::Min, {&a, &b}); }
-Array max(const Operand& a, const Operand& b) { return make(OpKind::Max, {&a, &b}); }
 
 Array where(const Operand& cond, const Operand& a, const Operand& b) { return make(OpKind::Where, {&cond, &a, &b}); }
 

@@ -62,12 +62,12 @@ inline const std::vector<Row>& elementwise_rows() {
 #define TANDEM_OP(...)
 #define TANDEM_UNARY(E, name, rule, cost, accuracy, api, reference, glsl, cpu)                                    \
     v.push_back(Row{name, OpKind::E, 1, TypeRule::rule, CostClass::cost, tref::Acc::accuracy,                    \
-                    [](const std::vector<Operand>& x) { return api(x.at(0).array()); },                          \
+                    [](const std::vector<Operand>& x) { return tandem::api(x.at(0).array()); },                          \
                     [](double a, double) { using T [[maybe_unused]] = double; return static_cast<double>(detail::truth(reference)); }, \
                     [](float a, float) { using T [[maybe_unused]] = float; return static_cast<float>(detail::truth(reference)); }});
 #define TANDEM_BINARY(E, name, rule, cost, accuracy, api, reference, glsl, cpu)                                   \
     v.push_back(Row{name, OpKind::E, 2, TypeRule::rule, CostClass::cost, tref::Acc::accuracy,                    \
-                    [](const std::vector<Operand>& x) { return api(x.at(0), x.at(1)); },                         \
+                    [](const std::vector<Operand>& x) { return tandem::api(x.at(0), x.at(1)); },                         \
                     [](double a, double b) { using T [[maybe_unused]] = double; return static_cast<double>(detail::truth(reference)); }, \
                     [](float a, float b) { using T [[maybe_unused]] = float; return static_cast<float>(detail::truth(reference)); }});
 #include "graph/ops.def"
