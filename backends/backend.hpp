@@ -89,6 +89,11 @@ public:
     virtual std::uint64_t memory_budget() const { return 0; }
     /// The device's memory, for a budget given as a share of it; 0 for the CPU executor.
     virtual std::uint64_t memory_bytes() const { return 0; }
+    /// Its index among the system's devices of its kind (TANDEM_DEVICE's numbering, `tandem info`'s
+    /// list); -1 for the CPU executor.
+    virtual int system_index() const noexcept { return -1; }
+    /// Its kernel cache in words ("<directory>: 12 hits, ..."), for `tandem info`; "" without one.
+    virtual std::string kernel_cache_text() const { return ""; }
     /// Adds its counters (transfers, kernels, pipelines) to `m` (+=: several devices sum).
     virtual void add_metrics(Metrics& m) const { (void)m; }
     /// Which of the runtime's devices it is (its copy slot in a Value); 0 for the CPU executor.

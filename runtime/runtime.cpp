@@ -307,7 +307,6 @@ RuntimeInfo Runtime::info() const {
     i.placement = impl_->scheduler().placement_text();
 #if TANDEM_WITH_VULKAN
     std::string why;
-    auto* in_use = dynamic_cast<detail::vk::VulkanBackend*>(impl_->device());
     for (const auto& d : detail::vulkan_devices(&why)) {
         std::string line = "vulkan:" + std::to_string(d.index) + " " + d.name + " (" + d.vendor + ", " + d.type +
                            ") driver " + d.driver + ", Vulkan " + d.api_version;
@@ -325,17 +324,19 @@ RuntimeInfo Runtime::info() const {
         if (!d.unusable_reason.empty()) line += " [unusable: " + d.unusable_reason + "]";
         int opened = 0;  // a device listed twice is in use twice (two logical devices)
         for (auto* b : impl_->devices())
-            if (auto* v = dynamic_cast<detail::vk::VulkanBackend*>(b); v && v->context().description().index == d.index)
-                ++opened;
+            if (b->system_index() == static_cast<int>(d.index)) ++opened;
         if (opened == 1) line += " [in use]";
         if (opened > 1) line += " [in use x" + std::to_string(opened) + "]";
         i.devices.push_back(line);
     }
-    if (in_use) {
-        auto p = in_use->pipeline_stats();
-        i.pipeline_cache = (p.directory.empty() ? std::string("in memory") : p.directory) + ": " +
-                           std::to_string(p.hits) + " hits, " + std::to_string(p.disk_hits) + " disk hits, " +
-                           std::to_string(p.misses) + " compiled (" + std::to_string(p.compile_ms) + " ms)";
+    // each device's kernel cache, named by its device when there are several
+    const auto& devices = impl_->devices();
+    for (auto* b : devices) {
+        const std::string text = b->kernel_cache_text();
+        if (text.empty()) continue;
+        if (!i.pipeline_cache.empty()) i.pipeline_cache += "; ";
+        if (devices.size() > 1) i.pipeline_cache += "vulkan:" + std::to_string(b->system_index()) + " ";
+        i.pipeline_cache += text;
     }
 #endif
     i.devices_note = impl_->device_note();

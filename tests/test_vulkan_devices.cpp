@@ -43,6 +43,10 @@ TEST(VulkanDevices, TwoLogicalDevicesShareOneProgram) {
     bool listed = false;
     for (const auto& d : gpu->info().devices) listed = listed || d.find("[in use x2]") != std::string::npos;
     EXPECT_TRUE(listed) << "tandem info shows the physical device in use twice";
+    const std::string& caches = gpu->info().pipeline_cache;
+    const auto first = caches.find("vulkan:");
+    EXPECT_TRUE(first != std::string::npos && caches.find("; vulkan:", first) != std::string::npos)
+        << "each device's kernel cache, named by its device: " << caches;
     Runtime cpu(tvk::cpu_config());
     std::mt19937_64 rng(tref::seed_of("two devices"));
     std::vector<Host> xs;

@@ -795,6 +795,15 @@ void VulkanBackend::add_metrics(Metrics& m) const {
     m.validation_messages += context_->validation_messages();
 }
 
+int VulkanBackend::system_index() const noexcept { return static_cast<int>(context_->description().index); }
+
+std::string VulkanBackend::kernel_cache_text() const {
+    const PipelineCacheStats p = pipeline_stats();
+    return (p.directory.empty() ? std::string("in memory") : p.directory) + ": " + std::to_string(p.hits) + " hits, " +
+           std::to_string(p.disk_hits) + " disk hits, " + std::to_string(p.misses) + " compiled (" +
+           std::to_string(p.compile_ms) + " ms)";
+}
+
 DeviceStats VulkanBackend::stats() const {
     std::lock_guard lock(stats_mutex_);
     return stats_;

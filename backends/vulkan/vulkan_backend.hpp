@@ -76,6 +76,8 @@ public:
     const Context& context() const noexcept { return *context_; }
     DeviceStats stats() const;
     PipelineCacheStats pipeline_stats() const { return pipelines_->stats(); }
+    int system_index() const noexcept override;
+    std::string kernel_cache_text() const override;
 
 private:
     enum class Span : std::uint8_t { kernel, upload, download };
