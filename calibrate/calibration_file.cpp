@@ -1,5 +1,6 @@
 #include "calibrate/calibration_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -85,12 +86,10 @@ void report_once(const std::string& path, const std::string& message) {
 
 }  // namespace
 
-std::string MachineKey::to_string() const {
-    return cpu + ", " + std::to_string(cpu_threads) + " threads" + (device.empty() ? ", no device" : ", " + device);
-}
+std::string MachineKey::to_string() const { return cpu + ", " + std::to_string(cpu_threads) + " threads"; }
 
-MachineKey machine_key(const CpuTopology& topology, int cpu_threads, const Backend* device) {
-    return {topology.model.empty() ? "unknown CPU" : topology.model, cpu_threads, device ? device->identity() : ""};
+MachineKey machine_key(const CpuTopology& topology, int cpu_threads) {
+    return {topology.model.empty() ? "unknown CPU" : topology.model, cpu_threads};
 }
 
 std::string default_calibration_path() {
@@ -99,28 +98,70 @@ std::string default_calibration_path() {
     return "";
 }
 
-std::string to_json(const Calibration& c) {
-    json doc = {{"format", kFormat},
-                {"version", kCalibrationVersion},
-                {"created_unix_s", c.created_unix_s},
-                {"created", iso_utc(c.created_unix_s)},
-                {"machine", {{"cpu", c.machine.cpu}, {"cpu_threads", c.machine.cpu_threads}, {"device", c.machine.device}}},
-                {"cpu", profile_json(c.profile.cpu)},
-                {"device", c.has_device ? profile_json(c.profile.device) : json(nullptr)},
-                {"link",
-                 c.has_device ? json{{"upload_bytes_per_s", c.profile.link.upload_bytes_per_s},
-                                     {"download_bytes_per_s", c.profile.link.download_bytes_per_s},
-                                     {"latency_s", c.profile.link.latency_s},
-                                     {"sync_s", c.profile.link.sync_s}}
-                              : json(nullptr)}};
-    // What runs taught the model since: observed / predicted time per region signature.
-    json history = json::array();
-    for (const auto& e : c.profile.history.entries()) {
+namespace {
+
+json link_json(const LinkProfile& l) {
+    return {{"upload_bytes_per_s", l.upload_bytes_per_s},
+            {"download_bytes_per_s", l.download_bytes_per_s},
+            {"latency_s", l.latency_s},
+            {"sync_s", l.sync_s}};
+}
+
+LinkProfile link_from(const json& l, const std::string& where) {
+    LinkProfile p;
+    p.upload_bytes_per_s = rate(l.at("upload_bytes_per_s"), where + ".upload_bytes_per_s");
+    p.download_bytes_per_s = rate(l.at("download_bytes_per_s"), where + ".download_bytes_per_s");
+    p.latency_s = l.at("latency_s").get<double>();
+    p.sync_s = l.at("sync_s").get<double>();
+    if (!(p.latency_s >= 0) || !(p.sync_s >= 0)) throw std::runtime_error(where + ".latency_s and .sync_s must be >= 0");
+    return p;
+}
+
+/// What runs taught the model since: observed / predicted time per region (or transfer) signature.
+json history_json(const PerformanceHistory& h) {
+    json out = json::array();
+    for (const auto& e : h.entries()) {
         char sig[24];
         std::snprintf(sig, sizeof sig, "%016llx", static_cast<unsigned long long>(e.signature));
-        history.push_back({{"signature", sig}, {"executor", e.on_device ? "device" : "cpu"}, {"ratios", e.ratios}});
+        out.push_back({{"signature", sig}, {"ratios", e.ratios}});
     }
-    doc["history"] = std::move(history);
+    return out;
+}
+
+PerformanceHistory history_from(const json& h, const std::string& where) {
+    PerformanceHistory out;
+    if (h.is_null()) return out;
+    for (const json& e : h) {
+        PerformanceHistory::Entry entry;
+        const std::string sig = e.at("signature").get<std::string>();
+        std::size_t used = 0;
+        entry.signature = std::stoull(sig, &used, 16);
+        if (used != sig.size()) throw std::runtime_error(where + ": signature '" + sig + "' is not hexadecimal");
+        entry.ratios = e.at("ratios").get<std::vector<double>>();
+        for (double r : entry.ratios)
+            if (!(r > 0) || !std::isfinite(r)) throw std::runtime_error(where + ": a ratio must be a positive number");
+        out.add(entry);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string to_json(const Calibration& c) {
+    json devices = json::array();
+    for (const DeviceProfile& d : c.profile.devices)
+        devices.push_back({{"identity", d.identity},
+                           {"rates", profile_json(d.rates)},
+                           {"link", link_json(d.link)},
+                           {"history", history_json(d.history)}});
+    const json doc = {{"format", kFormat},
+                      {"version", kCalibrationVersion},
+                      {"created_unix_s", c.created_unix_s},
+                      {"created", iso_utc(c.created_unix_s)},
+                      {"machine", {{"cpu", c.machine.cpu}, {"cpu_threads", c.machine.cpu_threads}}},
+                      {"cpu", profile_json(c.profile.cpu)},
+                      {"cpu_history", history_json(c.profile.cpu_history)},
+                      {"devices", std::move(devices)}};
     return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -141,35 +182,24 @@ Calibration calibration_from_json(const std::string& text, const std::string& wh
         Calibration c;
         c.created_unix_s = doc.at("created_unix_s").get<std::int64_t>();
         const json& m = doc.at("machine");
-        c.machine = {m.at("cpu").get<std::string>(), m.at("cpu_threads").get<int>(), m.at("device").get<std::string>()};
+        c.machine = {m.at("cpu").get<std::string>(), m.at("cpu_threads").get<int>()};
         c.profile.cpu = profile_from(doc.at("cpu"), "cpu");
-        c.has_device = !doc.at("device").is_null();
-        if (c.has_device) {
-            c.profile.device = profile_from(doc.at("device"), "device");
-            const json& l = doc.at("link");
-            c.profile.link.upload_bytes_per_s = rate(l.at("upload_bytes_per_s"), "link.upload_bytes_per_s");
-            c.profile.link.download_bytes_per_s = rate(l.at("download_bytes_per_s"), "link.download_bytes_per_s");
-            c.profile.link.latency_s = l.at("latency_s").get<double>();
-            c.profile.link.sync_s = l.at("sync_s").get<double>();
-            if (!(c.profile.link.latency_s >= 0) || !(c.profile.link.sync_s >= 0))
-                throw std::runtime_error("link.latency_s and link.sync_s must be >= 0");
-        }
-        if (auto h = doc.find("history"); h != doc.end() && !h->is_null()) {  // optional: files from before have none
-            for (const json& e : *h) {
-                PerformanceHistory::Entry entry;
-                const std::string sig = e.at("signature").get<std::string>();
-                std::size_t used = 0;
-                entry.signature = std::stoull(sig, &used, 16);
-                if (used != sig.size()) throw std::runtime_error("history: signature '" + sig + "' is not hexadecimal");
-                const std::string executor = e.at("executor").get<std::string>();
-                if (executor != "cpu" && executor != "device")
-                    throw std::runtime_error("history: executor '" + executor + "', expected cpu or device");
-                entry.on_device = executor == "device";
-                entry.ratios = e.at("ratios").get<std::vector<double>>();
-                for (double r : entry.ratios)
-                    if (!(r > 0) || !std::isfinite(r)) throw std::runtime_error("history: a ratio must be a positive number");
-                c.profile.history.add(entry);
-            }
+        c.profile.cpu_history = history_from(doc.value("cpu_history", json()), "cpu_history");
+        std::set<std::string> seen;
+        const json& devices = doc.at("devices");
+        if (!devices.is_array()) throw std::runtime_error("devices is not a list");
+        for (std::size_t i = 0; i < devices.size(); ++i) {
+            const json& d = devices[i];
+            const std::string where = "devices[" + std::to_string(i) + "]";
+            DeviceProfile p;
+            p.identity = d.at("identity").get<std::string>();
+            if (p.identity.empty() || !seen.insert(p.identity).second)
+                throw std::runtime_error(where + ".identity is empty or repeated");
+            p.rates = profile_from(d.at("rates"), where + ".rates");
+            p.link = link_from(d.at("link"), where + ".link");
+            p.history = history_from(d.value("history", json()), where + ".history");
+            p.source = "calibrated";
+            c.profile.devices.push_back(std::move(p));
         }
         return c;
     } catch (const ConfigError&) {
@@ -235,13 +265,23 @@ MachineProfile load_profile(const std::string& path, const MachineKey& machine, 
         if (!(c.machine == machine))
             throw ConfigError("calibration file " + path + " was measured on another machine (" + c.machine.to_string() +
                               "; this is " + machine.to_string() + ")");
-        MachineProfile p = c.profile;
-        if (!c.has_device) {  // measured without a device: its rates stay the defaults
-            p.device = defaults.device;
-            p.link = defaults.link;
+        MachineProfile p = std::move(defaults);
+        p.cpu = c.profile.cpu;
+        p.cpu_history = c.profile.cpu_history;
+        for (DeviceProfile& d : p.devices) {
+            auto it = std::find_if(c.profile.devices.begin(), c.profile.devices.end(),
+                                   [&](const DeviceProfile& e) { return e.identity == d.identity; });
+            if (it == c.profile.devices.end()) {
+                d.source = "built-in defaults (not in the calibration: `tandem calibrate` with this device measures it)";
+                continue;
+            }
+            d.rates = it->rates;
+            d.link = it->link;
+            d.history = it->history;
+            d.source = "calibrated";
         }
         p.source = "calibration " + path + " (" + iso_utc(c.created_unix_s) + ", " + age_text(c.created_unix_s) + ")";
-        if (p.history.size() > 0) p.source += ", refined by " + std::to_string(p.history.size()) + " kinds of region run";
+        if (p.history_size() > 0) p.source += ", refined by " + std::to_string(p.history_size()) + " kinds of run";
         p.file = path;
         return p;
     } catch (const ConfigError& e) {
@@ -251,7 +291,7 @@ MachineProfile load_profile(const std::string& path, const MachineKey& machine, 
     }
 }
 
-void save_history(const std::string& path, const MachineKey& machine, const PerformanceHistory& history) {
+void save_history(const std::string& path, const MachineKey& machine, const MachineProfile& learned) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return;  // removed meanwhile: nothing to refine
     std::stringstream text;
@@ -260,7 +300,13 @@ void save_history(const std::string& path, const MachineKey& machine, const Perf
     try {
         Calibration c = calibration_from_json(text.str(), path);
         if (!(c.machine == machine)) return;  // replaced by another machine's meanwhile
-        c.profile.history = history;
+        c.profile.cpu_history = learned.cpu_history;
+        // A device opened twice (two logical devices) learned twice: the first one's is kept.
+        for (DeviceProfile& e : c.profile.devices) {
+            auto it = std::find_if(learned.devices.begin(), learned.devices.end(),
+                                   [&](const DeviceProfile& d) { return d.identity == e.identity && d.source == "calibrated"; });
+            if (it != learned.devices.end()) e.history = it->history;
+        }
         write_calibration(c, path);
     } catch (const ConfigError& e) {
         report_once(path + " (history)", std::string(e.what()) + "; what this run learned is not kept");

@@ -1,6 +1,6 @@
 // `tandem calibrate`: micro-benchmarks through the public API, one per rate of the cost model
-// (scheduler/cost_model.hpp), on the CPU executor and, when the configuration opens one, on the
-// device with every region forced there; then the link between them. Each is timed after a
+// (scheduler/cost_model.hpp), on the CPU executor and on each device the configuration opens (each
+// alone, every region forced there), with the link between it and the host. Each is timed after a
 // warm-up (compiles, first allocations) as the median of several runs, synchronised (evaluate()
 // waits for the device). Rates come from differences where a fixed cost would hide them: the
 // launch cost from a chain of unfused one-op regions, the round trip from one region less that.
@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -175,7 +176,8 @@ std::string rates_text(const ExecutorProfile& p) {
 
 /// From which size the model sends each kind of work to the device, with its data on the host
 /// (and the result wanted there), and with its data already on the device.
-std::string crossovers(const detail::MachineProfile& m, detail::DeviceClass device_class) {
+std::string crossovers(const detail::ExecutorProfile& cpu_rates, const detail::DeviceProfile& device_profile,
+                       detail::DeviceClass device_class) {
     struct CpuSide : detail::Backend {
         std::string_view name() const noexcept override { return "cpu"; }
         bool on_host() const noexcept override { return true; }
@@ -189,6 +191,9 @@ std::string crossovers(const detail::MachineProfile& m, detail::DeviceClass devi
         void submit(detail::Submission) override {}
     } device;
     device.cls = device_class;
+    detail::MachineProfile m;
+    m.cpu = cpu_rates;
+    m.devices = {device_profile};
     const detail::Placement placement(cpu, {&device}, detail::PlacementMode::automatic, 0, m);
     struct Kind {
         const char* name;
@@ -264,12 +269,20 @@ CalibrationResult calibrate(const Config& config, const CalibrateOptions& option
     device_config.placement = "gpu";
     device_config.device_min_elements = 0;
     device_config.calibration_file = "none";
-    Runtime device(device_config);
-    const bool has_device = device.impl().device() != nullptr;
-    Config device_unfused = device_config;
-    device_unfused.fusion = false;
+    // Each device the configuration opens, measured alone (a device opened twice, once).
+    std::vector<Config> per_device;
+    {
+        Runtime devices(device_config);
+        std::set<std::string> seen;
+        for (const detail::Backend* d : devices.impl().devices()) {
+            if (!seen.insert(d->identity()).second) continue;
+            Config one = device_config;
+            one.device = std::string(d->name()) + ":" + std::to_string(d->system_index());
+            per_device.push_back(one);
+        }
+    }
 
-    const int steps = has_device ? 9 : 4;
+    const int steps = 4 + 5 * static_cast<int>(per_device.size());
     int done = 0;
     auto step = [&](const std::string& what) {
         if (options.progress) options.progress(std::min(1.0, static_cast<double>(++done) / steps), what);
@@ -277,38 +290,49 @@ CalibrationResult calibrate(const Config& config, const CalibrateOptions& option
     const Sizes cpu_sizes = options.quick ? Sizes{std::int64_t{1} << 21, std::int64_t{1} << 17, 256, 3}
                                           : Sizes{std::int64_t{1} << 24, std::int64_t{1} << 20, 768, 7};
     detail::Calibration c;
-    c.machine = detail::machine_key(cpu.impl().topology(), cpu.impl().threads(), has_device ? device.impl().device() : nullptr);
-    c.has_device = has_device;
+    c.machine = detail::machine_key(cpu.impl().topology(), cpu.impl().threads());
     c.created_unix_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     {
         Measure m(cpu, cpu_chain, cpu_sizes, step);
         double round_trip = 0;
         c.profile.cpu = m.profile("cpu (" + std::to_string(cpu.impl().threads()) + " threads)", round_trip);
     }
-    if (has_device) {
-        Runtime device_chain(device_unfused);
-        const detail::DeviceClass cls = device.impl().device()->device_class();
+    std::vector<detail::DeviceClass> classes;
+    for (const Config& one : per_device) {
+        Runtime device(one);
+        Config unfused = one;
+        unfused.fusion = false;
+        Runtime device_chain(unfused);
+        const detail::Backend& backend = *device.impl().device();
+        const detail::DeviceClass cls = backend.device_class();
         const bool on_cpu = cls == detail::DeviceClass::cpu_device;
         // A driver on the CPU gets the CPU's sizes; a GPU needs more work to rise above its fixed costs.
         const Sizes sizes = on_cpu || options.quick ? cpu_sizes
                                                     : Sizes{std::int64_t{1} << 26, std::int64_t{1} << 24, 4096, 7};
-        Measure m(device, device_chain, sizes, step);
+        Measure m(device, device_chain, sizes, [&](const std::string& what) { step(one.device + ": " + what); });
+        detail::DeviceProfile d;
+        d.identity = backend.identity();
+        d.source = "calibrated";
         double round_trip = 0;
-        c.profile.device = m.profile(device.impl().device()->identity(), round_trip);
-        c.profile.link = m.link(round_trip, c.profile.device.bytes_per_s);
+        d.rates = m.profile(one.device + " " + backend.identity(), round_trip);
+        d.link = m.link(round_trip, d.rates.bytes_per_s);
+        c.profile.devices.push_back(std::move(d));
+        classes.push_back(cls);
     }
     detail::write_calibration(c, path);
     result.path = path;
     result.machine = c.machine.to_string();
     result.rates = rates_text(c.profile.cpu);
-    if (has_device) {
-        result.rates += rates_text(c.profile.device);
+    for (std::size_t d = 0; d < c.profile.devices.size(); ++d) {
+        const detail::DeviceProfile& dp = c.profile.devices[d];
+        result.rates += rates_text(dp.rates);
         char buf[256];
-        std::snprintf(buf, sizeof buf, "link: upload %.1f GB/s, download %.1f GB/s, a copy's latency %.1f us, round trip %.1f us\n",
-                      c.profile.link.upload_bytes_per_s / 1e9, c.profile.link.download_bytes_per_s / 1e9,
-                      1e6 * c.profile.link.latency_s, 1e6 * c.profile.link.sync_s);
+        std::snprintf(buf, sizeof buf, "  its link: upload %.1f GB/s, download %.1f GB/s, a copy's latency %.1f us, round trip %.1f us\n",
+                      dp.link.upload_bytes_per_s / 1e9, dp.link.download_bytes_per_s / 1e9, 1e6 * dp.link.latency_s,
+                      1e6 * dp.link.sync_s);
         result.rates += buf;
-        result.crossovers = crossovers(c.profile, device.impl().device()->device_class());
+        if (c.profile.devices.size() > 1) result.crossovers += per_device[d].device + ":\n";
+        result.crossovers += crossovers(c.profile.cpu, dp, classes[d]);
     }
     result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return result;

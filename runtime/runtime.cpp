@@ -30,15 +30,24 @@ std::size_t pool_limit(const Config& c, const CpuTopology& t) {
     if (c.host_pool_bytes != SIZE_MAX) return c.host_pool_bytes;
     return t.memory_bytes ? static_cast<std::size_t>(t.memory_bytes / 8) : std::size_t{1} << 30;
 }
-SchedulerOptions scheduler_options(const Config& c, int threads, const Backend* device, const CpuTopology& topology,
-                                   HostPool& pool) {
+SchedulerOptions scheduler_options(const Config& c, int threads, const std::vector<Backend*>& devices,
+                                   const CpuTopology& topology, HostPool& pool) {
     SchedulerOptions o;
     o.pool = &pool;
-    o.profile = default_machine_profile(threads, device ? device->device_class() : DeviceClass::host);
+    const Backend* device = devices.empty() ? nullptr : devices.front();
+    std::vector<DeviceClass> classes;
+    for (const Backend* d : devices) classes.push_back(d->device_class());
+    o.profile = default_machine_profile(threads, classes);
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+        o.profile.devices[d].identity = devices[d]->identity();
+        o.profile.devices[d].rates.name = std::string(devices[d]->name()) + ":" +
+                                          std::to_string(devices[d]->system_index()) + " (" +
+                                          o.profile.devices[d].rates.name + ")";
+    }
     // The measured rates, where they matter: a device open and placement left to the model.
     if (device && c.placement == "auto")
         o.profile = load_profile(c.calibration_file.empty() ? default_calibration_path() : c.calibration_file,
-                                 machine_key(topology, threads, device), std::move(o.profile));
+                                 machine_key(topology, threads), std::move(o.profile));
     if (device) {
         const std::uint64_t limit = c.device_memory_limit_bytes(device->memory_bytes());
         o.device_memory_budget = limit ? limit : device->memory_budget();
@@ -68,7 +77,7 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
       devices_(open_devices()),
-      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, devices(), scheduler_options(config_, threads_, device(), topology_, *pool_))) {}
+      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, devices(), scheduler_options(config_, threads_, devices(), topology_, *pool_))) {}
 
 std::vector<Backend*> RuntimeImpl::devices() const {
     std::vector<Backend*> out;
@@ -93,9 +102,9 @@ std::vector<std::unique_ptr<Backend>> RuntimeImpl::open_devices() {
 
 RuntimeImpl::~RuntimeImpl() {
     scheduler_->wait_idle();
-    auto [history, runs] = scheduler_->history();
+    auto [learned, runs] = scheduler_->learned();
     if (runs > 0 && config_.placement_learning && !scheduler_->calibration_file().empty())
-        save_history(scheduler_->calibration_file(), machine_key(topology_, threads_, device()), history);
+        save_history(scheduler_->calibration_file(), machine_key(topology_, threads_), learned);
 }
 
 #if TANDEM_WITH_VULKAN

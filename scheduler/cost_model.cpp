@@ -97,12 +97,24 @@ LinkProfile default_link_profile(DeviceClass kind) {
     return l;
 }
 
-MachineProfile default_machine_profile(int cpu_threads, DeviceClass device) {
+DeviceProfile default_device(DeviceClass kind, int cpu_threads) {
+    DeviceProfile d;
+    d.rates = default_device_profile(kind, cpu_threads);
+    d.link = default_link_profile(kind);
+    return d;
+}
+
+MachineProfile default_machine_profile(int cpu_threads, const std::vector<DeviceClass>& devices) {
     MachineProfile m;
     m.cpu = default_cpu_profile(cpu_threads);
-    m.device = default_device_profile(device, cpu_threads);
-    m.link = default_link_profile(device);
+    for (DeviceClass kind : devices) m.devices.push_back(default_device(kind, cpu_threads));
     return m;
+}
+
+std::size_t MachineProfile::history_size() const noexcept {
+    std::size_t n = cpu_history.size();
+    for (const DeviceProfile& d : devices) n += d.history.size();
+    return n;
 }
 
 double compute_seconds(const RegionCost& c, const ExecutorProfile& p) {
@@ -141,17 +153,17 @@ std::uint64_t region_signature(const RegionCost& c, RegionKind kind) {
     return static_cast<std::uint64_t>(kind) | classes << 8 | product << 24 | size_class << 32;
 }
 
-void PerformanceHistory::observe(std::uint64_t signature, bool on_device, double predicted_s, double observed_s) {
+void PerformanceHistory::observe(std::uint64_t signature, double predicted_s, double observed_s) {
     if (!(predicted_s > 0) || !(observed_s > 0) || !std::isfinite(observed_s)) return;
     const double ratio = std::clamp(observed_s / predicted_s, 1 / kMaxCorrection, kMaxCorrection);
-    auto& samples = ratios_[on_device][signature];
+    auto& samples = ratios_[signature];
     samples.push_back(ratio);
     if (samples.size() > kSamples) samples.pop_front();
 }
 
-double PerformanceHistory::correction(std::uint64_t signature, bool on_device) const {
-    auto it = ratios_[on_device].find(signature);
-    if (it == ratios_[on_device].end() || it->second.size() < kMinSamples) return 1;
+double PerformanceHistory::correction(std::uint64_t signature) const {
+    auto it = ratios_.find(signature);
+    if (it == ratios_.end() || it->second.size() < kMinSamples) return 1;
     std::vector<double> v(it->second.begin(), it->second.end());
     auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
     std::nth_element(v.begin(), mid, v.end());
@@ -161,16 +173,13 @@ double PerformanceHistory::correction(std::uint64_t signature, bool on_device) c
 
 std::vector<PerformanceHistory::Entry> PerformanceHistory::entries() const {
     std::vector<Entry> out;
-    for (int d = 0; d < 2; ++d)
-        for (const auto& [sig, samples] : ratios_[d])
-            out.push_back({sig, d == 1, std::vector<double>(samples.begin(), samples.end())});
-    std::sort(out.begin(), out.end(),
-              [](const Entry& a, const Entry& b) { return std::tie(a.on_device, a.signature) < std::tie(b.on_device, b.signature); });
+    for (const auto& [sig, samples] : ratios_) out.push_back({sig, std::vector<double>(samples.begin(), samples.end())});
+    std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.signature < b.signature; });
     return out;
 }
 
 void PerformanceHistory::add(const Entry& e) {
-    for (double r : e.ratios) observe(e.signature, e.on_device, 1.0, r);
+    for (double r : e.ratios) observe(e.signature, 1.0, r);
 }
 
 }  // namespace tandem::detail

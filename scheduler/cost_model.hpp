@@ -52,43 +52,57 @@ LinkProfile default_link_profile(DeviceClass kind);
 /// of one signature take alike long per second the model predicts.
 std::uint64_t region_signature(const RegionCost& c, RegionKind kind);
 
-/// The model refined by what happened (StarPU's history-based models): per region signature and
-/// executor, the ratios of observed to predicted compute time of the last kSamples runs; once
-/// kMinSamples are known, their median (robust to an outlier run) scales the prediction. Not
-/// thread-safe (the scheduler's lock guards it).
+/// The model refined by what happened (StarPU's history-based models), for one executor: per region
+/// signature (or transfer size class), the ratios of observed to predicted time of the last kSamples
+/// runs; once kMinSamples are known, their median (robust to an outlier run) scales the prediction.
+/// Not thread-safe (the scheduler's lock guards it).
 class PerformanceHistory {
 public:
     static constexpr std::size_t kSamples = 16, kMinSamples = 3;
     static constexpr double kMaxCorrection = 64;  ///< a ratio is clamped to [1/64, 64]
 
-    /// A run of a region of `signature` on the CPU (on_device false) or the device.
-    void observe(std::uint64_t signature, bool on_device, double predicted_s, double observed_s);
+    void observe(std::uint64_t signature, double predicted_s, double observed_s);
     /// The factor the prediction is multiplied by (1: not enough runs seen).
-    double correction(std::uint64_t signature, bool on_device) const;
-    std::size_t size() const noexcept { return ratios_[0].size() + ratios_[1].size(); }
+    double correction(std::uint64_t signature) const;
+    std::size_t size() const noexcept { return ratios_.size(); }
 
     /// For the calibration file.
     struct Entry {
         std::uint64_t signature = 0;
-        bool on_device = false;
         std::vector<double> ratios;  ///< oldest first
     };
-    std::vector<Entry> entries() const;
+    std::vector<Entry> entries() const;  ///< by signature
     void add(const Entry& e);
 
 private:
-    std::unordered_map<std::uint64_t, std::deque<double>> ratios_[2];
+    std::unordered_map<std::uint64_t, std::deque<double>> ratios_;
 };
 
-/// The profiles placement uses: the CPU's, the device's and the link between them.
-struct MachineProfile {
-    ExecutorProfile cpu, device;
+/// One device: its rates, the link between it and the host, and what its runs taught.
+struct DeviceProfile {
+    /// The device it was measured on (Backend::identity(): name, driver, pipeline-cache UUID); for
+    /// the defaults, the device they stand in for.
+    std::string identity;
+    std::string source = "built-in defaults";  ///< or "calibrated"
+    ExecutorProfile rates;
     LinkProfile link;
+    PerformanceHistory history;  ///< its regions and its transfers
+};
+
+/// The profiles placement uses: the CPU's, and each device's (by ordinal) with its link.
+struct MachineProfile {
+    ExecutorProfile cpu;
+    PerformanceHistory cpu_history;
+    std::vector<DeviceProfile> devices;
     std::string source = "built-in defaults";  ///< or the calibration file it came from
     std::string file;                          ///< that file's path ("" for the defaults)
-    PerformanceHistory history;                ///< what earlier runs taught (kept in the file)
+    /// Kinds of region (and transfer) run whose history refines the model, over every executor.
+    std::size_t history_size() const noexcept;
 };
-MachineProfile default_machine_profile(int cpu_threads, DeviceClass device);
+/// The built-in profile of one device of class `kind` (identity left empty).
+DeviceProfile default_device(DeviceClass kind, int cpu_threads);
+/// The CPU's and one default device profile per entry of `devices` (their classes, by ordinal).
+MachineProfile default_machine_profile(int cpu_threads, const std::vector<DeviceClass>& devices);
 
 /// Seconds to run region `r` on executor `p` once its inputs are there: the start, then the
 /// larger of its memory traffic and its arithmetic (they overlap), then a product's flops.

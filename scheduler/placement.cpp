@@ -1,8 +1,9 @@
 #include "scheduler/placement.hpp"
 
-#include <optional>
-
 #include <algorithm>
+#include <bit>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "tandem/error.hpp"
@@ -17,41 +18,59 @@ Placement::Placement(Backend& cpu, std::vector<Backend*> devices, PlacementMode 
     if (devices_.size() > kMaxDevices)
         throw ConfigError("at most " + std::to_string(kMaxDevices) + " devices, " + std::to_string(devices_.size()) +
                           " asked for");
+    if (!devices_.empty() && profile_.devices.empty())
+        throw std::invalid_argument("Placement: a device without a profile (MachineProfile::devices is empty)");
+    while (profile_.devices.size() < devices_.size()) profile_.devices.push_back(profile_.devices.back());
 }
 
-double Placement::model_s(const Region& r, bool on_device) const {
-    return compute_seconds(r.cost, on_device ? profile_.device : profile_.cpu);
+double Placement::model_s(const Region& r, int executor) const {
+    return compute_seconds(r.cost, executor == kHost ? profile_.cpu : profile_.devices[static_cast<std::size_t>(executor)].rates);
 }
 
-double Placement::compute_s(const Region& r, bool on_device) const {
-    const double s = model_s(r, on_device);
-    if (profile_.history.size() == 0) return s;
-    return s * profile_.history.correction(region_signature(r.cost, r.kind), on_device);
+double Placement::compute_s(const Region& r, int executor) const {
+    const double s = model_s(r, executor);
+    const PerformanceHistory& h =
+        executor == kHost ? profile_.cpu_history : profile_.devices[static_cast<std::size_t>(executor)].history;
+    if (h.size() == 0) return s;
+    return s * h.correction(region_signature(r.cost, r.kind));
 }
 
-void Placement::learn_link(bool up, std::int64_t bytes, double observed_s) {
+void Placement::learn(const Region& r, int executor, double observed_s) {
     ++learned_;
-    const double model = up ? upload_seconds(bytes, profile_.link) : download_seconds(bytes, profile_.link);
-    profile_.history.observe(link_signature(up, bytes), true, model, observed_s);
+    PerformanceHistory& h =
+        executor == kHost ? profile_.cpu_history : profile_.devices[static_cast<std::size_t>(executor)].history;
+    h.observe(region_signature(r.cost, r.kind), model_s(r, executor), observed_s);
 }
 
-double Placement::upload_s(std::int64_t bytes) const {
-    return upload_seconds(bytes, profile_.link) * profile_.history.correction(link_signature(true, bytes), true);
-}
-
-double Placement::download_s(std::int64_t bytes) const {
-    return download_seconds(bytes, profile_.link) * profile_.history.correction(link_signature(false, bytes), true);
-}
-
-void Placement::learn(const Region& r, bool on_device, double observed_s) {
+void Placement::learn_link(std::size_t device, bool up, std::int64_t bytes, double observed_s) {
     ++learned_;
-    profile_.history.observe(region_signature(r.cost, r.kind), on_device, model_s(r, on_device), observed_s);
+    DeviceProfile& d = profile_.devices[device];
+    const double model = up ? upload_seconds(bytes, d.link) : download_seconds(bytes, d.link);
+    d.history.observe(link_signature(up, bytes), model, observed_s);
 }
+
+double Placement::upload_s(std::size_t device, std::int64_t bytes) const {
+    const DeviceProfile& d = profile_.devices[device];
+    return upload_seconds(bytes, d.link) * d.history.correction(link_signature(true, bytes));
+}
+
+double Placement::download_s(std::size_t device, std::int64_t bytes) const {
+    const DeviceProfile& d = profile_.devices[device];
+    return download_seconds(bytes, d.link) * d.history.correction(link_signature(false, bytes));
+}
+
+namespace {
+/// The device an input not on the host comes from: the first that holds it (one that is nowhere
+/// yet, device 0: its producer's side is not known here).
+std::size_t holder(const InputSite& in) {
+    return in.devices == 0 ? 0 : static_cast<std::size_t>(std::countr_zero(in.devices));
+}
+}  // namespace
 
 PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
                                    double link_free_s) const {
     const Region& region = *q.region;
-    const double cpu_compute = region.kind == RegionKind::view ? 0.0 : compute_s(region, false);
+    const double cpu_compute = region.kind == RegionKind::view ? 0.0 : compute_s(region, kHost);
     PlacementDecision cpu{cpu_, ""};
     cpu.compute_s = cpu_compute;
     if (region.kind == RegionKind::view) return cpu.reason = "a view: shares its input's value", cpu;
@@ -81,57 +100,59 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         stream = plan_stream(region, device_memory_budget_ / kStreamPieceShare);
         if (!stream) return cpu.reason = "its inputs and outputs exceed the device's memory budget (it cannot stream)", cpu;
     }
-    const double device_compute = compute_s(region, true);
 
     // Earliest finish. The inputs are there when the last one exists, plus the transfers of
     // those with no copy on that side (one after another over the link); the host waits once
-    // for a device's queue when it needs device data. Between devices, data goes through the host.
-    const LinkProfile& link = profile_.link;
-    double ready = 0, to_host = 0;
-    bool host_waits_for_device = false;
+    // for a device's queue when it needs device data (the longest round trip of those it waits
+    // for). Between devices, data goes through the host. Each device has its own rates and link.
+    double ready = 0, to_host = 0, host_sync = 0;
     std::int64_t bytes_on_host = 0;
     for (const InputSite& in : q.inputs) {
         ready = std::max(ready, in.ready_s);
-        if (!in.on_host) to_host += download_s(in.bytes);
-        host_waits_for_device = host_waits_for_device || !in.on_host;
+        if (!in.on_host) {
+            to_host += download_s(holder(in), in.bytes);
+            host_sync = std::max(host_sync, profile_.devices[holder(in)].link.sync_s);
+        }
         if (in.on_host) bytes_on_host += in.bytes;
     }
     // Transfers queue behind those already placed on the link (one copy at a time).
-    const double cpu_start =
-        std::max(cpu_free_s, std::max(ready, to_host > 0 ? link_free_s : 0.0) + to_host + (host_waits_for_device ? link.sync_s : 0.0));
+    const double cpu_start = std::max(cpu_free_s, std::max(ready, to_host > 0 ? link_free_s : 0.0) + to_host + host_sync);
     cpu.cpu_s = cpu_start + cpu.compute_s;
     // Inputs only on devices, outputs read later in the plan: the chain goes on there, after
     // this region's results went back (no flip-flopping along a chain on the device).
     const bool inputs_on_devices_only = bytes_on_host == 0 && !q.inputs.empty();
-    if (inputs_on_devices_only && q.bytes_to_consumers > 0)
-        cpu.cpu_s += link.sync_s + upload_s(q.bytes_to_consumers);
+    if (inputs_on_devices_only && q.bytes_to_consumers > 0) {
+        const std::size_t there = holder(q.inputs.front());
+        cpu.cpu_s += profile_.devices[there].link.sync_s + upload_s(there, q.bytes_to_consumers);
+    }
     cpu.finish_s = cpu.cpu_s;
     cpu.transfer_s = to_host;
 
-    if (stream) return place_streamed(q, *stream, cpu, device_compute, device_free_s, ready);
+    if (stream) return place_streamed(q, *stream, cpu, device_free_s, ready);
 
     PlacementDecision dev{nullptr, ""};
     std::int64_t bytes_on_dev = 0;
     double resident_finish = -1;  // the best device's finish had the host-only inputs been there
     for (std::size_t d = 0; d < devices_.size(); ++d) {
         if (!device_enabled(d)) continue;
-        double to_device = 0, from_others = 0, host_only_uploads = 0;
-        bool waits = false;
+        const LinkProfile& link = profile_.devices[d].link;
+        const double device_compute = compute_s(region, static_cast<int>(d));
+        double to_device = 0, from_others = 0, host_only_uploads = 0, others_sync = 0;
         std::int64_t here = 0;
         for (const InputSite& in : q.inputs) {
             if (in.devices >> d & 1u) {
                 here += in.bytes;
                 continue;
             }
-            const double up = upload_s(in.bytes);
+            const double up = upload_s(d, in.bytes);
             const bool host_only = in.on_host && in.devices == 0;
             // An upload its readers' losses have paid for already (ski rental): free to use.
             if (host_only && in.regret_s >= up) continue;
             to_device += up;
             if (host_only) host_only_uploads += up;
             if (!in.on_host) {  // on another device: down to the host first
-                from_others += download_s(in.bytes);
-                waits = true;
+                from_others += download_s(holder(in), in.bytes);
+                others_sync = std::max(others_sync, profile_.devices[holder(in)].link.sync_s);
             }
         }
         // A device that runs on the host's cores (lavapipe) is free only when the CPU is too.
@@ -141,12 +162,12 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         auto start_after = [&](double moved) {
             return std::max(device_free, std::max(ready, moved > 0 ? link_free_s : 0.0) + moved);
         };
-        const double moved = from_others + (waits ? link.sync_s : 0.0) + to_device;
+        const double moved = from_others + others_sync + to_device;
         double tail = 0;  // after the compute: results the host or the plan's host side wants
-        if (q.bytes_to_host > 0) tail += link.sync_s + download_s(q.bytes_to_host);
+        if (q.bytes_to_host > 0) tail += link.sync_s + download_s(d, q.bytes_to_host);
         // Inputs only on the host, outputs read later in the plan: the chain goes on on the host.
         if (here == 0 && bytes_on_host > 0 && q.bytes_to_consumers > 0)
-            tail += link.sync_s + download_s(q.bytes_to_consumers);
+            tail += link.sync_s + download_s(d, q.bytes_to_consumers);
         const double finish = start_after(moved) + device_compute + tail;
         const double resident = start_after(moved - host_only_uploads) + device_compute + tail;
         if (resident_finish < 0 || resident < resident_finish) resident_finish = resident;
@@ -154,11 +175,11 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         if (!dev.backend || finish < dev.finish_s || (finish == dev.finish_s && here > bytes_on_dev)) {
             dev.backend = devices_[d];
             dev.finish_s = dev.device_s = finish;
-            dev.transfer_s = from_others + to_device + (q.bytes_to_host > 0 ? download_s(q.bytes_to_host) : 0.0);
+            dev.transfer_s = from_others + to_device + (q.bytes_to_host > 0 ? download_s(d, q.bytes_to_host) : 0.0);
+            dev.compute_s = device_compute;
             bytes_on_dev = here;
         }
     }
-    dev.compute_s = device_compute;
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;
     if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
@@ -176,29 +197,30 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
 }
 
 PlacementDecision Placement::place_streamed(const PlacementQuery& q, const StreamPlan& stream, PlacementDecision cpu,
-                                            double device_compute, std::span<const double> device_free_s,
-                                            double ready) const {
+                                            std::span<const double> device_free_s, double ready) const {
     // An input on the device is read there in place; one on the host goes up in windows; one
     // on neither comes down first. Every output comes back (partials: a few bytes). Pieces
     // overlap their copies with the compute of others: the longer of the two, plus a round trip
     // per piece.
-    const LinkProfile& link = profile_.link;
     PlacementDecision dev{nullptr, "too large for the device's memory budget: streamed in pieces"};
     for (std::size_t d = 0; d < devices_.size() && !dev.backend; ++d) {
         if (!device_enabled(d)) continue;
+        const LinkProfile& link = profile_.devices[d].link;
+        const double device_compute = compute_s(*q.region, static_cast<int>(d));
         double moved = 0;
         for (const InputSite& in : q.inputs)
-            if (!(in.devices >> d & 1u)) moved += upload_s(in.bytes) + (in.on_host ? 0.0 : download_s(in.bytes));
+            if (!(in.devices >> d & 1u))
+                moved += upload_s(d, in.bytes) + (in.on_host ? 0.0 : download_s(holder(in), in.bytes));
         if (!stream.partials)
-            for (const Region::Output& o : q.region->outputs) moved += download_s(static_cast<std::int64_t>(o.node->bytes()));
+            for (const Region::Output& o : q.region->outputs) moved += download_s(d, static_cast<std::int64_t>(o.node->bytes()));
         dev.transfer_s = moved;
         const double free_s = d < device_free_s.size() ? device_free_s[d] : 0.0;
         dev.backend = devices_[d];
         dev.finish_s = dev.device_s = std::max(free_s, ready) + std::max(device_compute, moved) +
                                       static_cast<double>(stream.pieces()) * link.sync_s;
+        dev.compute_s = device_compute;
     }
     if (!dev.backend) return cpu.reason = "cpu only", cpu;
-    dev.compute_s = device_compute;
     dev.cpu_s = cpu.cpu_s;
     dev.stream_pieces = stream.pieces();
     cpu.device_s = dev.device_s;

@@ -67,10 +67,13 @@ struct PlacementDecision {
 /// flight leave room for what else the device holds.
 inline constexpr std::uint64_t kStreamPieceShare = 4;
 
+/// The executor index of the CPU in Placement's per-executor calls (devices are 0, 1, ...).
+inline constexpr int kHost = -1;
+
 class Placement {
 public:
-    /// `devices`: the runtime's devices in ordinal order (none: CPU only); they share the
-    /// profile's device rates (alike devices: several GPUs of one host).
+    /// `devices`: the runtime's devices in ordinal order (none: CPU only); profile.devices holds
+    /// their rates in the same order (a device past its end gets the last entry's: alike devices).
     /// `device_memory_budget`: bytes of device copies each device may hold (0: no limit); a
     /// region whose inputs and outputs alone exceed it runs on the CPU.
     Placement(Backend& cpu, std::vector<Backend*> devices, PlacementMode mode, std::int64_t min_device_elements,
@@ -84,21 +87,23 @@ public:
     PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s, double link_free_s = 0) const {
         return place(q, cpu_free_s, std::span<const double>(&device_free_s, 1), link_free_s);
     }
-    /// The predicted compute seconds of a region on the CPU or the device: the model's, scaled by
-    /// what runs of regions like it taught (PerformanceHistory).
-    double compute_s(const Region& r, bool on_device) const;
+    /// The predicted compute seconds of a region on the CPU (kHost) or on device `executor`: the
+    /// model's, scaled by what runs of regions like it there taught (PerformanceHistory).
+    double compute_s(const Region& r, int executor) const;
     /// The model's alone, unrefined: what an observed time is compared with.
-    double model_s(const Region& r, bool on_device) const;
+    double model_s(const Region& r, int executor) const;
     /// A region ran: its compute took `observed_s` on that executor (under the scheduler's lock).
-    void learn(const Region& r, bool on_device, double observed_s);
-    /// A transfer of `bytes` to the device (`up`) or back took `observed_s` (its host side and
-    /// its copy; under the scheduler's lock): later transfers of about that size are priced so.
-    void learn_link(bool up, std::int64_t bytes, double observed_s);
-    /// The predicted seconds of such a transfer: the link's rates, scaled by what transfers of
-    /// about that size taught.
-    double upload_s(std::int64_t bytes) const;
-    double download_s(std::int64_t bytes) const;
-    const PerformanceHistory& history() const noexcept { return profile_.history; }
+    void learn(const Region& r, int executor, double observed_s);
+    /// A transfer of `bytes` to device `device` (`up`) or back from it took `observed_s` (its host
+    /// side and its copy; under the scheduler's lock): later transfers of about that size are
+    /// priced so.
+    void learn_link(std::size_t device, bool up, std::int64_t bytes, double observed_s);
+    /// The predicted seconds of such a transfer: the device's link rates, scaled by what transfers
+    /// of about that size taught.
+    double upload_s(std::size_t device, std::int64_t bytes) const;
+    double download_s(std::size_t device, std::int64_t bytes) const;
+    /// Device `d`'s rates, link and history.
+    const DeviceProfile& device_profile(std::size_t d) const noexcept { return profile_.devices[d]; }
     std::uint64_t runs_learned() const noexcept { return learned_; }  ///< learn() calls so far
     Backend& cpu() const noexcept { return *cpu_; }
     /// The devices, in ordinal order (a lost one included).
@@ -115,7 +120,7 @@ private:
     /// A region too large for the device's budget: streamed on the first enabled device, or
     /// on the CPU when that finishes sooner (automatic mode).
     PlacementDecision place_streamed(const PlacementQuery& q, const StreamPlan& stream, PlacementDecision cpu,
-                                     double device_compute, std::span<const double> device_free_s, double ready) const;
+                                     std::span<const double> device_free_s, double ready) const;
 
     Backend* cpu_;
     std::vector<Backend*> devices_;

@@ -81,7 +81,8 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
     for (Backend* d : devices) {
         residency_.push_back(std::make_unique<ResidencyTable>(options.device_memory_budget, d->ordinal()));
         if (!trace_ && !options.learn) continue;
-        d->set_activity_sink([trace = trace_, inbox = options.learn ? link_inbox_ : nullptr](const Activity& a) {
+        d->set_activity_sink([trace = trace_, inbox = options.learn ? link_inbox_ : nullptr,
+                              device = d->ordinal()](const Activity& a) {
             if (trace) trace->activity(a);
             // An upload's cost: its host side (the staging copy, the submit) and its copy (when
             // the device times its copy queue). A download's: from the host's request to the
@@ -92,7 +93,7 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
             if (inbox && seconds > 0) {
                 std::lock_guard lock(inbox->mutex);
                 if (inbox->samples.size() < 4096)
-                    inbox->samples.push_back({a.kind == Activity::Kind::upload, static_cast<std::int64_t>(a.bytes), seconds});
+                    inbox->samples.push_back({device, a.kind == Activity::Kind::upload, static_cast<std::int64_t>(a.bytes), seconds});
             }
         });
     }
@@ -106,7 +107,7 @@ void Scheduler::learn_link() {
         std::lock_guard lock(link_inbox_->mutex);
         samples.swap(link_inbox_->samples);
     }
-    for (const LinkInbox::Sample& s : samples) placement_.learn_link(s.up, s.bytes, s.seconds);
+    for (const LinkInbox::Sample& s : samples) placement_.learn_link(s.device, s.up, s.bytes, s.seconds);
 }
 
 void Scheduler::charge(Job& job, bool on_device, double seconds, double link_seconds) {
@@ -143,8 +144,12 @@ std::string Scheduler::placement_text() const {
         case PlacementMode::device: return "gpu (forced: TANDEM_PLACEMENT=gpu)" + budget;
         case PlacementMode::automatic: break;
     }
-    return "auto: earliest predicted finish; rates from " + p.source + " (" + p.cpu.name + "; " + p.device.name + ")" +
-           budget;
+    std::string rates = p.cpu.name;
+    for (std::size_t d = 0; d < placement_.devices().size(); ++d) {
+        const DeviceProfile& dp = placement_.device_profile(d);
+        rates += "; device " + std::to_string(d) + " " + dp.rates.name + ": " + dp.source;
+    }
+    return "auto: earliest predicted finish; rates from " + p.source + " (" + rates + ")" + budget;
 }
 
 void Scheduler::wait_idle() {
@@ -798,7 +803,7 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     discharge(*job);
     job->placement = {&placement_.cpu(), "fallback from the device"};  // (stream_pieces 0)
     job->fell_back = true;
-    job->placement.compute_s = placement_.compute_s(job->region, false);
+    job->placement.compute_s = placement_.compute_s(job->region, kHost);
     charge(*job, false, job->placement.compute_s);
     job->completion->backend = job->placement.backend;
     for (auto& out : job->region.outputs) {
@@ -918,8 +923,10 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
         if (options_.learn && !error && !requeue && job->observed_s > 0) {
             // The model learns how long regions like this one take there. A device region's
             // kernels are timed on the device; its dispatch cost is the model's own.
-            const bool on_device = !job->placement.backend->on_host();
-            placement_.learn(r, on_device, job->observed_s + (on_device ? placement_.profile().device.launch_s : 0.0));
+            const Backend& b = *job->placement.backend;
+            const int executor = b.on_host() ? kHost : static_cast<int>(b.ordinal());
+            placement_.learn(r, executor,
+                             job->observed_s + (b.on_host() ? 0.0 : placement_.device_profile(b.ordinal()).rates.launch_s));
         }
         if (requeue) {
             const char* why = !error                 ? " after an input was recomputed"
@@ -1014,9 +1021,9 @@ std::vector<RegionRecord> Scheduler::region_records() const {
     return {records_.begin(), records_.end()};
 }
 
-std::pair<PerformanceHistory, std::uint64_t> Scheduler::history() const {
+std::pair<MachineProfile, std::uint64_t> Scheduler::learned() const {
     std::lock_guard lock(mutex_);
-    return {placement_.history(), placement_.runs_learned()};
+    return {placement_.profile(), placement_.runs_learned()};
 }
 
 void Scheduler::add_metrics(Metrics& m) const {

@@ -79,7 +79,7 @@ public:
     void add_metrics(Metrics& m) const;
     std::vector<RegionRecord> region_records() const;
     /// What the model learned (with what it started from), and from how many runs this session.
-    std::pair<PerformanceHistory, std::uint64_t> history() const;
+    std::pair<MachineProfile, std::uint64_t> learned() const;
     /// The calibration file the model's rates came from ("" for the built-in defaults).
     const std::string& calibration_file() const noexcept { return placement_.profile().file; }
     /// "auto: earliest predicted finish (cost model: built-in defaults for ...)", for `tandem info`.
@@ -219,6 +219,7 @@ private:
     /// (and may report after the scheduler is gone: the inbox is shared with their sinks).
     struct LinkInbox {
         struct Sample {
+            std::size_t device;  ///< its ordinal
             bool up;
             std::int64_t bytes;
             double seconds;

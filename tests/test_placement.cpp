@@ -40,17 +40,18 @@ MachineProfile fixed_profile() {
     m.cpu.ops_per_s[3] = {0.5e9, 1e9};
     m.cpu.ops_per_s[4] = {0.5e9, 0.5e9};
     m.cpu.flops_per_s = {50e9, 100e9};
-    m.device.name = "device";
-    m.device.launch_s = 10e-6;
-    m.device.bytes_per_s = 1e12;
-    m.device.ops_per_s[1] = {1e12, 2e12};
-    m.device.ops_per_s[2] = {2e11, 1e12};
-    m.device.ops_per_s[3] = {1e11, 1e12};
-    m.device.ops_per_s[4] = {5e11, 5e11};
-    m.device.flops_per_s = {5e12, 2e13};
-    m.link.upload_bytes_per_s = m.link.download_bytes_per_s = 10e9;
-    m.link.latency_s = 10e-6;
-    m.link.sync_s = 50e-6;
+    DeviceProfile& d = m.devices.emplace_back();
+    d.rates.name = "device";
+    d.rates.launch_s = 10e-6;
+    d.rates.bytes_per_s = 1e12;
+    d.rates.ops_per_s[1] = {1e12, 2e12};
+    d.rates.ops_per_s[2] = {2e11, 1e12};
+    d.rates.ops_per_s[3] = {1e11, 1e12};
+    d.rates.ops_per_s[4] = {5e11, 5e11};
+    d.rates.flops_per_s = {5e12, 2e13};
+    d.link.upload_bytes_per_s = d.link.download_bytes_per_s = 10e9;
+    d.link.latency_s = 10e-6;
+    d.link.sync_s = 50e-6;
     return m;
 }
 
@@ -149,7 +150,7 @@ TEST(Placement, ADeviceOnTheHostsCoresIsNoEscapeFromABusyCpu) {
     Runtime rt = cpu_runtime();
     FakeBackend cpu(true), lavapipe(false, DeviceClass::cpu_device);
     MachineProfile same = fixed_profile();
-    same.device = same.cpu;  // as fast as the CPU executor, even
+    same.devices[0].rates = same.cpu;  // as fast as the CPU executor, even
     Placement p(cpu, {&lavapipe}, PlacementMode::automatic, 0, same);
     const Region r = region_of(data(rt, 1'000'000) * 2.0);
     auto d = p.place(query(r, false, false), 1.0, 0);
@@ -185,9 +186,9 @@ TEST(Placement, CloseCallsStayWithTheirInputs) {
     const Region r = region_of(tandem::sqrt(x) + 1.0);
     // Equal rates on both sides and a free link: the two predictions are within 10%.
     MachineProfile same = fixed_profile();
-    same.device = same.cpu;
-    same.link.latency_s = same.link.sync_s = 0;
-    same.link.upload_bytes_per_s = same.link.download_bytes_per_s = 1e18;
+    same.devices[0].rates = same.cpu;
+    same.devices[0].link.latency_s = same.devices[0].link.sync_s = 0;
+    same.devices[0].link.upload_bytes_per_s = same.devices[0].link.download_bytes_per_s = 1e18;
     Placement p(f.cpu, {&f.device}, PlacementMode::automatic, 0, same);
     auto on_device = p.place(query(r, true, false), 0, 0);
     EXPECT_EQ(on_device.backend, &f.device) << on_device.reason;
@@ -232,19 +233,55 @@ TEST(Placement, ForcedModesFloorsAndFixedRules) {
     EXPECT_EQ(to_device.place(query(view, true, false), 0, 0).backend, &f.cpu);  // the scheduler keeps it with its input
 }
 
+TEST(Placement, EachDeviceIsPricedByItsOwnRatesAndLink) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, fast{false}, slow{false};
+    MachineProfile m = fixed_profile();
+    m.devices.push_back(m.devices[0]);
+    DeviceProfile& second = m.devices[1];
+    second.rates.bytes_per_s /= 10;  // a tenth of the first's speed, behind a link a tenth as fast
+    for (auto& c : second.rates.ops_per_s) c = {c[0] / 10, c[1] / 10};
+    second.link.upload_bytes_per_s = second.link.download_bytes_per_s = 1e9;
+    Placement p(cpu, {&fast, &slow}, PlacementMode::automatic, 0, m);
+    const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 1'000'000)))));
+    EXPECT_GT(p.compute_s(heavy, 1), 5 * p.compute_s(heavy, 0));
+    EXPECT_GT(p.upload_s(1, 8'000'000), 5 * p.upload_s(0, 8'000'000));
+    // Both idle, its input on the host: the faster device, by its own rates.
+    auto d = p.place(query(heavy, false, true), 0, std::vector<double>{0, 0});
+    EXPECT_EQ(d.backend, &fast) << d.reason;
+    EXPECT_EQ(d.compute_s, p.compute_s(heavy, 0));
+    // The fast one and the CPU busy for a second: the slow one, priced by its rates and its link.
+    d = p.place(query(heavy, false, true), 1.0, std::vector<double>{1.0, 0});
+    ASSERT_EQ(d.backend, &slow) << d.reason;
+    EXPECT_EQ(d.compute_s, p.compute_s(heavy, 1));
+    EXPECT_GE(d.transfer_s, p.upload_s(1, heavy.cost.input_bytes[0]));
+    // Its input already on the slow device (and the fast one only a little busy): no transfer
+    // there beats ten times the compute plus a copy through the host.
+    PlacementQuery there = query(heavy, true, false);
+    for (auto& in : there.inputs) in.devices = 2u;
+    d = p.place(there, 0, std::vector<double>{1e-4, 0});
+    EXPECT_EQ(d.transfer_s, 0.0) << d.reason;
+    // What one device learns does not move the other's prediction.
+    const double before = p.compute_s(heavy, 0);
+    for (int i = 0; i < 3; ++i) p.learn(heavy, 1, 20 * p.model_s(heavy, 1));
+    EXPECT_EQ(p.compute_s(heavy, 0), before);
+    EXPECT_DOUBLE_EQ(p.compute_s(heavy, 1), 20 * p.model_s(heavy, 1));
+}
+
 TEST(Placement, DefaultProfilesAreOrdered) {
     // The built-in defaults (until calibration): a discrete GPU streams and computes faster than
     // the CPU, a Vulkan driver on the CPU slower than the CPU executor itself.
-    const MachineProfile gpu = default_machine_profile(16, DeviceClass::discrete_gpu);
-    const MachineProfile cpu_device = default_machine_profile(16, DeviceClass::cpu_device);
-    EXPECT_GT(gpu.device.bytes_per_s, gpu.cpu.bytes_per_s);
+    const MachineProfile both = default_machine_profile(16, {DeviceClass::discrete_gpu, DeviceClass::cpu_device});
+    ASSERT_EQ(both.devices.size(), 2u) << "one profile per device";
+    const ExecutorProfile &gpu = both.devices[0].rates, &cpu_device = both.devices[1].rates;
+    EXPECT_GT(gpu.bytes_per_s, both.cpu.bytes_per_s);
     for (std::size_t c = 1; c < kCostClasses; ++c)
         for (std::size_t t = 0; t < 2; ++t) {
-            EXPECT_GT(gpu.device.ops_per_s[c][t], gpu.cpu.ops_per_s[c][t]) << c << " " << t;
-            EXPECT_LT(cpu_device.device.ops_per_s[c][t], cpu_device.cpu.ops_per_s[c][t]) << c << " " << t;
+            EXPECT_GT(gpu.ops_per_s[c][t], both.cpu.ops_per_s[c][t]) << c << " " << t;
+            EXPECT_LT(cpu_device.ops_per_s[c][t], both.cpu.ops_per_s[c][t]) << c << " " << t;
         }
-    EXPECT_GT(cpu_device.device.launch_s, cpu_device.cpu.launch_s);
-    EXPECT_GT(gpu.link.sync_s, 0);
+    EXPECT_GT(cpu_device.launch_s, both.cpu.launch_s);
+    EXPECT_GT(both.devices[0].link.sync_s, 0);
 }
 
 TEST(Placement, ARegionLargerThanTheDeviceBudgetStreamsOrStaysOnTheCpu) {
@@ -280,23 +317,22 @@ TEST(Placement, ARegionLargerThanTheDeviceBudgetStreamsOrStaysOnTheCpu) {
 }
 
 TEST(PerformanceHistory, TheMedianOfTheLastRunsScalesThePrediction) {
-    PerformanceHistory h;
-    EXPECT_EQ(h.correction(7, false), 1.0);
-    h.observe(7, false, 1e-3, 2e-3);
-    h.observe(7, false, 1e-3, 3e-3);
-    EXPECT_EQ(h.correction(7, false), 1.0) << "two runs are not enough";
-    h.observe(7, false, 1e-3, 1.0);  // an outlier (a page fault storm): the median ignores it
-    EXPECT_DOUBLE_EQ(h.correction(7, false), 3.0);
-    EXPECT_EQ(h.correction(7, true), 1.0) << "per executor";
-    EXPECT_EQ(h.correction(8, false), 1.0) << "per signature";
-    for (int i = 0; i < 40; ++i) h.observe(7, false, 1e-3, 0.5e-3);  // only the last 16 count
-    EXPECT_DOUBLE_EQ(h.correction(7, false), 0.5);
-    h.observe(9, true, 1e-6, 1.0);
-    h.observe(9, true, 1e-6, 1.0);
-    h.observe(9, true, 1e-6, 1.0);
-    EXPECT_EQ(h.correction(9, true), PerformanceHistory::kMaxCorrection) << "clamped";
-    h.observe(9, true, 0, 1.0);  // nothing to learn from a zero prediction or a bad time
-    h.observe(9, true, 1, -1.0);
+    PerformanceHistory h;  // one executor's
+    EXPECT_EQ(h.correction(7), 1.0);
+    h.observe(7, 1e-3, 2e-3);
+    h.observe(7, 1e-3, 3e-3);
+    EXPECT_EQ(h.correction(7), 1.0) << "two runs are not enough";
+    h.observe(7, 1e-3, 1.0);  // an outlier (a page fault storm): the median ignores it
+    EXPECT_DOUBLE_EQ(h.correction(7), 3.0);
+    EXPECT_EQ(h.correction(8), 1.0) << "per signature";
+    for (int i = 0; i < 40; ++i) h.observe(7, 1e-3, 0.5e-3);  // only the last 16 count
+    EXPECT_DOUBLE_EQ(h.correction(7), 0.5);
+    h.observe(9, 1e-6, 1.0);
+    h.observe(9, 1e-6, 1.0);
+    h.observe(9, 1e-6, 1.0);
+    EXPECT_EQ(h.correction(9), PerformanceHistory::kMaxCorrection) << "clamped";
+    h.observe(9, 0, 1.0);  // nothing to learn from a zero prediction or a bad time
+    h.observe(9, 1, -1.0);
     EXPECT_EQ(h.entries().size(), 2u);
 }
 
@@ -318,8 +354,9 @@ TEST(Placement, WhatRunsTaughtMovesTheDecision) {
     Placement p(cpu, {&device}, PlacementMode::automatic, 0, fixed_profile());
     EXPECT_EQ(p.place(query(light, false, true), 0, 0).backend, &cpu);
     // But it ran 50x slower than predicted, three times (a slow CPU, a busy machine):
-    for (int i = 0; i < 3; ++i) p.learn(light, false, 50 * p.model_s(light, false));
-    EXPECT_DOUBLE_EQ(p.compute_s(light, false), 50 * p.model_s(light, false));
+    for (int i = 0; i < 3; ++i) p.learn(light, kHost, 50 * p.model_s(light, kHost));
+    EXPECT_DOUBLE_EQ(p.compute_s(light, kHost), 50 * p.model_s(light, kHost));
+    EXPECT_EQ(p.compute_s(light, 0), p.model_s(light, 0)) << "per executor: the device learned nothing";
     auto d = p.place(query(light, false, true), 0, 0);
     EXPECT_EQ(d.backend, &device) << d.reason;
     EXPECT_EQ(p.runs_learned(), 3u);
@@ -335,16 +372,16 @@ TEST(Placement, WhatUploadsTaughtMovesTheDecision) {
     auto d = p.place(query(heavy, false, true), 0, 0);
     ASSERT_EQ(d.backend, &device) << d.reason;
     const std::int64_t bytes = heavy.cost.input_bytes[0];
-    const double rate_s = p.upload_s(bytes);
+    const double rate_s = p.upload_s(0, bytes);
     // Uploads of that size took 40x the link's rates (a host copy on one core, a busy bus):
     // twice is not enough to believe, three times is, and only for that size.
     for (int i = 0; i < 3; ++i) {
-        EXPECT_EQ(p.upload_s(bytes), rate_s);
-        p.learn_link(true, bytes, 40 * rate_s);
+        EXPECT_EQ(p.upload_s(0, bytes), rate_s);
+        p.learn_link(0, true, bytes, 40 * rate_s);
     }
-    EXPECT_DOUBLE_EQ(p.upload_s(bytes), 40 * rate_s);
-    EXPECT_EQ(p.upload_s(64 * bytes), upload_seconds(64 * bytes, p.profile().link));
-    EXPECT_EQ(p.download_s(bytes), download_seconds(bytes, p.profile().link));
+    EXPECT_DOUBLE_EQ(p.upload_s(0, bytes), 40 * rate_s);
+    EXPECT_EQ(p.upload_s(0, 64 * bytes), upload_seconds(64 * bytes, p.device_profile(0).link));
+    EXPECT_EQ(p.download_s(0, bytes), download_seconds(bytes, p.device_profile(0).link));
     d = p.place(query(heavy, false, true), 0, 0);
     EXPECT_EQ(d.backend, &cpu) << d.reason;
     // Data already on the device pays no upload: the device still.
@@ -354,13 +391,13 @@ TEST(Placement, WhatUploadsTaughtMovesTheDecision) {
     const Region step = region_of(data(rt, 1) / 3.0);
     PlacementQuery back = query(step, true, false);
     back.bytes_to_consumers = 8;
-    const double wait_s = p.download_s(8);
-    for (int i = 0; i < 3; ++i) p.learn_link(false, 8, 30 * wait_s);
-    EXPECT_DOUBLE_EQ(p.download_s(8), 30 * wait_s);
+    const double wait_s = p.download_s(0, 8);
+    for (int i = 0; i < 3; ++i) p.learn_link(0, false, 8, 30 * wait_s);
+    EXPECT_DOUBLE_EQ(p.download_s(0, 8), 30 * wait_s);
     EXPECT_EQ(p.place(back, 0, 0).backend, &device);
     // What it learned is kept with the calibration, beside the regions' history.
     bool kept = false;
-    for (const auto& e : p.history().entries()) kept |= e.signature == link_signature(true, bytes) && e.ratios.size() == 3;
+    for (const auto& e : p.device_profile(0).history.entries()) kept |= e.signature == link_signature(true, bytes) && e.ratios.size() == 3;
     EXPECT_TRUE(kept);
 }
 
@@ -409,5 +446,5 @@ TEST(Placement, ReadersThatLoseTimeOnTheHostPayForTheUploadOfTheirInput) {
     }
     EXPECT_GE(readers, 1) << "not at once";
     EXPECT_LT(readers, 10) << "but soon";
-    EXPECT_GE(regret, upload_seconds(q.inputs[0].bytes, fixed_profile().link));
+    EXPECT_GE(regret, upload_seconds(q.inputs[0].bytes, fixed_profile().devices[0].link));
 }

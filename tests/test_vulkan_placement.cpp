@@ -8,12 +8,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include "calibrate/calibration_file.hpp"
+#include "tandem/calibration.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "vulkan_runtime.hpp"
 
@@ -28,20 +30,22 @@ TEST(VulkanCalibration, TheRuntimeReadsItsMachinesCalibration) {
     c.placement = "auto";
     c.calibration_file = path;
     MachineKey key;
+    std::string identity;
     {
         auto probe = tvk::open_gpu(c);  // no file yet: the defaults
         EXPECT_NE(probe->info().placement.find("built-in defaults"), std::string::npos) << probe->info().placement;
         RuntimeImpl& impl = probe->impl();
-        key = machine_key(impl.topology(), impl.threads(), impl.device());
+        key = machine_key(impl.topology(), impl.threads());
+        identity = impl.device()->identity();
     }
     // A calibration that makes the device far faster than the CPU: even a small region goes there.
     Calibration cal;
     cal.machine = key;
-    cal.has_device = true;
     cal.created_unix_s = 1'790'000'000;
-    cal.profile = default_machine_profile(key.cpu_threads, DeviceClass::discrete_gpu);
-    cal.profile.link.sync_s = 1e-6;
-    cal.profile.link.latency_s = 1e-7;
+    cal.profile = default_machine_profile(key.cpu_threads, {DeviceClass::discrete_gpu});
+    cal.profile.devices[0].identity = identity;
+    cal.profile.devices[0].link.sync_s = 1e-6;
+    cal.profile.devices[0].link.latency_s = 1e-7;
     write_calibration(cal, path);
     {
         auto rt = tvk::open_gpu(c);
@@ -127,10 +131,10 @@ TEST(VulkanCalibration, WhatARuntimeLearnsIsKeptForTheNext) {
     {
         auto probe = tvk::open_gpu(c);
         RuntimeImpl& impl = probe->impl();
-        cal.machine = machine_key(impl.topology(), impl.threads(), impl.device());
-        cal.profile = default_machine_profile(impl.threads(), DeviceClass::cpu_device);
+        cal.machine = machine_key(impl.topology(), impl.threads());
+        cal.profile = default_machine_profile(impl.threads(), {DeviceClass::cpu_device});
+        cal.profile.devices[0].identity = impl.device()->identity();
     }
-    cal.has_device = true;
     cal.created_unix_s = 1'790'000'000;
     // Rates that send large regions to the device and keep small ones home: both executors run.
     cal.profile.cpu.ops_per_s[static_cast<std::size_t>(CostClass::transcendental)] = {1e7, 1e7};
@@ -153,13 +157,14 @@ TEST(VulkanCalibration, WhatARuntimeLearnsIsKeptForTheNext) {
     tandem::Config fixed = c;
     fixed.placement_learning = false;
     EXPECT_EQ(run(fixed).first, 0u) << "learning off: nothing learned";
-    EXPECT_EQ(load_profile(path, cal.machine, cal.profile).history.size(), 0u) << "and nothing written";
+    EXPECT_EQ(load_profile(path, cal.machine, cal.profile).history_size(), 0u) << "and nothing written";
     EXPECT_GE(run(c).first, 8u) << "every region run on either side is learned from";
     const MachineProfile after = load_profile(path, cal.machine, cal.profile);
-    EXPECT_GE(after.history.size(), 2u) << "at least a device and a CPU signature kept in the file";
+    EXPECT_GE(after.cpu_history.size(), 1u) << "a CPU signature kept in the file";
+    EXPECT_GE(after.devices[0].history.size(), 1u) << "and the device's, under its identity";
     // The 1.6 MB inputs went up by the copy queue: what those uploads cost is kept too.
     bool link = false;
-    for (const auto& e : after.history.entries()) link |= e.signature == link_signature(true, 200000 * 8);
+    for (const auto& e : after.devices[0].history.entries()) link |= e.signature == link_signature(true, 200000 * 8);
     EXPECT_TRUE(link) << "the uploads' cost is learned";
     const auto [runs, text] = run(c);
     EXPECT_NE(text.find("refined by"), std::string::npos) << "the next runtime starts from it: " << text;
@@ -204,4 +209,42 @@ TEST(VulkanRecords, EachRegionRunIsRecordedWithItsPredictionAndItsTime) {
     auto quiet = tvk::open_gpu();
     (void)(tandem::exp(quiet->array(std::span<const double>(w))) * 2.0).gather().get();
     EXPECT_TRUE(quiet->region_records().empty());
+}
+
+TEST(VulkanCalibration, EachDeviceIsMeasuredOnceAndReadByItsIdentity) {
+    const fs::path dir = fs::temp_directory_path() / ("tandem-vk-devices-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string path = (dir / "calibration.json").string();
+    tandem::Config c = tvk::gpu_config();
+    c.device = "vulkan:0,vulkan:0";  // two logical devices of one physical device: one measurement
+    c.placement = "auto";
+    c.calibration_file = path;
+    tandem::CalibrateOptions o;
+    o.quick = true;
+    o.output = path;
+    std::vector<std::string> steps;
+    o.progress = [&](double, const std::string& what) { steps.push_back(what); };
+    const tandem::CalibrationResult r = tandem::calibrate(c, o);
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const Calibration cal = calibration_from_json(text.str(), path);
+    ASSERT_EQ(cal.profile.devices.size(), 1u) << "one entry per physical device";
+    EXPECT_GT(cal.profile.devices[0].rates.bytes_per_s, 1e6);
+    EXPECT_GT(cal.profile.devices[0].link.upload_bytes_per_s, 1e6);
+    EXPECT_NE(r.rates.find("its link"), std::string::npos) << r.rates;
+    bool named = false;
+    for (const auto& s : steps) named |= s.rfind("vulkan:0: ", 0) == 0;
+    EXPECT_TRUE(named) << "the progress names the device measured";
+    // Both logical devices take that entry.
+    auto rt = tvk::open_gpu(c);
+    const std::string placement = rt->info().placement;
+    EXPECT_NE(placement.find("device 0"), std::string::npos) << placement;
+    EXPECT_NE(placement.find("device 1"), std::string::npos) << placement;
+    EXPECT_EQ(placement.find("built-in defaults"), std::string::npos) << "both calibrated: " << placement;
+    const MachineProfile p = rt->impl().scheduler().learned().first;
+    ASSERT_EQ(p.devices.size(), 2u);
+    EXPECT_EQ(p.devices[1].rates.bytes_per_s, cal.profile.devices[0].rates.bytes_per_s);
+    rt.reset();
+    fs::remove_all(dir);
 }
