@@ -132,6 +132,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
 
     PlacementDecision dev{nullptr, ""};
     std::int64_t bytes_on_dev = 0;
+    double best_free = 0;        // the chosen device's free time
     double resident_finish = -1;  // the best device's finish had the host-only inputs been there
     for (std::size_t d = 0; d < devices_.size(); ++d) {
         if (!device_enabled(d)) continue;
@@ -171,8 +172,12 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const double finish = start_after(moved) + device_compute + tail;
         const double resident = start_after(moved - host_only_uploads) + device_compute + tail;
         if (resident_finish < 0 || resident < resident_finish) resident_finish = resident;
-        // The earliest; on a tie, the one holding more of the inputs.
-        if (!dev.backend || finish < dev.finish_s || (finish == dev.finish_s && here > bytes_on_dev)) {
+        // The earliest; on a tie (transfers decide both alike), the one holding more of the inputs,
+        // then the one free sooner: independent work spreads over idle devices.
+        const bool tie = dev.backend && finish == dev.finish_s;
+        if (!dev.backend || finish < dev.finish_s ||
+            (tie && (here > bytes_on_dev || (here == bytes_on_dev && device_free < best_free)))) {
+            best_free = device_free;
             dev.backend = devices_[d];
             dev.finish_s = dev.device_s = finish;
             dev.transfer_s = from_others + to_device + (q.bytes_to_host > 0 ? download_s(d, q.bytes_to_host) : 0.0);
