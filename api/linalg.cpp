@@ -50,10 +50,7 @@ Array matmul(const Array& a0, const Array& b0, MatmulOptions o) {
     // is only its recipe.)
     auto unwrap = [](const Array& x, bool& trans) {
         if (x.node()->op != detail::OpKind::Transpose) return x;
-        auto in = detail::runtime_of(x).scheduler().locked([&]() -> std::shared_ptr<detail::Node> {
-            const detail::Node& t = *x.node();
-            return t.inputs.empty() || t.eval.done() ? nullptr : t.inputs[0];
-        });
+        auto in = detail::runtime_of(x).scheduler().pending_operand(*x.node(), 0);
         if (!in) return x;
         trans = !trans;
         return Array(std::move(in));

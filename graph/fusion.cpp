@@ -365,7 +365,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     constexpr std::size_t kFolded = SIZE_MAX;
     constexpr std::size_t kOutside = SIZE_MAX;
     // Position of a node in `pending`, or kOutside (computed or in flight already).
-    auto pos = [&](const Node* n) { return n->plan_mark == mark ? n->plan_index : kOutside; };
+    auto pos = [&](const Node* n) { return n->pass_mark == mark ? n->pass_index : kOutside; };
     std::vector<bool> wanted(pending.size(), false);
     for (Node* t : targets)
         if (pos(t) != kOutside) wanted[pos(t)] = true;

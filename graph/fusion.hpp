@@ -16,7 +16,7 @@ struct FusionOptions {
 };
 
 /// `pending`: the nodes to compute, in topological order (inputs before users), each with
-/// plan_mark == `mark` and plan_index its position (no other node carries `mark`). `targets`:
+/// pass_mark == `mark` and pass_index its position (no other node carries `mark`). `targets`:
 /// nodes whose values are wanted (each becomes a region output). Nodes outside `pending` that
 /// pending nodes read must be computed or in flight already.
 std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<Node*>& targets, std::uint64_t mark,

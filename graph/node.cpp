@@ -3,8 +3,6 @@
 #include <bit>
 #include <cstring>
 
-#include "scheduler/residency.hpp"
-
 namespace tandem::detail {
 
 Node::~Node() {
@@ -116,22 +114,11 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
     return node;
 }
 
-std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape, std::shared_ptr<Storage> value) {
+std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape) {
     auto node = std::make_shared<Node>(OpKind::Input, dtype, shape);
     node->id = next_id();
     node->hash = static_cast<std::size_t>(node->id);
     node->runtime = runtime_;
-    std::size_t bytes = value->bytes();
-    node->eval.value = std::make_shared<Value>(bytes, std::move(value));
-    return node;
-}
-
-std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape, std::shared_ptr<Value> value) {
-    auto node = std::make_shared<Node>(OpKind::Input, dtype, shape);
-    node->id = next_id();
-    node->hash = static_cast<std::size_t>(node->id);
-    node->runtime = runtime_;
-    node->eval.value = std::move(value);
     return node;
 }
 

@@ -5,10 +5,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,47 +17,30 @@
 
 namespace tandem::detail {
 
-class Storage;
-class Value;
 class RuntimeImpl;
-struct Completion;
-
-/// What the scheduler knows of a node's value. Guarded by the scheduler's mutex.
-struct Evaluation {
-    /// The value's copies. Set when computed; for a region recorded on a device, already when
-    /// recorded (its contents are then valid in that device's queue order only).
-    std::shared_ptr<Value> value;
-    std::exception_ptr error;              ///< set if its computation failed
-    std::shared_ptr<Completion> pending;   ///< set until the region computing it has finished
-    bool done() const noexcept { return !pending && (value || error); }
+/// What the scheduler keeps per node (scheduler/node_state.hpp): held here, never read here.
+struct NodeState;
+struct NodeStateDelete {
+    void operator()(NodeState* s) const noexcept;
 };
 
 struct Node : std::enable_shared_from_this<Node> {
     OpKind op;
     DType dtype;
     Shape shape;
-    /// Operands. Once the node's value is computed they are released (the graph above a
-    /// computed value is not needed again, and holding it would keep every temporary alive),
-    /// unless the value lives only on a device: then they are replaced by its recipe, nodes that
-    /// hold no device data (make_recipe), from which the scheduler recomputes the value if that
-    /// device is lost.
+    /// Operands. Once the node's value is computed the scheduler releases them (or replaces them
+    /// by a recipe: scheduler/node_state.hpp).
     std::vector<std::shared_ptr<Node>> inputs;
     std::array<double, 3> attr{};          ///< constant value, generator parameters, cast target
     std::uint64_t id = 0;                  ///< unique per runtime, never reused
     std::size_t hash = 0;
     RuntimeImpl* runtime = nullptr;
-    Evaluation eval;
-    /// Scratch of the plan being made (scheduler lock): the node's position in the plan's pending
-    /// list, valid when plan_mark is that plan's mark. Spares the planner hash-set lookups.
-    std::uint64_t plan_mark = 0;
-    std::size_t plan_index = 0;
-    long plan_refs = 0;  ///< references to it from the plan being made (which recipes it needs)
-    /// Device regions on the longest chain its recipe would recompute (0: it has a host copy, or
-    /// will). Set when it is planned (scheduler lock); bounds how much graph lineage keeps.
-    std::uint32_t lineage_depth = 0;
-    /// Its operands' recipes, made when it is planned on a device (scheduler lock): its inputs
-    /// once it is computed there alone, else dropped.
-    std::optional<std::vector<std::shared_ptr<Node>>> recipe;
+    /// Scratch of a pass over a list of nodes (the planner's, fusion's): the node's position in the
+    /// list, valid when pass_mark is that pass's mark. Spares the passes hash-set lookups.
+    std::uint64_t pass_mark = 0;
+    std::size_t pass_index = 0;
+    /// The scheduler's (its evaluation, planning and lineage), made when it first looks.
+    std::unique_ptr<NodeState, NodeStateDelete> state;
 
     Node(OpKind o, DType t, Shape s) : op(o), dtype(t), shape(std::move(s)) {}
     ~Node();
@@ -80,10 +61,9 @@ public:
     explicit NodeTable(RuntimeImpl* runtime) : runtime_(runtime) {}
     std::shared_ptr<Node> make(OpKind op, DType dtype, const Shape& shape, std::vector<std::shared_ptr<Node>> inputs,
                                std::array<double, 3> attr = {});
-    /// A fresh, materialised Input node holding `value`.
-    std::shared_ptr<Node> make_input(DType dtype, const Shape& shape, std::shared_ptr<Storage> value);
-    /// The same over a value with whichever copies it has.
-    std::shared_ptr<Node> make_input(DType dtype, const Shape& shape, std::shared_ptr<Value> value);
+    /// A fresh Input node (never interned): its value is the scheduler's to attach
+    /// (scheduler/node_state.hpp's make_input).
+    std::shared_ptr<Node> make_input(DType dtype, const Shape& shape);
     /// A fresh, uncomputed node that computes what `of` computes from `inputs` (a recipe: never
     /// interned, so nothing the user builds ever finds it).
     std::shared_ptr<Node> make_recipe(const Node& of, std::vector<std::shared_ptr<Node>> inputs);

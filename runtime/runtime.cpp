@@ -175,7 +175,7 @@ std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request) {
 }
 
 std::shared_ptr<Node> RuntimeImpl::input(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage) {
-    return nodes_.make_input(dtype, shape, std::move(storage));
+    return make_input(nodes_, dtype, shape, std::move(storage));
 }
 
 RuntimeImpl& runtime_of(const Array& a) {
@@ -401,15 +401,15 @@ std::string Array::describe() const {
             auto [n, depth] = stack.back();
             stack.pop_back();
             os << std::string(static_cast<std::size_t>(depth) * 2, ' ') << "#" << n->id << " " << n->label();
-            if (n->eval.pending) os << " [in flight]";
-            else if (n->eval.value) os << " [computed]";
-            else if (n->eval.error) os << " [failed]";
+            if (state(*n).eval.pending) os << " [in flight]";
+            else if (state(*n).eval.value) os << " [computed]";
+            else if (state(*n).eval.error) os << " [failed]";
             if (!seen.insert(n).second) {
                 os << " (see above)\n";
                 continue;
             }
             os << "\n";
-            if (n->eval.done()) continue;  // what a computed value keeps is its recipe, not the user's graph
+            if (state(*n).eval.done()) continue;  // what a computed value keeps is its recipe, not the user's graph
             for (auto it = n->inputs.rbegin(); it != n->inputs.rend(); ++it) stack.emplace_back(it->get(), depth + 1);
         }
         return os.str();

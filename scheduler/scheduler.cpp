@@ -19,7 +19,7 @@ namespace {
 
 /// Post-order walk from the targets over the nodes that are neither computed nor in flight:
 /// the inputs of a pending node come before it. Iterative, since graphs built in loops are deep.
-/// Marks each node it returns with `mark` and its position (Node::plan_mark, plan_index).
+/// Marks each node it returns with `mark` and its position (Node::pass_mark, pass_index).
 /// A computed node for which `revive` returns true (its value was lost; revive reset it) is
 /// computed again, from its recipe.
 template <class Revive>
@@ -28,9 +28,9 @@ std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targe
     std::vector<std::pair<Node*, std::size_t>> stack;
     constexpr std::size_t kVisiting = SIZE_MAX;
     auto wanted = [&](Node* n) {
-        if (n->plan_mark == mark || n->eval.pending || (n->eval.done() && !revive(n))) return false;
-        n->plan_mark = mark;
-        n->plan_index = kVisiting;
+        if (n->pass_mark == mark || state(*n).eval.pending || (state(*n).eval.done() && !revive(n))) return false;
+        n->pass_mark = mark;
+        n->pass_index = kVisiting;
         return true;
     };
     for (auto& t : targets) {
@@ -42,7 +42,7 @@ std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targe
                 Node* child = n->inputs[next++].get();
                 if (wanted(child)) stack.emplace_back(child, 0);
             } else {
-                n->plan_index = order.size();
+                n->pass_index = order.size();
                 order.push_back(n);
                 stack.pop_back();
             }
@@ -177,7 +177,7 @@ bool Scheduler::wire(const JobPtr& job) {
     // A streamed region reads host copies: it waits for its inputs to be done, as a CPU one.
     const bool on_device = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
     for (auto& in : job->region.inputs) {
-        const std::shared_ptr<Completion>& c = in->eval.pending;
+        const std::shared_ptr<Completion>& c = state(*in).eval.pending;
         if (!c) continue;
         // Work on the same device may follow its producer in queue order; anything else waits
         // until the producer has finished.
@@ -219,8 +219,8 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
     std::uint64_t revived = 0;
     std::vector<Node*> pending = pending_nodes(targets, mark, [&](Node* n) {
         // A value whose copies were all on lost devices: computed again from its recipe.
-        if (!n->eval.value || !recomputable(*n) || !lost(*n->eval.value)) return false;
-        n->eval.value = nullptr;
+        if (!state(*n).eval.value || !recomputable(*n) || !lost(*state(*n).eval.value)) return false;
+        state(*n).eval.value = nullptr;
         ++revived;
         return true;
     });
@@ -234,7 +234,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
         std::unordered_set<Node*> wanted_set;
         std::vector<Node*> wanted;
         for (auto& t : targets)
-            if (t->plan_mark == mark && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
+            if (t->pass_mark == mark && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
         const auto t_fuse = std::chrono::steady_clock::now();
         std::vector<Region> regions = fuse(pending, wanted, mark, {options_.fuse});
         const auto t_jobs = std::chrono::steady_clock::now();
@@ -248,14 +248,14 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             if (auto it = site.find(in.get()); it != site.end()) return it->second;
             InputSite s;
             s.bytes = static_cast<std::int64_t>(in->bytes());
-            if (in->eval.pending) {  // in flight from an earlier plan
-                const Backend* b = in->eval.pending->backend;
+            if (state(*in).eval.pending) {  // in flight from an earlier plan
+                const Backend* b = state(*in).eval.pending->backend;
                 s.on_host = b->on_host();
                 if (!s.on_host) s.devices = 1u << b->ordinal();
-            } else if (in->eval.value) {
-                s.on_host = in->eval.value->host() != nullptr;
-                s.devices = in->eval.value->device_mask();
-                s.regret_s = in->eval.value->upload_regret_s;
+            } else if (state(*in).eval.value) {
+                s.on_host = state(*in).eval.value->host() != nullptr;
+                s.devices = state(*in).eval.value->device_mask();
+                s.regret_s = state(*in).eval.value->upload_regret_s;
             }
             return s;
         };
@@ -288,9 +288,9 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                 // Kept on the host only because its inputs were: their upload draws nearer.
                 for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
                     const auto& in = job->region.inputs[k];
-                    if (!in->eval.pending && in->eval.value && query.inputs[k].devices == 0) {
-                        in->eval.value->upload_regret_s += job->placement.regret_s;
-                        query.inputs[k].regret_s = in->eval.value->upload_regret_s;  // for later readers of the plan
+                    if (!state(*in).eval.pending && state(*in).eval.value && query.inputs[k].devices == 0) {
+                        state(*in).eval.value->upload_regret_s += job->placement.regret_s;
+                        query.inputs[k].regret_s = state(*in).eval.value->upload_regret_s;  // for later readers of the plan
                     }
                 }
             }
@@ -337,8 +337,8 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             std::uint32_t depth = 0;
             if (resident) {
                 for (const auto& in : job->region.inputs) {
-                    const bool on_host = !in->eval.pending && in->eval.value && in->eval.value->host();
-                    depth = std::max(depth, on_host ? 0u : in->lineage_depth);
+                    const bool on_host = !state(*in).eval.pending && state(*in).eval.value && state(*in).eval.value->host();
+                    depth = std::max(depth, on_host ? 0u : state(*in).lineage_depth);
                 }
                 if (job->region.kind != RegionKind::view) ++depth;
             }
@@ -346,8 +346,8 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             if (checkpoint) checkpoints_.fetch_add(1, std::memory_order_relaxed);
             for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
                 Node* n = job->region.outputs[j].node.get();
-                n->eval.pending = job->completion;
-                n->lineage_depth = checkpoint ? 0 : depth;
+                state(*n).eval.pending = job->completion;
+                state(*n).lineage_depth = checkpoint ? 0 : depth;
                 producer[n] = {job.get(), j};
                 if ((to_host && wanted_set.count(n)) || checkpoint) job->wanted_on_host[j] = true;
             }
@@ -396,9 +396,9 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
     // once its readers are done and needs none; a recipe that reaches it copies its region.
     auto resident = [](const JobPtr& job) { return !job->placement.backend->on_host() && job->placement.stream_pieces == 0; };
     if (std::none_of(jobs.begin(), jobs.end(), resident)) return;  // a CPU plan: nothing to count
-    for (Node* n : pending) n->plan_refs = 0;
+    for (Node* n : pending) state(*n).plan_refs = 0;
     auto count = [&](const std::shared_ptr<Node>& n) {
-        if (n->plan_mark == mark) ++n->plan_refs;
+        if (n->pass_mark == mark) ++state(*n).plan_refs;
     };
     for (Node* n : pending)
         for (const auto& in : n->inputs) count(in);
@@ -411,13 +411,13 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
     for (auto& job : jobs) {
         for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
             Node& o = *job->region.outputs[j].node;
-            auto outlives = [&] { return o.shared_from_this().use_count() - 1 > o.plan_refs; };
-            o.recipe.reset();
+            auto outlives = [&] { return o.shared_from_this().use_count() - 1 > state(o).plan_refs; };
+            state(o).recipe.reset();
             if (!resident(job) || job->wanted_on_host[j]) continue;
             // An intermediate leaves the index (built again later, it is a new node); counted
             // again after, in case a builder found it in the index meanwhile.
             if (!outlives()) nodes_.forget(o);
-            if (outlives()) o.recipe = recipe_inputs(o, job->region, memo);
+            if (outlives()) state(o).recipe = recipe_inputs(o, job->region, memo);
         }
     }
 }
@@ -444,11 +444,11 @@ void Scheduler::gather_into(const std::vector<std::shared_ptr<Node>>& targets, b
             std::vector<std::shared_ptr<Value>> values;
             std::vector<std::pair<Shape, DType>> meta;
             for (auto& t : join->targets) {
-                if (t->eval.error) {
-                    error = t->eval.error;
+                if (state(*t).eval.error) {
+                    error = state(*t).eval.error;
                     break;
                 }
-                values.push_back(t->eval.value);
+                values.push_back(state(*t).eval.value);
                 meta.emplace_back(t->shape, t->dtype);
             }
             d.push_back([this, join, error, to_host, regathers, values = std::move(values), meta = std::move(meta)] {
@@ -485,9 +485,9 @@ void Scheduler::gather_into(const std::vector<std::shared_ptr<Node>>& targets, b
         };
         std::unordered_set<Node*> counted;
         for (auto& t : targets) {
-            if (t->eval.done() || !counted.insert(t.get()).second) continue;
+            if (state(*t).eval.done() || !counted.insert(t.get()).second) continue;
             ++join->remaining;
-            t->eval.pending->on_done.push_back([join, resolve](Deferred& d) {
+            state(*t).eval.pending->on_done.push_back([join, resolve](Deferred& d) {
                 if (--join->remaining == 0) resolve(d);
             });
         }
@@ -542,13 +542,13 @@ void Scheduler::record_view(const JobPtr& job) {
         std::lock_guard lock(mutex_);
         Node& in = *job->region.inputs[0];
         Completion& c = *job->completion;
-        if (!in.eval.error && in.eval.value) {
-            job->region.outputs[0].node->eval.value = in.eval.value;
+        if (!state(in).eval.error && state(in).eval.value) {
+            state(*job->region.outputs[0].node).eval.value = state(in).eval.value;
             c.recorded = true;
             for (auto& w : c.on_recorded) w(after);
             c.on_recorded.clear();
         }
-        if (in.eval.pending) in.eval.pending->on_done.push_back([this, job](Deferred& d) { d.push_back([this, job] { finish_view(job); }); });
+        if (state(in).eval.pending) state(in).eval.pending->on_done.push_back([this, job](Deferred& d) { d.push_back([this, job] { finish_view(job); }); });
         else after.push_back([this, job] { finish_view(job); });
     }
     for (std::size_t i = 0; i < after.size(); ++i) {
@@ -562,8 +562,8 @@ void Scheduler::finish_view(const JobPtr& job) {
     {
         std::lock_guard lock(mutex_);
         const Node& in = *job->region.inputs[0];
-        error = in.eval.error;
-        job->outputs = {in.eval.value};  // the producer's final value (it may have run again on the CPU)
+        error = state(in).eval.error;
+        job->outputs = {state(in).eval.value};  // the producer's final value (it may have run again on the CPU)
     }
     complete(job, error, {}, false);
 }
@@ -571,8 +571,8 @@ void Scheduler::finish_view(const JobPtr& job) {
 std::exception_ptr Scheduler::input_values(const Job& job, std::vector<std::shared_ptr<Value>>& values) {
     std::lock_guard lock(mutex_);
     for (auto& in : job.region.inputs) {
-        if (in->eval.error) return in->eval.error;  // a failed input poisons what depends on it, nothing else
-        values.push_back(in->eval.value);
+        if (state(*in).eval.error) return state(*in).eval.error;  // a failed input poisons what depends on it, nothing else
+        values.push_back(state(*in).eval.value);
     }
     return nullptr;
 }
@@ -593,11 +593,11 @@ bool Scheduler::recompute_inputs(const JobPtr& job) {
         std::lock_guard lock(mutex_);
         std::vector<std::shared_ptr<Node>> again;
         for (const auto& in : job->region.inputs)
-            if (in->eval.value && !in->eval.pending && lost(*in->eval.value)) again.push_back(in);
+            if (state(*in).eval.value && !state(*in).eval.pending && lost(*state(*in).eval.value)) again.push_back(in);
         if (again.empty()) return false;
         plan(again, false, after);
         bool replanned = false;
-        for (const auto& in : again) replanned |= in->eval.pending != nullptr;
+        for (const auto& in : again) replanned |= state(*in).eval.pending != nullptr;
         if (!replanned) return false;  // nothing to compute them from
         if (wire(job)) after.push_back([this, job] { launch(job); });
     }
@@ -741,7 +741,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
         // job->outputs). Nothing is left to publish then.
         Completion& c = *job->completion;
         if (!c.recorded && c.backend == device) {
-            for (std::size_t j = 0; j < r.outputs.size(); ++j) r.outputs[j].node->eval.value = job->outputs[j];
+            for (std::size_t j = 0; j < r.outputs.size(); ++j) state(*r.outputs[j].node).eval.value = job->outputs[j];
             c.recorded = true;
             for (auto& w : c.on_recorded) w(after);
             c.on_recorded.clear();
@@ -807,9 +807,9 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     charge(*job, false, job->placement.compute_s);
     job->completion->backend = job->placement.backend;
     for (auto& out : job->region.outputs) {
-        out.node->eval.value = nullptr;
-        out.node->lineage_depth = 0;
-        out.node->recipe.reset();  // computed on the host now
+        state(*out.node).eval.value = nullptr;
+        state(*out.node).lineage_depth = 0;
+        state(*out.node).recipe.reset();  // computed on the host now
     }
     std::fill(job->wanted_on_host.begin(), job->wanted_on_host.end(), true);
     if (wire(job)) after.push_back([this, job] { launch(job); });
@@ -825,16 +825,16 @@ std::vector<std::shared_ptr<Node>> Scheduler::recipe_inputs(const Node& n, const
 std::shared_ptr<Node> Scheduler::recipe_leaf(Node& n, const Region& region) {
     for (const auto& o : region.outputs)
         if (o.node.get() == &n) return nullptr;  // its own output: made of its operands' recipes
-    const Evaluation& e = n.eval;
+    const Evaluation& e = state(n).eval;
     // Planned: its recipe; one of this plan without (an intermediate), made of its operands'
     // (its region is still whole); an earlier plan's without (on the CPU), itself.
     if (e.pending) {
-        if (n.recipe) return nodes_.make_recipe(n, *n.recipe);
-        return n.plan_mark == plan_mark_ ? nullptr : n.shared_from_this();
+        if (state(n).recipe) return nodes_.make_recipe(n, *state(n).recipe);
+        return n.pass_mark == plan_mark_ ? nullptr : n.shared_from_this();
     }
     if (e.error) return n.shared_from_this();
     if (!e.value) return nullptr;  // inside the region: made of its operands' recipes
-    if (auto host = e.value->host()) return nodes_.make_input(n.dtype, n.shape, std::move(host));
+    if (auto host = e.value->host()) return make_input(nodes_, n.dtype, n.shape, std::move(host));
     // Only on a device: its own recipe (its inputs since it completed), without its data.
     return recomputable(n) ? nodes_.make_recipe(n, n.inputs) : n.shared_from_this();
 }
@@ -890,8 +890,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             // Recorded after an input that has since failed or gone back to the CPU: its
             // result was computed from garbage. Follow the input.
             for (auto& in : r.inputs) {
-                if (in->eval.error) error = in->eval.error;
-                else if (in->eval.pending && !error) requeue = true;
+                if (state(*in).eval.error) error = state(*in).eval.error;
+                else if (state(*in).eval.pending && !error) requeue = true;
             }
             if (error && !is_data_error(error) && !requeue) {
                 // The device failed: this region runs again on the CPU (its inputs' host copies
@@ -953,24 +953,24 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                 Node& n = *r.outputs[j].node;
                 std::exception_ptr e = error ? error : per_output[j];
                 if (e) {
-                    n.eval.error = e;
-                    n.eval.value = nullptr;
+                    state(n).eval.error = e;
+                    state(n).eval.value = nullptr;
                 } else {
-                    n.eval.value = job->outputs[j];
+                    state(n).eval.value = job->outputs[j];
                 }
-                n.eval.pending.reset();
+                state(n).eval.pending.reset();
                 const bool device_only = !e && !job->outputs[j]->host();
                 // An intermediate of its plan (no recipe: nothing but the plan reads it) that lives
                 // only on the device keeps its graph until its readers are done with it: a reader
                 // sent back to the CPU after the device is lost computes it again from there. It
                 // dies with its last reader, and the graph with it.
-                if (!device_only || n.recipe) {
+                if (!device_only || state(n).recipe) {
                     for (auto& in : n.inputs) released.push_back(std::move(in));
                     n.inputs.clear();
                 }
-                if (device_only && n.recipe) n.inputs = std::move(*n.recipe);
-                else if (n.recipe) for (auto& in : *n.recipe) released.push_back(std::move(in));
-                n.recipe.reset();
+                if (device_only && state(n).recipe) n.inputs = std::move(*state(n).recipe);
+                else if (state(n).recipe) for (auto& in : *state(n).recipe) released.push_back(std::move(in));
+                state(n).recipe.reset();
             }
             Completion& c = *job->completion;
             c.recorded = true;
@@ -1019,6 +1019,11 @@ void Scheduler::record(const Job& job, bool failed) {
 std::vector<RegionRecord> Scheduler::region_records() const {
     std::lock_guard lock(mutex_);
     return {records_.begin(), records_.end()};
+}
+
+std::shared_ptr<Node> Scheduler::pending_operand(const Node& n, std::size_t k) const {
+    std::lock_guard lock(mutex_);
+    return k >= n.inputs.size() || state(n).eval.done() ? nullptr : n.inputs[k];
 }
 
 std::pair<MachineProfile, std::uint64_t> Scheduler::learned() const {

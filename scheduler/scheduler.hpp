@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "graph/fusion.hpp"
+#include "scheduler/node_state.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/trace.hpp"
 #include "scheduler/work_queue.hpp"
@@ -78,6 +79,9 @@ public:
     }
     void add_metrics(Metrics& m) const;
     std::vector<RegionRecord> region_records() const;
+    /// Operand k of `n` while n is not computed yet (its graph is still there), else null: what a
+    /// builder may look through (matmul reads a pending transpose's operand in place).
+    std::shared_ptr<Node> pending_operand(const Node& n, std::size_t k) const;
     /// What the model learned (with what it started from), and from how many runs this session.
     std::pair<MachineProfile, std::uint64_t> learned() const;
     /// The calibration file the model's rates came from ("" for the built-in defaults).

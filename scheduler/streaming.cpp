@@ -156,7 +156,7 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
         // In place on the device where it is there; else a view of the host copy, to upload.
         auto value = std::make_shared<Value>(bytes, on_device || !host ? nullptr : Storage::view(std::move(host), offset, bytes));
         if (on_device) value->set_device(device.ordinal(), std::move(on_device));
-        q.inputs[k] = nodes.make_input(in.dtype, shape, value);
+        q.inputs[k] = make_input(nodes, in.dtype, shape, value);
         piece.inputs.push_back(std::move(value));
     };
     auto output = [&](const Node& of, const Shape& shape, DType dtype, std::uint32_t value, std::size_t offset) {
@@ -208,7 +208,7 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
             if (in.shape[p.dim] == r.shape[p.dim]) {
                 window(k, first * before, len * before, Shape{before, chunk, q_chunks});
             } else {  // broadcast along D: whole, as before x 1
-                q.inputs[k] = nodes.make_input(in.dtype, Shape{before, 1}, inputs[k]);
+                q.inputs[k] = make_input(nodes, in.dtype, Shape{before, 1}, inputs[k]);
                 piece.inputs.push_back(inputs[k]);
             }
         }
@@ -282,8 +282,8 @@ std::vector<std::shared_ptr<Value>> StreamResults::finish(Backend& cpu, NodeTabl
     std::vector<std::shared_ptr<Value>> values;
     for (std::size_t j = 0; j < r_.reductions.size(); ++j) {
         DType t = partial_dtype(r_, j);
-        c.inputs.push_back(nodes.make_input(t, c.shape, results_[j]));
-        values.push_back(c.inputs.back()->eval.value);
+        c.inputs.push_back(make_input(nodes, t, c.shape, results_[j]));
+        values.push_back(state(*c.inputs.back()).eval.value);
         Instr load{OpKind::Cast, t, DType::f64, {}, {static_cast<double>(t), 0, 0}};
         load.args[0] = Arg{Arg::Kind::Input, static_cast<std::uint32_t>(j), 0.0, t};
         load.compute = compute_dtype(OpKind::Cast, &t);

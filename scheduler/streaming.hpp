@@ -30,6 +30,7 @@
 #include "graph/node.hpp"
 #include "backends/backend.hpp"
 #include "graph/region.hpp"
+#include "scheduler/node_state.hpp"
 #include "scheduler/residency.hpp"
 
 namespace tandem::detail {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/fusion.hpp"
+#include "scheduler/node_state.hpp"
 #include "tandem/tandem.hpp"
 
 namespace plan_helper {
@@ -19,10 +20,10 @@ inline std::vector<tandem::detail::Region> plan(const std::vector<tandem::Array>
     std::vector<Node*> order;
     std::unordered_set<Node*> seen;
     auto visit = [&](auto&& self, Node* n) -> void {
-        if (n->eval.value || !seen.insert(n).second) return;
+        if (tandem::detail::state(*n).eval.value || !seen.insert(n).second) return;
         for (auto& in : n->inputs) self(self, in.get());
-        n->plan_mark = mark;
-        n->plan_index = order.size();
+        n->pass_mark = mark;
+        n->pass_index = order.size();
         order.push_back(n);
     };
     std::vector<Node*> wanted;
