@@ -48,9 +48,9 @@ SchedulerOptions scheduler_options(const Config& c, int threads, const std::vect
     if (device && c.placement == "auto")
         o.profile = load_profile(c.calibration_file.empty() ? default_calibration_path() : c.calibration_file,
                                  machine_key(topology, threads), std::move(o.profile));
-    if (device) {
-        const std::uint64_t limit = c.device_memory_limit_bytes(device->memory_bytes());
-        o.device_memory_budget = limit ? limit : device->memory_budget();
+    for (const Backend* d : devices) {  // TANDEM_DEVICE_MEMORY_LIMIT (a share applies to each device's own)
+        const std::uint64_t limit = c.device_memory_limit_bytes(d->memory_bytes());
+        o.device_memory_budgets.push_back(limit ? limit : d->memory_budget());
     }
     o.threads = threads;
     o.fuse = c.fusion;

@@ -11,9 +11,9 @@
 namespace tandem::detail {
 
 Placement::Placement(Backend& cpu, std::vector<Backend*> devices, PlacementMode mode, std::int64_t min_device_elements,
-                     MachineProfile profile, std::uint64_t device_memory_budget)
+                     MachineProfile profile, std::vector<std::uint64_t> device_memory_budgets)
     : cpu_(&cpu), devices_(std::move(devices)), mode_(mode), min_device_elements_(min_device_elements),
-      profile_(std::move(profile)), device_memory_budget_(device_memory_budget),
+      profile_(std::move(profile)), budgets_(std::move(device_memory_budgets)),
       enabled_(static_cast<std::uint32_t>((std::uint64_t{1} << devices_.size()) - 1)) {
     if (devices_.size() > kMaxDevices)
         throw ConfigError("at most " + std::to_string(kMaxDevices) + " devices, " + std::to_string(devices_.size()) +
@@ -68,7 +68,8 @@ std::size_t holder(const InputSite& in) {
 }  // namespace
 
 PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
-                                   double link_free_s) const {
+                                   std::span<const double> link_free_s) const {
+    auto link_free = [&](std::size_t d) { return d < link_free_s.size() ? link_free_s[d] : 0.0; };
     const Region& region = *q.region;
     const double cpu_compute = region.kind == RegionKind::view ? 0.0 : compute_s(region, kHost);
     PlacementDecision cpu{cpu_, ""};
@@ -89,34 +90,33 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         if (e.inner * e.outer * 64 < floor)
             return cpu.reason = "a scan of too few lines for the device", cpu;
     }
-    // Everything a device region touches must be there at once: a larger one streams, or runs
-    // on the CPU.
+    // Everything a device region touches must be there at once: one larger than a device's budget
+    // goes to a device it fits; larger than every one's, it streams, or runs on the CPU.
     std::uint64_t working_set = 0;
     for (const InputSite& in : q.inputs) working_set += static_cast<std::uint64_t>(in.bytes);
     for (const Region::Output& o : region.outputs) working_set += o.node->bytes();
-    const bool too_large = device_memory_budget_ > 0 && working_set > device_memory_budget_;
-    std::optional<StreamPlan> stream;
-    if (too_large) {
-        stream = plan_stream(region, device_memory_budget_ / kStreamPieceShare);
-        if (!stream) return cpu.reason = "its inputs and outputs exceed the device's memory budget (it cannot stream)", cpu;
-    }
+    auto fits = [&](std::size_t d) { return budget(d) == 0 || working_set <= budget(d); };
+    bool fits_one = false;
+    for (std::size_t d = 0; d < devices_.size(); ++d) fits_one = fits_one || (device_enabled(d) && fits(d));
 
     // Earliest finish. The inputs are there when the last one exists, plus the transfers of
     // those with no copy on that side (one after another over the link); the host waits once
     // for a device's queue when it needs device data (the longest round trip of those it waits
     // for). Between devices, data goes through the host. Each device has its own rates and link.
-    double ready = 0, to_host = 0, host_sync = 0;
+    double ready = 0, to_host = 0, host_sync = 0, from_links = 0;
     std::int64_t bytes_on_host = 0;
     for (const InputSite& in : q.inputs) {
         ready = std::max(ready, in.ready_s);
         if (!in.on_host) {
             to_host += download_s(holder(in), in.bytes);
             host_sync = std::max(host_sync, profile_.devices[holder(in)].link.sync_s);
+            from_links = std::max(from_links, link_free(holder(in)));
+            if (cpu.link < 0) cpu.link = static_cast<int>(holder(in));
         }
         if (in.on_host) bytes_on_host += in.bytes;
     }
-    // Transfers queue behind those already placed on the link (one copy at a time).
-    const double cpu_start = std::max(cpu_free_s, std::max(ready, to_host > 0 ? link_free_s : 0.0) + to_host + host_sync);
+    // Transfers queue behind those already placed on their links (one copy at a time on each).
+    const double cpu_start = std::max(cpu_free_s, std::max(ready, to_host > 0 ? from_links : 0.0) + to_host + host_sync);
     cpu.cpu_s = cpu_start + cpu.compute_s;
     // Inputs only on devices, outputs read later in the plan: the chain goes on there, after
     // this region's results went back (no flip-flopping along a chain on the device).
@@ -128,17 +128,17 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     cpu.finish_s = cpu.cpu_s;
     cpu.transfer_s = to_host;
 
-    if (stream) return place_streamed(q, *stream, cpu, device_free_s, ready);
+    if (!fits_one) return place_streamed(q, cpu, device_free_s, ready);
 
     PlacementDecision dev{nullptr, ""};
     std::int64_t bytes_on_dev = 0;
     double best_free = 0;        // the chosen device's free time
     double resident_finish = -1;  // the best device's finish had the host-only inputs been there
     for (std::size_t d = 0; d < devices_.size(); ++d) {
-        if (!device_enabled(d)) continue;
+        if (!device_enabled(d) || !fits(d)) continue;
         const LinkProfile& link = profile_.devices[d].link;
         const double device_compute = compute_s(region, static_cast<int>(d));
-        double to_device = 0, from_others = 0, host_only_uploads = 0, others_sync = 0;
+        double to_device = 0, from_others = 0, host_only_uploads = 0, others_sync = 0, links_free = link_free(d);
         std::int64_t here = 0;
         for (const InputSite& in : q.inputs) {
             if (in.devices >> d & 1u) {
@@ -154,6 +154,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             if (!in.on_host) {  // on another device: down to the host first
                 from_others += download_s(holder(in), in.bytes);
                 others_sync = std::max(others_sync, profile_.devices[holder(in)].link.sync_s);
+                links_free = std::max(links_free, link_free(holder(in)));
             }
         }
         // A device that runs on the host's cores (lavapipe) is free only when the CPU is too.
@@ -161,7 +162,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const double device_free =
             devices_[d]->device_class() == DeviceClass::cpu_device ? std::max(free_s, cpu_free_s) : free_s;
         auto start_after = [&](double moved) {
-            return std::max(device_free, std::max(ready, moved > 0 ? link_free_s : 0.0) + moved);
+            return std::max(device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved);
         };
         const double moved = from_others + others_sync + to_device;
         double tail = 0;  // after the compute: results the host or the plan's host side wants
@@ -182,6 +183,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             dev.finish_s = dev.device_s = finish;
             dev.transfer_s = from_others + to_device + (q.bytes_to_host > 0 ? download_s(d, q.bytes_to_host) : 0.0);
             dev.compute_s = device_compute;
+            dev.link = static_cast<int>(d);
             bytes_on_dev = here;
         }
     }
@@ -201,33 +203,38 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     return cpu.reason = "earliest predicted finish", cpu;
 }
 
-PlacementDecision Placement::place_streamed(const PlacementQuery& q, const StreamPlan& stream, PlacementDecision cpu,
+PlacementDecision Placement::place_streamed(const PlacementQuery& q, PlacementDecision cpu,
                                             std::span<const double> device_free_s, double ready) const {
     // An input on the device is read there in place; one on the host goes up in windows; one
     // on neither comes down first. Every output comes back (partials: a few bytes). Pieces
     // overlap their copies with the compute of others: the longer of the two, plus a round trip
     // per piece.
     PlacementDecision dev{nullptr, "too large for the device's memory budget: streamed in pieces"};
+    std::optional<StreamPlan> stream;
     for (std::size_t d = 0; d < devices_.size() && !dev.backend; ++d) {
         if (!device_enabled(d)) continue;
+        // In pieces of a share of this device's budget (the run plans its own from its table).
+        stream = plan_stream(*q.region, budget(d) / kStreamPieceShare);
+        if (!stream) return cpu.reason = "its inputs and outputs exceed the device's memory budget (it cannot stream)", cpu;
         const LinkProfile& link = profile_.devices[d].link;
         const double device_compute = compute_s(*q.region, static_cast<int>(d));
         double moved = 0;
         for (const InputSite& in : q.inputs)
             if (!(in.devices >> d & 1u))
                 moved += upload_s(d, in.bytes) + (in.on_host ? 0.0 : download_s(holder(in), in.bytes));
-        if (!stream.partials)
+        if (!stream->partials)
             for (const Region::Output& o : q.region->outputs) moved += download_s(d, static_cast<std::int64_t>(o.node->bytes()));
         dev.transfer_s = moved;
         const double free_s = d < device_free_s.size() ? device_free_s[d] : 0.0;
         dev.backend = devices_[d];
         dev.finish_s = dev.device_s = std::max(free_s, ready) + std::max(device_compute, moved) +
-                                      static_cast<double>(stream.pieces()) * link.sync_s;
+                                      static_cast<double>(stream->pieces()) * link.sync_s;
         dev.compute_s = device_compute;
+        dev.link = static_cast<int>(d);
     }
     if (!dev.backend) return cpu.reason = "cpu only", cpu;
     dev.cpu_s = cpu.cpu_s;
-    dev.stream_pieces = stream.pieces();
+    dev.stream_pieces = stream->pieces();
     cpu.device_s = dev.device_s;
     if (mode_ == PlacementMode::device || dev.device_s < cpu.cpu_s) return dev;
     return cpu.reason = "earliest predicted finish (streaming it through the device is slower)", cpu;

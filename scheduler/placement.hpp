@@ -54,6 +54,9 @@ struct PlacementDecision {
     /// the best device (-1: not considered).
     double finish_s = 0, cpu_s = -1, device_s = -1;
     double transfer_s = 0;  ///< predicted seconds of link traffic the chosen executor needs
+    /// The device whose link carries that traffic (the chosen device's; for the CPU, the device its
+    /// first input comes down from); -1: none.
+    int link = -1;
     double compute_s = 0;   ///< predicted compute seconds on the chosen executor (its outstanding work)
     /// Run on the CPU: how much sooner a device would have finished it, had its host-only inputs
     /// been there already (0 otherwise). The scheduler adds it to those inputs' regret.
@@ -74,18 +77,19 @@ class Placement {
 public:
     /// `devices`: the runtime's devices in ordinal order (none: CPU only); profile.devices holds
     /// their rates in the same order (a device past its end gets the last entry's: alike devices).
-    /// `device_memory_budget`: bytes of device copies each device may hold (0: no limit); a
-    /// region whose inputs and outputs alone exceed it runs on the CPU.
+    /// `device_memory_budgets`: bytes of device copies each device may hold, by ordinal (0 or
+    /// missing: no limit); a region whose inputs and outputs alone exceed a device's goes to one it
+    /// fits, else streams through one, else runs on the CPU.
     Placement(Backend& cpu, std::vector<Backend*> devices, PlacementMode mode, std::int64_t min_device_elements,
-              MachineProfile profile, std::uint64_t device_memory_budget = 0);
-    /// `cpu_free_s`, `device_free_s` (per device), `link_free_s`: seconds from now until each
-    /// executor, and the link between host and devices, has done the work (the transfers)
-    /// already placed on it.
+              MachineProfile profile, std::vector<std::uint64_t> device_memory_budgets = {});
+    /// `cpu_free_s`, `device_free_s` and `link_free_s` (per device: its link to the host): seconds
+    /// from now until each executor, and each link, has done the work (the transfers) already
+    /// placed on it (missing entries: free now).
     PlacementDecision place(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
-                            double link_free_s = 0) const;
-    /// One device (or none): its free time alone.
+                            std::span<const double> link_free_s = {}) const;
+    /// One device (or none): its free times alone.
     PlacementDecision place(const PlacementQuery& q, double cpu_free_s, double device_free_s, double link_free_s = 0) const {
-        return place(q, cpu_free_s, std::span<const double>(&device_free_s, 1), link_free_s);
+        return place(q, cpu_free_s, std::span<const double>(&device_free_s, 1), std::span<const double>(&link_free_s, 1));
     }
     /// The predicted compute seconds of a region on the CPU (kHost) or on device `executor`: the
     /// model's, scaled by what runs of regions like it there taught (PerformanceHistory).
@@ -117,17 +121,18 @@ public:
     bool device_enabled(std::size_t ordinal) const noexcept { return (enabled_.load() >> ordinal) & 1u; }
 
 private:
-    /// A region too large for the device's budget: streamed on the first enabled device, or
+    /// A region too large for every device's budget: streamed on the first enabled device, or
     /// on the CPU when that finishes sooner (automatic mode).
-    PlacementDecision place_streamed(const PlacementQuery& q, const StreamPlan& stream, PlacementDecision cpu,
+    PlacementDecision place_streamed(const PlacementQuery& q, PlacementDecision cpu,
                                      std::span<const double> device_free_s, double ready) const;
+    std::uint64_t budget(std::size_t d) const noexcept { return d < budgets_.size() ? budgets_[d] : 0; }
 
     Backend* cpu_;
     std::vector<Backend*> devices_;
     PlacementMode mode_;
     std::int64_t min_device_elements_;
     MachineProfile profile_;
-    std::uint64_t device_memory_budget_;
+    std::vector<std::uint64_t> budgets_;
     std::uint64_t learned_ = 0;
     std::atomic<std::uint32_t> enabled_;  // bit d: device d takes work
 };

@@ -74,12 +74,15 @@ void Scheduler::report_fallback(const std::string& cause, const std::string& mes
 Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devices, const SchedulerOptions& options)
     : nodes_(nodes),
       placement_(cpu, devices, options.placement, options.min_device_elements, options.profile,
-                 options.device_memory_budget),
-      options_(options), device_outstanding_s_(devices.size(), 0.0), device_jobs_(devices.size(), 0),
+                 options.device_memory_budgets),
+      options_(options), device_outstanding_s_(devices.size(), 0.0), link_outstanding_s_(devices.size(), 0.0),
+      device_jobs_(devices.size(), 0),
       trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
       workers_(options.threads) {
     for (Backend* d : devices) {
-        residency_.push_back(std::make_unique<ResidencyTable>(options.device_memory_budget, d->ordinal()));
+        const std::size_t o = d->ordinal();
+        residency_.push_back(std::make_unique<ResidencyTable>(
+            o < options.device_memory_budgets.size() ? options.device_memory_budgets[o] : 0, o));
         if (!trace_ && !options.learn) continue;
         d->set_activity_sink([trace = trace_, inbox = options.learn ? link_inbox_ : nullptr,
                               device = d->ordinal()](const Activity& a) {
@@ -113,12 +116,17 @@ void Scheduler::learn_link() {
 void Scheduler::charge(Job& job, bool on_device, double seconds, double link_seconds) {
     job.charged_s = seconds;
     (on_device ? device_outstanding_s_[job.placement.backend->ordinal()] : cpu_outstanding_s_) += seconds;
-    job.charged_link_s = link_seconds;
-    link_outstanding_s_ += link_seconds;
+    job.charged_link = job.placement.link;
+    job.charged_link_s = job.charged_link >= 0 ? link_seconds : 0.0;
+    if (job.charged_link >= 0) link_outstanding_s_[static_cast<std::size_t>(job.charged_link)] += link_seconds;
 }
 
 void Scheduler::discharge(Job& job) {
-    link_outstanding_s_ = std::max(0.0, link_outstanding_s_ - job.charged_link_s);
+    if (job.charged_link >= 0) {
+        double& link = link_outstanding_s_[static_cast<std::size_t>(job.charged_link)];
+        link = std::max(0.0, link - job.charged_link_s);
+    }
+    job.charged_link = -1;
     job.charged_link_s = 0;
     if (job.charged_s == 0) return;
     double& outstanding = job.placement.backend->on_host() ? cpu_outstanding_s_
@@ -131,12 +139,18 @@ std::string Scheduler::placement_text() const {
     if (!placement_.device()) return "cpu (no device)";
     std::string budget;
     if (placement_.devices().size() > 1) budget = "; " + std::to_string(placement_.devices().size()) + " devices";
-    if (residency_[0]->budget() > 0) {
-        char text[80];
-        std::snprintf(text, sizeof text, "; device memory budget %.2f GiB%s",
-                      static_cast<double>(residency_[0]->budget()) / (1u << 30),
-                      placement_.devices().size() > 1 ? " each" : "");
+    // each device's budget ("each" when they are alike)
+    bool alike = true;
+    for (const auto& t : residency_) alike = alike && t->budget() == residency_[0]->budget();
+    for (std::size_t d = 0; d < residency_.size() && residency_[d]->budget() > 0; ++d) {
+        char text[96];
+        std::snprintf(text, sizeof text, "%s%.2f GiB", d == 0 ? "; device memory budget " : ", ",
+                      static_cast<double>(residency_[d]->budget()) / (1u << 30));
         budget += text;
+        if (alike) {
+            if (residency_.size() > 1) budget += " each";
+            break;
+        }
     }
     const MachineProfile& p = placement_.profile();
     switch (placement_.mode()) {
@@ -1053,7 +1067,7 @@ void Scheduler::add_metrics(Metrics& m) const {
     }
     for (const auto& table : residency_) {  // summed over the devices (the peak: the highest)
         const ResidencyCounters c = table->counters();
-        m.device_memory_budget = table->budget();
+        m.device_memory_budget = std::max(m.device_memory_budget, table->budget());
         m.device_peak_resident_bytes = std::max(m.device_peak_resident_bytes, c.peak_resident_bytes);
         m.evictions += c.evictions;
         m.write_backs += c.write_backs;

@@ -55,7 +55,8 @@ struct SchedulerOptions {
     std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
     MachineProfile profile;                ///< the cost model's rates
     bool learn = true;                     ///< refine the model with observed times (automatic placement)
-    std::uint64_t device_memory_budget = 0;  ///< bytes of arrays each device may hold (0: no limit)
+    /// Bytes of arrays each device may hold, by ordinal (0 or missing: no limit).
+    std::vector<std::uint64_t> device_memory_budgets;
     HostPool* pool = nullptr;                ///< host memory for streamed regions' results (null: the heap)
 };
 
@@ -94,6 +95,7 @@ private:
         Region region;
         PlacementDecision placement;
         double charged_s = 0;       ///< predicted compute seconds counted in its executor's outstanding work
+        int charged_link = -1;      ///< the device whose link charged_link_s is counted on
         double charged_link_s = 0;  ///< predicted transfer seconds counted in the link's
         /// When it started running (CPU) or was recorded (device), for TANDEM_LOG=placement.
         std::chrono::steady_clock::time_point started{};
@@ -195,8 +197,9 @@ private:
     /// Predicted compute seconds of the work placed on each executor and not finished yet
     /// (under the lock). Counted per job and taken back when it completes, so a misprediction
     /// lasts only as long as the work it is about, never accumulates.
-    double cpu_outstanding_s_ = 0, link_outstanding_s_ = 0;
+    double cpu_outstanding_s_ = 0;
     std::vector<double> device_outstanding_s_;  // per device
+    std::vector<double> link_outstanding_s_;    // per device: its link to the host
     void charge(Job& job, bool on_device, double seconds, double link_seconds = 0);
     void discharge(Job& job);
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},

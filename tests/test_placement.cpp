@@ -268,6 +268,34 @@ TEST(Placement, EachDeviceIsPricedByItsOwnRatesAndLink) {
     EXPECT_DOUBLE_EQ(p.compute_s(heavy, 1), 20 * p.model_s(heavy, 1));
 }
 
+TEST(Placement, EachDeviceHasItsOwnLinkQueueAndMemoryBudget) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, first{false}, second{false};
+    MachineProfile m = fixed_profile();
+    m.devices.push_back(m.devices[0]);  // alike devices
+    const std::int64_t n = 1'000'000;   // 8 MB in, a scalar out
+    const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, n)))));
+    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    // Idle devices and links: the first; its transfers are charged to its link.
+    auto d = p.place(query(heavy, false, true), 1.0, std::vector<double>{0, 0}, std::vector<double>{0, 0});
+    EXPECT_EQ(d.backend, &first) << d.reason;
+    EXPECT_EQ(d.link, 0);
+    // The first device's link busy with 10 ms of uploads: the second's link is its own.
+    d = p.place(query(heavy, false, true), 1.0, std::vector<double>{0, 0}, std::vector<double>{10e-3, 0});
+    EXPECT_EQ(d.backend, &second) << d.reason;
+    EXPECT_EQ(d.link, 1);
+    // Budgets per device: 12 MB on the first, none on the second: the second.
+    Placement budgets(cpu, {&first, &second}, PlacementMode::device, 0, m, {12'000'000, 0});
+    const Region big = region_of(tandem::exp(data(rt, n)) * data(rt, n));  // 24 MB
+    d = budgets.place(query(big, false, false), 0, std::vector<double>{0, 0});
+    EXPECT_EQ(d.backend, &second) << d.reason;
+    EXPECT_EQ(d.stream_pieces, 0) << "it fits there whole";
+    // Larger than both: streamed.
+    Placement small(cpu, {&first, &second}, PlacementMode::device, 0, m, {12'000'000, 16'000'000});
+    d = small.place(query(big, false, false), 0, std::vector<double>{0, 0});
+    EXPECT_GT(d.stream_pieces, 0) << d.reason;
+}
+
 TEST(Placement, DefaultProfilesAreOrdered) {
     // The built-in defaults (until calibration): a discrete GPU streams and computes faster than
     // the CPU, a Vulkan driver on the CPU slower than the CPU executor itself.
@@ -289,18 +317,18 @@ TEST(Placement, ARegionLargerThanTheDeviceBudgetStreamsOrStaysOnTheCpu) {
     FakeBackend cpu{true}, device{false};
     const std::int64_t n = 1'000'000;  // 8 MB an array: 16 MB read, 8 MB written
     const Region heavy = region_of(tandem::exp(tandem::sin(data(rt, n))) * data(rt, n));
-    Placement roomy(cpu, {&device}, PlacementMode::device, 0, fixed_profile(), 24'000'000);
+    Placement roomy(cpu, {&device}, PlacementMode::device, 0, fixed_profile(), {24'000'000});
     auto fits = roomy.place(query(heavy, false, true), 0, 0);
     EXPECT_EQ(fits.backend, &device);
     EXPECT_EQ(fits.stream_pieces, 0) << "it fits: no streaming";
     // Too large for the budget: streamed in pieces of at most a quarter of it when forced; in
     // automatic mode, streamed if that is predicted to finish first.
-    Placement forced(cpu, {&device}, PlacementMode::device, 0, fixed_profile(), 23'999'999);
+    Placement forced(cpu, {&device}, PlacementMode::device, 0, fixed_profile(), {23'999'999});
     auto d = forced.place(query(heavy, true, false), 0, 0);
     EXPECT_EQ(d.backend, &device);
     EXPECT_GE(d.stream_pieces, 5) << "24 MB in pieces of at most 6 MB";
     EXPECT_NE(std::string(d.reason).find("streamed"), std::string::npos) << d.reason;
-    Placement automatic(cpu, {&device}, PlacementMode::automatic, 0, fixed_profile(), 23'999'999);
+    Placement automatic(cpu, {&device}, PlacementMode::automatic, 0, fixed_profile(), {23'999'999});
     auto a = automatic.place(query(heavy, true, false), 0, 0);
     ASSERT_GE(a.cpu_s, 0);
     ASSERT_GE(a.device_s, 0);
@@ -309,7 +337,7 @@ TEST(Placement, ARegionLargerThanTheDeviceBudgetStreamsOrStaysOnTheCpu) {
     // What cannot stream (random numbers follow the element's index) stays on the CPU.
     const Region random = region_of(tandem::rand(rt, {n, 3}) * data(rt, n));
     for (PlacementMode mode : {PlacementMode::automatic, PlacementMode::device}) {
-        Placement tight(cpu, {&device}, mode, 0, fixed_profile(), 1'000'000);
+        Placement tight(cpu, {&device}, mode, 0, fixed_profile(), {1'000'000});
         auto r = tight.place(query(random, true, false), 0, 0);
         EXPECT_EQ(r.backend, &cpu) << "it cannot be on the device at once, forced or not";
         EXPECT_NE(std::string(r.reason).find("memory budget"), std::string::npos) << r.reason;

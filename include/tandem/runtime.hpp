@@ -72,7 +72,7 @@ struct Metrics {
     double pipeline_compile_ms = 0;
     std::uint64_t validation_messages = 0; ///< Vulkan validation messages (with vulkan_validation)
     // The device's memory (Config::device_memory_limit).
-    std::uint64_t device_memory_budget = 0;     ///< bytes of arrays the device may hold (0: no device)
+    std::uint64_t device_memory_budget = 0;     ///< bytes of arrays a device may hold (the largest of the devices'; 0: no device)
     std::uint64_t device_peak_resident_bytes = 0;
     std::uint64_t evictions = 0;                ///< device copies dropped to keep within the budget
     std::uint64_t write_backs = 0;              ///< of which were downloaded first (the only copy)
