@@ -65,6 +65,11 @@ public:
     /// The factor the prediction is multiplied by (1: not enough runs seen).
     double correction(std::uint64_t signature) const;
     std::size_t size() const noexcept { return ratios_.size(); }
+    /// Runs of `signature` it holds (at most kSamples).
+    std::size_t samples(std::uint64_t signature) const noexcept {
+        auto it = ratios_.find(signature);
+        return it == ratios_.end() ? 0 : it->second.size();
+    }
 
     /// For the calibration file.
     struct Entry {

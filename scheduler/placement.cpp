@@ -195,12 +195,42 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
     // stay with the inputs (no flip-flopping along a chain).
     const double lo = std::min(cpu.cpu_s, dev.device_s) - ready, hi = std::max(cpu.cpu_s, dev.device_s) - ready;
+    bool on_device = dev.device_s < cpu.cpu_s;
+    const char* why = "earliest predicted finish";
     if (hi <= 1.1 * lo && bytes_on_host != bytes_on_dev) {
-        if (bytes_on_dev > bytes_on_host) return dev.reason = "close call: where its inputs are (device)", dev;
-        return cpu.reason = "close call: where its inputs are (host)", cpu;
+        on_device = bytes_on_dev > bytes_on_host;
+        why = on_device ? "close call: where its inputs are (device)" : "close call: where its inputs are (host)";
     }
-    if (dev.device_s < cpu.cpu_s) return dev.reason = "earliest predicted finish", dev;
-    return cpu.reason = "earliest predicted finish", cpu;
+    // Exploration: the side that loses by the model, while its time for regions like this one is
+    // not known and the winner's is, runs it now and then when predicted within kExploreFactor of
+    // the winner: a model that is wrong about a side it never runs on would never learn otherwise.
+    if (explore_) {
+        const std::uint64_t sig = region_signature(region.cost, region.kind);
+        const int d = dev.link;
+        const std::size_t cpu_runs = profile_.cpu_history.samples(sig);
+        const std::size_t dev_runs = profile_.devices[static_cast<std::size_t>(d)].history.samples(sig);
+        constexpr std::size_t known = PerformanceHistory::kMinSamples;
+        const int loser = on_device ? kHost : d;
+        const bool loser_unknown = on_device ? cpu_runs < known : dev_runs < known;
+        const bool winner_known = on_device ? dev_runs >= known : cpu_runs >= known;
+        const double loser_s = (on_device ? cpu.cpu_s : dev.device_s) - ready;
+        const double winner_s = (on_device ? dev.device_s : cpu.cpu_s) - ready;
+        if (loser_unknown && winner_known && loser_s <= kExploreFactor * winner_s &&
+            exploring_.insert(explore_key(sig, loser)).second) {
+            PlacementDecision& e = on_device ? cpu : dev;
+            e.exploring = true;
+            ++exploring_started_;
+            e.reason = on_device ? "exploring: its time on the CPU is not known yet"
+                                 : "exploring: its time on the device is not known yet";
+            return e;
+        }
+    }
+    if (on_device) return dev.reason = why, dev;
+    return cpu.reason = why, cpu;
+}
+
+void Placement::explored(const Region& r, int executor) {
+    exploring_.erase(explore_key(region_signature(r.cost, r.kind), executor));
 }
 
 PlacementDecision Placement::place_streamed(const PlacementQuery& q, PlacementDecision cpu,

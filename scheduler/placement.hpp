@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -64,6 +65,9 @@ struct PlacementDecision {
     /// On a device although larger than its memory budget: the pieces it streams in
     /// (scheduler/streaming.hpp); 0 otherwise.
     std::int64_t stream_pieces = 0;
+    /// Placed where the model predicts it slower, to learn its time there (Placement's
+    /// exploration): the scheduler calls Placement::explored when it finishes.
+    bool exploring = false;
 };
 
 /// A streamed region's pieces take at most this share of the budget each (1 / it): two in
@@ -98,6 +102,14 @@ public:
     double model_s(const Region& r, int executor) const;
     /// A region ran: its compute took `observed_s` on that executor (under the scheduler's lock).
     void learn(const Region& r, int executor, double observed_s);
+    /// Explore (automatic mode, with learning on): place a region now and then on the side the
+    /// model says is slower (by at most kExploreFactor), until that side has kMinSamples runs of
+    /// regions like it, one such run in flight per kind of region at a time.
+    void set_exploration(bool on) noexcept { explore_ = on; }
+    static constexpr double kExploreFactor = 1.5;
+    /// An exploring run of `r` on `executor` finished (or was moved): others may explore again.
+    void explored(const Region& r, int executor);
+    std::uint64_t explorations() const noexcept { return exploring_started_; }
     /// A transfer of `bytes` to device `device` (`up`) or back from it took `observed_s` (its host
     /// side and its copy; under the scheduler's lock): later transfers of about that size are
     /// priced so.
@@ -133,6 +145,14 @@ private:
     std::int64_t min_device_elements_;
     MachineProfile profile_;
     std::vector<std::uint64_t> budgets_;
+    bool explore_ = false;
+    // (signature, executor) of exploring runs in flight; place() is const for its callers' sake
+    // but runs under the scheduler's lock, as learn() does.
+    static std::uint64_t explore_key(std::uint64_t sig, int executor) noexcept {
+        return sig * 31 + static_cast<std::uint64_t>(executor + 1);
+    }
+    mutable std::unordered_set<std::uint64_t> exploring_;
+    mutable std::uint64_t exploring_started_ = 0;
     std::uint64_t learned_ = 0;
     std::atomic<std::uint32_t> enabled_;  // bit d: device d takes work
 };

@@ -79,6 +79,7 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
       device_jobs_(devices.size(), 0),
       trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
       workers_(options.threads) {
+    placement_.set_exploration(options.learn && options.placement == PlacementMode::automatic);
     for (Backend* d : devices) {
         const std::size_t o = d->ordinal();
         residency_.push_back(std::make_unique<ResidencyTable>(
@@ -122,6 +123,11 @@ void Scheduler::charge(Job& job, bool on_device, double seconds, double link_sec
 }
 
 void Scheduler::discharge(Job& job) {
+    if (job.placement.exploring) {
+        const Backend& b = *job.placement.backend;
+        placement_.explored(job.region, b.on_host() ? kHost : static_cast<int>(b.ordinal()));
+        job.placement.exploring = false;
+    }
     if (job.charged_link >= 0) {
         double& link = link_outstanding_s_[static_cast<std::size_t>(job.charged_link)];
         link = std::max(0.0, link - job.charged_link_s);
@@ -1064,6 +1070,7 @@ void Scheduler::add_metrics(Metrics& m) const {
     {
         std::lock_guard lock(mutex_);
         m.runs_learned = placement_.runs_learned();
+        m.explorations = placement_.explorations();
     }
     for (const auto& table : residency_) {  // summed over the devices (the peak: the highest)
         const ResidencyCounters c = table->counters();

@@ -390,6 +390,50 @@ TEST(Placement, WhatRunsTaughtMovesTheDecision) {
     EXPECT_EQ(p.runs_learned(), 3u);
 }
 
+TEST(Placement, TheSideNeverRunOnIsExploredUntilItsTimeIsKnown) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, device{false};
+    // A region the CPU wins by the model, the device predicted within 1.5x of it.
+    const Region r = region_of(tandem::sum(tandem::exp(data(rt, 40'000))));
+    MachineProfile m = fixed_profile();
+    Placement probe(cpu, {&device}, PlacementMode::automatic, 0, m);
+    const auto model = probe.place(query(r, false, true), 0, 0);
+    ASSERT_EQ(model.backend, &cpu) << model.reason;
+    ASSERT_LE(model.device_s, Placement::kExploreFactor * model.cpu_s) << "within reach of exploring";
+
+    Placement p(cpu, {&device}, PlacementMode::automatic, 0, m);
+    p.set_exploration(true);
+    // Neither side known: the model's choice.
+    EXPECT_EQ(p.place(query(r, false, true), 0, 0).backend, &cpu);
+    for (int i = 0; i < 3; ++i) p.learn(r, kHost, p.model_s(r, kHost));
+    // The CPU known, the device not: one run there, one at a time.
+    auto e = p.place(query(r, false, true), 0, 0);
+    ASSERT_EQ(e.backend, &device) << e.reason;
+    EXPECT_TRUE(e.exploring);
+    EXPECT_NE(std::string(e.reason).find("exploring"), std::string::npos) << e.reason;
+    EXPECT_EQ(p.place(query(r, false, true), 0, 0).backend, &cpu) << "one exploring run in flight";
+    // It ran 4x faster than predicted there; three such runs and the model knows better.
+    for (int i = 0; i < 3; ++i) {
+        p.explored(r, 0);
+        p.learn(r, 0, 0.25 * p.model_s(r, 0));
+    }
+    auto after = p.place(query(r, false, true), 0, 0);
+    EXPECT_FALSE(after.exploring) << "known now: " << after.reason;
+    EXPECT_LT(after.device_s, model.device_s) << "priced by what it taught";
+    EXPECT_EQ(p.explorations(), 1u);
+    // Far out of reach (predicted 1000x slower on the device): never explored.
+    MachineProfile slow = m;
+    for (auto& c : slow.devices[0].rates.ops_per_s) c = {c[0] / 1e5, c[1] / 1e5};
+    Placement q(cpu, {&device}, PlacementMode::automatic, 0, slow);
+    q.set_exploration(true);
+    for (int i = 0; i < 3; ++i) q.learn(r, kHost, q.model_s(r, kHost));
+    EXPECT_FALSE(q.place(query(r, false, true), 0, 0).exploring);
+    // Off (learning off, or a forced mode): never.
+    Placement off(cpu, {&device}, PlacementMode::automatic, 0, m);
+    for (int i = 0; i < 3; ++i) off.learn(r, kHost, off.model_s(r, kHost));
+    EXPECT_EQ(off.place(query(r, false, true), 0, 0).backend, &cpu);
+}
+
 TEST(Placement, WhatUploadsTaughtMovesTheDecision) {
     Runtime rt = cpu_runtime();
     FakeBackend cpu{true}, device{false};

@@ -80,6 +80,7 @@ struct Metrics {
     std::uint64_t memory_retries = 0;           ///< regions retried after the device ran out of memory
     std::uint64_t budget_waits = 0;             ///< regions that waited for work in flight to free budget
     std::uint64_t runs_learned = 0;             ///< region runs the cost model learned from (Config::placement_learning)
+    std::uint64_t explorations = 0;             ///< regions run on the side the model predicted slower, to learn its time there
     std::uint64_t values_recomputed = 0;        ///< values lost with a device and computed again from their recipes
     std::uint64_t lineage_checkpoints = 0;      ///< device results brought back to bound the recipes kept
     std::uint64_t streamed_regions = 0;         ///< regions larger than the device's budget run there in pieces
