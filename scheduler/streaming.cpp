@@ -50,7 +50,11 @@ std::int64_t StreamPlan::pieces() const noexcept {
 }
 
 std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes) {
-    if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce) return std::nullopt;
+    // Scans, remaps and concatenations work line by line along reduce_dim: windows along another
+    // dimension are independent pieces (a scan along the split dimension is not: its lines cross
+    // the pieces).
+    const bool along_lines = r.kind == RegionKind::scan || r.kind == RegionKind::remap || r.kind == RegionKind::concat;
+    if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce && !along_lines) return std::nullopt;
     for (const Instr& ins : r.program)
         if (op_info(ins.op).group == OpGroup::Generator) return std::nullopt;  // values follow the index
     for (const Reduction& red : r.reductions)
@@ -60,6 +64,7 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
     for (int d = 0; d < S.ndims(); ++d)
         if (S[d] > 1) D = d;
     if (D < 0) return std::nullopt;
+    if (along_lines && (r.reduce_dim < 0 || r.reduce_dim >= D)) return std::nullopt;
     const auto budget = static_cast<std::int64_t>(std::min<std::uint64_t>(piece_bytes, INT64_MAX));
 
     StreamPlan p;

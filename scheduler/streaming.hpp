@@ -3,8 +3,9 @@
 // the other computes). The region is cut along its last dimension of more than one position
 // (the outermost in memory, so each piece reads and writes contiguous windows of its arrays,
 // views of their host copies, and inputs broadcast along it whole):
-//  - windows: an elementwise region, or a reduction along another dimension; each piece writes
-//    its window of every output.
+//  - windows: an elementwise region, a reduction along another dimension, or a scan, remap
+//    (flip, circshift, repmat) or concatenation along another dimension; each piece writes its
+//    window of every output.
 //  - partials: a reduction along the split dimension (of every element, of a vector, or of each
 //    row of a matrix); pieces start on multiples of kReduceChunk positions, so each gives exactly
 //    the canonical order's first-level partials (graph/reduce_order.hpp: a chunk of 1024
@@ -12,7 +13,8 @@
 //    blocked for rows), sums and products in double; the region's reductions of those partials
 //    (the later levels, interleaved), and its tail, then finish on the host: the same bits as
 //    the whole region anywhere.
-// Not streamed (the CPU runs them): other region kinds, random or position-dependent
+// Not streamed (the CPU runs them): other region kinds (products, transposes, permutations,
+// indexing), scans and remaps along the split dimension, random or position-dependent
 // generators (their values follow the element's index), arg-max/min, remaps folded into the
 // split dimension (or into any input of a row reduction), inputs broadcast along only some of
 // the dimensions before a row reduction's.

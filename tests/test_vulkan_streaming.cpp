@@ -106,6 +106,31 @@ const std::vector<Case> kCases = {
          Array F = tref::make_array(rt, h[12]);
          return std::vector<Array>{tandem::sum(F * 2.0f, 2)};
      }},
+    {"cumsum and cummax down the columns", true,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         Array A = tref::make_array(rt, h[0]), B = tref::make_array(rt, h[1]);
+         return std::vector<Array>{tandem::cumsum(A, 1), tandem::cummax(B, 1)};
+     }},
+    {"single-precision cumprod down the columns", true,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         Array F = tref::make_array(rt, h[7]);
+         return std::vector<Array>{tandem::cumprod(F, 1)};
+     }},
+    {"flip and circshift down the columns", true,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         Array A = tref::make_array(rt, h[0]), B = tref::make_array(rt, h[1]);
+         return std::vector<Array>{tandem::flip(A, 1), tandem::circshift(B, 37, 1)};
+     }},
+    {"vertical concatenation", true,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         Array A = tref::make_array(rt, h[0]), B = tref::make_array(rt, h[1]);
+         return std::vector<Array>{tandem::vertcat({A, B})};
+     }},
+    {"cumsum along the split dimension (lines across the pieces): the CPU", false,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         Array A = tref::make_array(rt, h[0]);
+         return std::vector<Array>{tandem::cumsum(A, 2)};
+     }},
     {"random numbers (they follow the index): the CPU", false,
      [](Runtime& rt, const std::vector<Host>& h) {
          tandem::seed(rt, 7);
