@@ -15,11 +15,14 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <iterator>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/kernels.hpp"
+#include "graph/op_reference.hpp"
 
 namespace {
 
@@ -30,30 +33,45 @@ struct Case {
     const char* name;
     OpKind op;
     double lo, hi;                   // inputs drawn uniformly from [lo, hi] (the second operand too)
-    double (*ref)(double);           // glibc (one argument)
+    double (*ref)(double);           // glibc (one argument): the op's reference column
     double (*ref2)(double, double);  // glibc (two arguments)
 };
 
-const Case kCases[] = {
-    {"exp", OpKind::Exp, -20, 20, [](double x) { return std::exp(x); }, nullptr},
-    {"expm1", OpKind::Expm1, -5, 5, [](double x) { return std::expm1(x); }, nullptr},
-    {"log", OpKind::Log, 1e-3, 1e3, [](double x) { return std::log(x); }, nullptr},
-    {"log2", OpKind::Log2, 1e-3, 1e3, [](double x) { return std::log2(x); }, nullptr},
-    {"log10", OpKind::Log10, 1e-3, 1e3, [](double x) { return std::log10(x); }, nullptr},
-    {"log1p", OpKind::Log1p, -0.9, 10, [](double x) { return std::log1p(x); }, nullptr},
-    {"sin", OpKind::Sin, -10, 10, [](double x) { return std::sin(x); }, nullptr},
-    {"cos", OpKind::Cos, -10, 10, [](double x) { return std::cos(x); }, nullptr},
-    {"tan", OpKind::Tan, -10, 10, [](double x) { return std::tan(x); }, nullptr},
-    {"asin", OpKind::Asin, -1, 1, [](double x) { return std::asin(x); }, nullptr},
-    {"acos", OpKind::Acos, -1, 1, [](double x) { return std::acos(x); }, nullptr},
-    {"atan", OpKind::Atan, -10, 10, [](double x) { return std::atan(x); }, nullptr},
-    {"sinh", OpKind::Sinh, -5, 5, [](double x) { return std::sinh(x); }, nullptr},
-    {"cosh", OpKind::Cosh, -5, 5, [](double x) { return std::cosh(x); }, nullptr},
-    {"tanh", OpKind::Tanh, -5, 5, [](double x) { return std::tanh(x); }, nullptr},
-    {"pow", OpKind::Pow, 0.1, 4, nullptr, [](double x, double y) { return std::pow(x, y); }},
-    {"atan2", OpKind::Atan2, -10, 10, nullptr, [](double x, double y) { return std::atan2(x, y); }},
-    {"hypot", OpKind::Hypot, -10, 10, nullptr, [](double x, double y) { return std::hypot(x, y); }},
+/// The inputs each elementary function is timed on: the ranges programs use.
+struct Range {
+    const char* name;
+    double lo, hi;
 };
+constexpr Range kRanges[] = {
+    {"exp", -20, 20},   {"expm1", -5, 5},   {"log", 1e-3, 1e3}, {"log2", 1e-3, 1e3}, {"log10", 1e-3, 1e3},
+    {"log1p", -0.9, 10}, {"sin", -10, 10},  {"cos", -10, 10},   {"tan", -10, 10},    {"asin", -1, 1},
+    {"acos", -1, 1},    {"atan", -10, 10},  {"sinh", -5, 5},    {"cosh", -5, 5},     {"tanh", -5, 5},
+    {"power", 0.1, 4},  {"atan2", -10, 10}, {"hypot", -10, 10},
+};
+
+/// Every elementary function of the op table (graph/ops.def's transcendental rows), with its range.
+std::vector<Case> cases() {
+    std::vector<Case> out;
+    auto add = [&](const char* name, OpKind op, double (*ref)(double), double (*ref2)(double, double)) {
+        const auto* r = std::find_if(std::begin(kRanges), std::end(kRanges),
+                                     [&](const Range& x) { return std::string(x.name) == name; });
+        if (r == std::end(kRanges))
+            throw std::logic_error(std::string("tandem-math-bench: no input range for ") + name + " (add it to kRanges)");
+        out.push_back({name, op, r->lo, r->hi, ref, ref2});
+    };
+#define TANDEM_OP(...)
+#define TANDEM_UNARY(E, name, rule, cost, accuracy, api, reference, glsl, cpu)                       \
+    if (tandem::detail::CostClass::cost == tandem::detail::CostClass::transcendental)                  \
+        add(name, OpKind::E, [](double a) { using T [[maybe_unused]] = double; return static_cast<double>(reference); }, nullptr);
+#define TANDEM_BINARY(E, name, rule, cost, accuracy, api, reference, glsl, cpu)                      \
+    if (tandem::detail::CostClass::cost == tandem::detail::CostClass::transcendental)                  \
+        add(name, OpKind::E, nullptr, [](double a, double b) { using T [[maybe_unused]] = double; return static_cast<double>(reference); });
+#include "graph/ops.def"
+#undef TANDEM_OP
+#undef TANDEM_UNARY
+#undef TANDEM_BINARY
+    return out;
+}
 
 template <class F>
 double best_ns(int reps, std::size_t n, F&& f) {
@@ -109,7 +127,7 @@ int main(int argc, char** argv) {
     namespace cpu = tandem::detail::cpu;
     std::vector<const KernelTable*> tables{cpu::kernels_baseline(), cpu::kernels_avx2(), cpu::kernels_avx512()};
     int rows = 0;
-    for (const Case& c : kCases) {
+    for (const Case& c : cases()) {
         if (!filter.empty() && std::string(c.name).find(filter) == std::string::npos) continue;
         for (const KernelTable* t : tables) {
             if (!t || (!isa_filter.empty() && isa_filter != t->isa)) continue;
