@@ -127,6 +127,10 @@ struct Region {
     /// -1: every element); no elementwise value leaves it.
     std::vector<Reduction> reductions;
     int reduce_dim = -1;
+    /// Elements of the whole region before this one's first: a streamed piece's generators
+    /// (linspace, colon, rand, randn) number its elements from here, so that they give the whole
+    /// region's values (scheduler/streaming.hpp). 0 for every other region.
+    std::int64_t index_base = 0;
     /// A reduce region's tail: elementwise instructions over the reduced shape, run once per
     /// result position after the reductions (mean's division, norm's square root). Its Input
     /// operand j is reduction j's result as outputs[j] holds it (rounded to that node's type);

@@ -55,8 +55,11 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
     // the pieces).
     const bool along_lines = r.kind == RegionKind::scan || r.kind == RegionKind::remap || r.kind == RegionKind::concat;
     if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce && !along_lines) return std::nullopt;
-    for (const Instr& ins : r.program)
-        if (op_info(ins.op).group == OpGroup::Generator) return std::nullopt;  // values follow the index
+    // Generators number the whole region's elements (each piece from its Region::index_base);
+    // random numbers come in Philox blocks of up to 4: a piece then starts on a multiple of 4.
+    const bool random = std::any_of(r.program.begin(), r.program.end(), [](const Instr& ins) {
+        return ins.op == OpKind::RandU || ins.op == OpKind::RandN;
+    });
     for (const Reduction& red : r.reductions)
         if (red.op == OpKind::ArgMax || red.op == OpKind::ArgMin) return std::nullopt;
     const Shape& S = r.shape;
@@ -129,7 +132,11 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
             const auto a = static_cast<std::int64_t>(Backend::kWindowAlignment) / std::gcd(static_cast<std::int64_t>(Backend::kWindowAlignment), stride);
             align = std::lcm(align, a);
         }
-    if (p.per_piece < p.extent && p.per_piece >= align) p.per_piece = p.per_piece / align * align;
+    // With random numbers, pieces start on whole Philox blocks (4 elements): a must.
+    const std::int64_t block = random ? 4 / std::gcd(inner(S, D), std::int64_t{4}) : 1;
+    if (p.per_piece < p.extent && p.per_piece >= std::lcm(align, block)) p.per_piece = p.per_piece / std::lcm(align, block) * std::lcm(align, block);
+    else if (p.per_piece < p.extent) p.per_piece = p.per_piece / block * block;
+    if (p.per_piece < 1) return std::nullopt;
     return p;
 }
 
@@ -176,6 +183,7 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
         const int D = p.dim;
         const std::int64_t first = index * p.per_piece, len = std::min(p.extent, first + p.per_piece) - first;
         q.shape = with_extent(S, D, len);
+        q.index_base = r.index_base + first * inner(S, D);
         for (std::size_t k = 0; k < r.inputs.size(); ++k) {
             const Shape& I = r.inputs[k]->shape;
             if (I[D] == S[D]) window(k, first * inner(I, D), len * inner(I, D), with_extent(I, D, len));
@@ -192,6 +200,7 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
     // (rows: a rows x kReduceChunk x q domain, reduced along its middle, or rows x rest).
     const auto [first, end] = partial_range(p, index);
     const std::int64_t len = end - first;
+    q.index_base = r.index_base + first * p.rows;  // the piece's elements are contiguous in the region's order
     const bool whole_chunks = len % kReduceChunk == 0;
     const std::int64_t chunk = whole_chunks ? kReduceChunk : len, q_chunks = whole_chunks ? len / kReduceChunk : 1;
     q.tail.clear();

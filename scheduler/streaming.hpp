@@ -13,9 +13,10 @@
 //    blocked for rows), sums and products in double; the region's reductions of those partials
 //    (the later levels, interleaved), and its tail, then finish on the host: the same bits as
 //    the whole region anywhere.
+// Generators (linspace, colon, rand, randn) number a piece's elements from its Region::index_base:
+// the whole region's values (a piece with random numbers starts on a whole Philox block).
 // Not streamed (the CPU runs them): other region kinds (products, transposes, permutations,
-// indexing), scans and remaps along the split dimension, random or position-dependent
-// generators (their values follow the element's index), arg-max/min, remaps folded into the
+// indexing), scans and remaps along the split dimension, arg-max/min, remaps folded into the
 // split dimension (or into any input of a row reduction), inputs broadcast along only some of
 // the dimensions before a row reduction's.
 #pragma once

@@ -131,11 +131,28 @@ const std::vector<Case> kCases = {
          Array A = tref::make_array(rt, h[0]);
          return std::vector<Array>{tandem::cumsum(A, 2)};
      }},
-    {"random numbers (they follow the index): the CPU", false,
+    {"random numbers in column sums (pieces number their elements from their base)", true,
      [](Runtime& rt, const std::vector<Host>& h) {
          tandem::seed(rt, 7);
          Array A = tref::make_array(rt, h[0]);
          return std::vector<Array>{tandem::sum(A * tandem::rand(rt, {400, 700}), 1)};
+     }},
+    {"random numbers, odd columns, single and double", true,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         tandem::seed(rt, 11);
+         Array A = tref::make_array(rt, h[0]), F = tref::make_array(rt, h[7]);
+         return std::vector<Array>{A + tandem::randn(rt, {400, 700}), F * tandem::rand(rt, {400, 700}, DType::f32)};
+     }},
+    {"random numbers in a sum of every element", true,
+     [](Runtime& rt, const std::vector<Host>& h) {
+         tandem::seed(rt, 13);
+         Array a = tref::make_array(rt, h[4]);
+         return std::vector<Array>{tandem::sum(a + tandem::randn(rt, {300000, 1}))};
+     }},
+    {"linspace and colon", true,
+     [](Runtime& rt, const std::vector<Host>&) {
+         return std::vector<Array>{tandem::sin(rt.linspace(-3.0, 5.0, 300001)) * 2.0,
+                                   rt.colon(1.0, 0.5, 150000.0) + 0.25};
      }},
 };
 

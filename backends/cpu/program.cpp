@@ -317,14 +317,14 @@ private:
 
 Program::Program(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs,
                  const KernelTable& kernels, std::int64_t block_elements)
-    : numel_(region.shape.numel()), block_(static_cast<std::size_t>(block_elements)) {
+    : numel_(region.shape.numel()), index_base_(region.index_base), block_(static_cast<std::size_t>(block_elements)) {
     Lowering(*this, region, inputs, outputs, kernels).run();
     allocate_registers();
 }
 
 Program::Program(const Region& region, std::span<const Storage* const> inputs, const KernelTable& kernels,
                  std::int64_t block_elements, Sinks)
-    : numel_(region.shape.numel()), block_(static_cast<std::size_t>(block_elements)) {
+    : numel_(region.shape.numel()), index_base_(region.index_base), block_(static_cast<std::size_t>(block_elements)) {
     Lowering(*this, region, inputs, {}, kernels).run_sinks();
     allocate_registers();
 }
@@ -541,7 +541,7 @@ void Program::run_block(std::int64_t start, std::size_t n, std::byte* scratch) c
                 const auto count = static_cast<std::int64_t>(st.attr[2]);
                 const double step = count > 1 ? (b - a) / static_cast<double>(count - 1) : 0.0;
                 for (std::size_t i = 0; i < n; ++i) {
-                    std::int64_t g = start + static_cast<std::int64_t>(i);
+                    std::int64_t g = index_base_ + start + static_cast<std::int64_t>(i);
                     o[i] = g == count - 1 ? b : a + static_cast<double>(g) * step;
                 }
                 break;
@@ -550,14 +550,14 @@ void Program::run_block(std::int64_t start, std::size_t n, std::byte* scratch) c
             case StepKind::RandN: {
                 const std::uint64_t seed = static_cast<std::uint64_t>(st.attr[0]) | static_cast<std::uint64_t>(st.attr[1]) << 32;
                 const auto stream = static_cast<std::uint64_t>(st.attr[2]);
-                const auto first = static_cast<std::uint64_t>(start);
+                const auto first = static_cast<std::uint64_t>(index_base_ + start);
                 reinterpret_cast<RandomFn>(st.fn)(seed, stream, first, n, ptr[st.out]);
                 break;
             }
             case StepKind::Colon: {
                 auto* o = static_cast<double*>(ptr[st.out]);
                 for (std::size_t i = 0; i < n; ++i)
-                    o[i] = st.attr[0] + static_cast<double>(start + static_cast<std::int64_t>(i)) * st.attr[1];
+                    o[i] = st.attr[0] + static_cast<double>(index_base_ + start + static_cast<std::int64_t>(i)) * st.attr[1];
                 break;
             }
             case StepKind::Fill: {

@@ -86,6 +86,7 @@ private:
     void gather(const Load& load, std::int64_t start, std::size_t n, ElemType to, void* out) const;
 
     std::int64_t numel_ = 0;
+    std::int64_t index_base_ = 0;  // Region::index_base: generators number elements from here
     std::size_t block_ = 0;
     std::size_t registers_ = 0;
     std::vector<Slot> slots_;

@@ -223,7 +223,7 @@ Launch pack_arguments(const Region& region, const Kernel& kernel, std::span<cons
 
     put(l.args, std::uint32_t{0});
     put(l.args, std::uint32_t{0xFFFFFFFFu});
-    put(l.args, std::uint64_t{0});
+    put(l.args, static_cast<std::uint64_t>(region.index_base));
     for (std::uint64_t a : inputs) put(l.args, a);
     for (std::uint64_t a : outputs) put(l.args, a);
     for (std::size_t k = 0; k < region.inputs.size(); ++k) {

@@ -25,7 +25,7 @@ struct Kernel;  // codegen.hpp
 // The argument block (std430, 8-byte aligned, one per dispatch, in host-visible memory):
 //   offset 0   uint32  error flag: 0 = fine; bit 0 set = a logical op met a NaN operand
 //   offset 4   uint32  error instruction: the lowest program index that met it (0xFFFFFFFF: none)
-//   offset 8   8 bytes reserved (0)
+//   offset 8   uint64  the index base of generators (Region::index_base; 0 but in a streamed piece)
 //   offset 16  uint64  device address of each region input, then of each output
 //   then       (extent, stride, divisor, n, step, offset: int64) of each collapsed dimension of
 //                      each strided input, in input order (Region::input_dims; divisor:
@@ -40,6 +40,7 @@ struct Kernel;  // codegen.hpp
 inline constexpr std::uint32_t kArgHeaderBytes = 16;
 inline constexpr std::uint32_t kErrorFlagOffset = 0;
 inline constexpr std::uint32_t kErrorInstrOffset = 4;
+inline constexpr std::uint32_t kIndexBaseOffset = 8;
 inline constexpr std::uint32_t kErrorNanToLogical = 1;
 
 /// How one region input is read by the kernel (decided per call, part of the kernel's key).

@@ -331,6 +331,14 @@ public:
             for (const Reduction& red : r_.reductions) key_ << ',' << op_info(red.op).name << ':' << red.value;
             if (!r_.tail.empty()) write_tail(k, at + 8 * kReduceParamsCount);
         }
+        // Generators number the whole region's elements: a streamed piece's start from its base.
+        const bool generates = std::any_of(r_.program.begin(), r_.program.end(), [](const Instr& ins) {
+            return op_info(ins.op).group == OpGroup::Generator;
+        });
+        if (generates) {
+            key_ << ";gbase";
+            pre_ << "    uint64_t gbase = RefU64(" << args_ << " + " << kIndexBaseOffset << "ul).v;\n";
+        }
         for (std::size_t i = 0; i < nin; ++i)
             pre_ << "    uint64_t in" << i << " = RefU64(" << args_ << " + " << kArgHeaderBytes + 8 * i << "ul).v;\n";
         for (std::size_t j = 0; j < nout; ++j)
@@ -863,7 +871,8 @@ private:
             }
             case OpGroup::Generator: {
                 const auto& s = plan_.slot[i];
-                const std::string di = "double(" + idx_ + ")";
+                const std::string gi = "(uint64_t(" + idx_ + ") + gbase)";  // the whole region's element index
+                const std::string di = "double" + gi;
                 if (ins.op == OpKind::Linspace)
                     return define(i, DType::f64, di + " == " + sref(s[3]) + " ? " + sref(s[1]) + " : " + sref(s[0]) +
                                                      " + " + di + " * " + sref(s[2]));
@@ -884,10 +893,10 @@ private:
                         const std::string name = "g" + std::to_string(i) + "_v";  // shared by the lanes
                         vec_rng_.emplace(i, std::string(rt == DType::f32 ? "vec4 " : "dvec2 ") + name + " = " + f +
                                                 (rt == DType::f32 ? "x4" : "x2") + "(" + seed + ", " + stream +
-                                                ", uint64_t(vi));");
+                                                ", uint64_t(vi) + gbase / " + std::to_string(per_block) + "ul);");
                         return define(i, rt, name + "[" + std::to_string(lane_) + "]");
                     }
-                    return define(i, rt, f + "(" + seed + ", " + stream + ", uint64_t(" + idx_ + "))");
+                    return define(i, rt, f + "(" + seed + ", " + stream + ", " + gi + ")");
                 }
                 return define(i, DType::f64, sref(s[0]) + " + " + di + " * " + sref(s[1]));
             }
