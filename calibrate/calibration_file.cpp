@@ -304,7 +304,7 @@ void save_history(const std::string& path, const MachineKey& machine, const Mach
         // A device opened twice (two logical devices) learned twice: the first one's is kept.
         for (DeviceProfile& e : c.profile.devices) {
             auto it = std::find_if(learned.devices.begin(), learned.devices.end(),
-                                   [&](const DeviceProfile& d) { return d.identity == e.identity && d.source == "calibrated"; });
+                                   [&](const DeviceProfile& d) { return d.identity == e.identity; });
             if (it != learned.devices.end()) e.history = it->history;
         }
         write_calibration(c, path);

@@ -206,7 +206,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     // the winner: a model that is wrong about a side it never runs on would never learn otherwise.
     if (explore_) {
         const std::uint64_t sig = region_signature(region.cost, region.kind);
-        const int d = dev.link;
+        const int d = dev.link;  // the chosen device
         const std::size_t cpu_runs = profile_.cpu_history.samples(sig);
         const std::size_t dev_runs = profile_.devices[static_cast<std::size_t>(d)].history.samples(sig);
         constexpr std::size_t known = PerformanceHistory::kMinSamples;

@@ -239,8 +239,9 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
     std::uint64_t revived = 0;
     std::vector<Node*> pending = pending_nodes(targets, mark, [&](Node* n) {
         // A value whose copies were all on lost devices: computed again from its recipe.
-        if (!state(*n).eval.value || !recomputable(*n) || !lost(*state(*n).eval.value)) return false;
-        state(*n).eval.value = nullptr;
+        Evaluation& e = state(*n).eval;
+        if (!e.value || !recomputable(*n) || !lost(*e.value)) return false;
+        e.value = nullptr;
         ++revived;
         return true;
     });
@@ -268,14 +269,15 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             if (auto it = site.find(in.get()); it != site.end()) return it->second;
             InputSite s;
             s.bytes = static_cast<std::int64_t>(in->bytes());
-            if (state(*in).eval.pending) {  // in flight from an earlier plan
-                const Backend* b = state(*in).eval.pending->backend;
+            const Evaluation& e = state(*in).eval;
+            if (e.pending) {  // in flight from an earlier plan
+                const Backend* b = e.pending->backend;
                 s.on_host = b->on_host();
                 if (!s.on_host) s.devices = 1u << b->ordinal();
-            } else if (state(*in).eval.value) {
-                s.on_host = state(*in).eval.value->host() != nullptr;
-                s.devices = state(*in).eval.value->device_mask();
-                s.regret_s = state(*in).eval.value->upload_regret_s;
+            } else if (e.value) {
+                s.on_host = e.value->host() != nullptr;
+                s.devices = e.value->device_mask();
+                s.regret_s = e.value->upload_regret_s;
             }
             return s;
         };
@@ -308,9 +310,10 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                 // Kept on the host only because its inputs were: their upload draws nearer.
                 for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
                     const auto& in = job->region.inputs[k];
-                    if (!state(*in).eval.pending && state(*in).eval.value && query.inputs[k].devices == 0) {
-                        state(*in).eval.value->upload_regret_s += job->placement.regret_s;
-                        query.inputs[k].regret_s = state(*in).eval.value->upload_regret_s;  // for later readers of the plan
+                    const Evaluation& e = state(*in).eval;
+                    if (!e.pending && e.value && query.inputs[k].devices == 0) {
+                        e.value->upload_regret_s += job->placement.regret_s;
+                        query.inputs[k].regret_s = e.value->upload_regret_s;  // for later readers of the plan
                     }
                 }
             }
@@ -357,8 +360,9 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             std::uint32_t depth = 0;
             if (resident) {
                 for (const auto& in : job->region.inputs) {
-                    const bool on_host = !state(*in).eval.pending && state(*in).eval.value && state(*in).eval.value->host();
-                    depth = std::max(depth, on_host ? 0u : state(*in).lineage_depth);
+                    const NodeState& st = state(*in);
+                    const bool on_host = !st.eval.pending && st.eval.value && st.eval.value->host();
+                    depth = std::max(depth, on_host ? 0u : st.lineage_depth);
                 }
                 if (job->region.kind != RegionKind::view) ++depth;
             }
@@ -366,8 +370,9 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             if (checkpoint) checkpoints_.fetch_add(1, std::memory_order_relaxed);
             for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
                 Node* n = job->region.outputs[j].node.get();
-                state(*n).eval.pending = job->completion;
-                state(*n).lineage_depth = checkpoint ? 0 : depth;
+                NodeState& st = state(*n);
+                st.eval.pending = job->completion;
+                st.lineage_depth = checkpoint ? 0 : depth;
                 producer[n] = {job.get(), j};
                 if ((to_host && wanted_set.count(n)) || checkpoint) job->wanted_on_host[j] = true;
             }
@@ -827,9 +832,10 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     charge(*job, false, job->placement.compute_s);
     job->completion->backend = job->placement.backend;
     for (auto& out : job->region.outputs) {
-        state(*out.node).eval.value = nullptr;
-        state(*out.node).lineage_depth = 0;
-        state(*out.node).recipe.reset();  // computed on the host now
+        NodeState& st = state(*out.node);
+        st.eval.value = nullptr;
+        st.lineage_depth = 0;
+        st.recipe.reset();  // computed on the host now
     }
     std::fill(job->wanted_on_host.begin(), job->wanted_on_host.end(), true);
     if (wire(job)) after.push_back([this, job] { launch(job); });
@@ -910,8 +916,9 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             // Recorded after an input that has since failed or gone back to the CPU: its
             // result was computed from garbage. Follow the input.
             for (auto& in : r.inputs) {
-                if (state(*in).eval.error) error = state(*in).eval.error;
-                else if (state(*in).eval.pending && !error) requeue = true;
+                const Evaluation& ie = state(*in).eval;
+                if (ie.error) error = ie.error;
+                else if (ie.pending && !error) requeue = true;
             }
             if (error && !is_data_error(error) && !requeue) {
                 // The device failed: this region runs again on the CPU (its inputs' host copies
@@ -971,26 +978,27 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             // computed again should that device be lost.
             for (std::size_t j = 0; j < r.outputs.size(); ++j) {
                 Node& n = *r.outputs[j].node;
+                NodeState& st = state(n);
                 std::exception_ptr e = error ? error : per_output[j];
                 if (e) {
-                    state(n).eval.error = e;
-                    state(n).eval.value = nullptr;
+                    st.eval.error = e;
+                    st.eval.value = nullptr;
                 } else {
-                    state(n).eval.value = job->outputs[j];
+                    st.eval.value = job->outputs[j];
                 }
-                state(n).eval.pending.reset();
+                st.eval.pending.reset();
                 const bool device_only = !e && !job->outputs[j]->host();
                 // An intermediate of its plan (no recipe: nothing but the plan reads it) that lives
                 // only on the device keeps its graph until its readers are done with it: a reader
                 // sent back to the CPU after the device is lost computes it again from there. It
                 // dies with its last reader, and the graph with it.
-                if (!device_only || state(n).recipe) {
+                if (!device_only || st.recipe) {
                     for (auto& in : n.inputs) released.push_back(std::move(in));
                     n.inputs.clear();
                 }
-                if (device_only && state(n).recipe) n.inputs = std::move(*state(n).recipe);
-                else if (state(n).recipe) for (auto& in : *state(n).recipe) released.push_back(std::move(in));
-                state(n).recipe.reset();
+                if (device_only && st.recipe) n.inputs = std::move(*st.recipe);
+                else if (st.recipe) for (auto& in : *st.recipe) released.push_back(std::move(in));
+                st.recipe.reset();
             }
             Completion& c = *job->completion;
             c.recorded = true;
