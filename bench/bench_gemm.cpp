@@ -1,13 +1,13 @@
 // tandem-gemm-bench: the CPU GEMM (backends/cpu/gemm.hpp) against calling OpenBLAS directly.
 //
-//   tandem/<type>/<op>/<n>        Tandem's gemm: oneTBB tasks over a 2-D block grid of C, each a
-//                                 single-threaded OpenBLAS call (the shipped mode)
-//   tandem_blas/<type>/<op>/<n>   Tandem's gemm in its other mode (OpenBLAS's own threads)
+//   tandem/<type>/<op>/<n>        Tandem's gemm: oneTBB tasks over a 2-D block grid of C, each
+//                                 Tandem's packed micro-kernels in the canonical order (the same
+//                                 bits as the Vulkan kernels)
 //   openblas/<type>/<op>/<n>      cblas_?gemm called directly, OpenBLAS with as many threads as
 //                                 the machine has cores (what a user of OpenBLAS alone gets)
 //   openblas_1t/<type>/<op>/<n>   cblas_?gemm on one thread (the single-core baseline)
 // <op> is NN or TN (A transposed, read in place). Counters: GFLOP/s (2 n^3 per iteration).
-// The target: tandem within 10% of openblas at every size. Run with
+// What the canonical order costs: tandem against openblas (whose order depends on the CPU). Run with
 //   tandem-gemm-bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -35,7 +35,7 @@ struct Mats {
     }
 };
 
-enum class Who { tandem, tandem_blas, openblas, openblas_1t };
+enum class Who { tandem, openblas, openblas_1t };
 
 void direct(cpu::Trans ta, std::int64_t n, const float* a, const float* b, float* c) {
     const int in = static_cast<int>(n);
@@ -53,15 +53,10 @@ void BM_gemm(benchmark::State& state, Who who, cpu::Trans ta) {
     const std::int64_t n = state.range(0);
     Mats<T> m(n);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const cpu::GemmOptions tbb_mode{cpu::GemmThreading::tbb_blocks, 0};
-    const cpu::GemmOptions blas_mode{cpu::GemmThreading::openblas_threads, 0};
     auto once = [&] {
         switch (who) {
         case Who::tandem:
-            cpu::gemm(ta, cpu::Trans::none, n, n, n, T(1), m.a.data(), n, m.b.data(), n, T(0), m.c.data(), n, tbb_mode);
-            break;
-        case Who::tandem_blas:
-            cpu::gemm(ta, cpu::Trans::none, n, n, n, T(1), m.a.data(), n, m.b.data(), n, T(0), m.c.data(), n, blas_mode);
+            cpu::gemm(ta, cpu::Trans::none, n, n, n, T(1), m.a.data(), n, m.b.data(), n, T(0), m.c.data(), n);
             break;
         case Who::openblas:
         case Who::openblas_1t:
@@ -69,8 +64,7 @@ void BM_gemm(benchmark::State& state, Who who, cpu::Trans ta) {
             break;
         }
     };
-    // OpenBLAS's thread count is process-wide: set it for the direct baselines (Tandem's own mode
-    // puts it back to 1 itself).
+    // OpenBLAS's thread count is process-wide: set for each baseline.
     if (who == Who::openblas) openblas_set_num_threads(cores);
     if (who == Who::openblas_1t) openblas_set_num_threads(1);
     once();  // warm: OpenBLAS's buffers, TBB's workers
@@ -88,7 +82,6 @@ void BM_gemm(benchmark::State& state, Who who, cpu::Trans ta) {
 void register_all() {
     const std::pair<const char*, Who> whos[] = {{"tandem", Who::tandem},
                                                 {"openblas", Who::openblas},
-                                                {"tandem_blas", Who::tandem_blas},
                                                 {"openblas_1t", Who::openblas_1t}};
     for (auto [op, ta] : {std::pair{"NN", cpu::Trans::none}, {"TN", cpu::Trans::transpose}})
         for (auto [name, who] : whos) {

@@ -27,7 +27,7 @@ ExecutorProfile scaled(ExecutorProfile p, double f) {
 // The CPU's rates per thread, from the block interpreter's measured passes (docs/benchmarks.md,
 // issue 9's CPU runs on AVX2 and AVX-512 machines): simple ops at a few per nanosecond, the
 // vectorised elementary functions at about one (as SLEEF's were; the library's are 1.5-5x slower,
-// the double-double ones far more: the online model corrects this per region), Philox normals at half of that, OpenBLAS near its peak.
+// the double-double ones far more: the online model corrects this per region), Philox normals at half of that, the GEMM near its peak.
 ExecutorProfile default_cpu_profile(int threads) {
     const double t = std::max(1, threads);
     ExecutorProfile p;

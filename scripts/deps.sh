@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config             # toolchain
   libtbb-dev libhwloc-dev                      # CPU executor and topology
-  libopenblas-dev                              # matrix multiply on the CPU (CBLAS)
+  libopenblas-dev                              # the CPU GEMM benchmark's and the peers' baseline (CBLAS)
   nlohmann-json3-dev libcli11-dev              # files and command line
   libvulkan-dev libvulkan-volk-dev glslang-dev # Vulkan backend (the loader is loaded at run time)
   glslang-tools                                # glslang-dev's CMake package names /usr/bin/glslangValidator

@@ -1,12 +1,15 @@
-// CPU matrix multiply (backends/cpu/gemm.hpp, OpenBLAS under oneTBB tasks) against a plain
-// double-precision triple loop. Each element must satisfy the standard forward error bound of a
+// CPU matrix multiply (backends/cpu/gemm.hpp, Tandem's kernels under oneTBB tasks) against two
+// references: bit for bit against graph/matmul_order.hpp's canonical order computed by a plain
+// loop in the element type (NaN equal to NaN), and, for the accuracy of that order, against a
+// double-precision triple loop: each element must satisfy the standard forward error bound of a
 // dot product of length k, with the reference's own rounding counted in:
 //   |C - ref|_ij <= 3 * (k + 2) * eps(T) * (|alpha| * (|op(A)| |op(B)|)_ij + |beta| * |C0_ij|) + tiny
 // (eps of the tested type; for f64 the reference's own error is of the same order, hence the 3).
 // All four transpose combinations, alpha/beta (including beta = 0 ignoring NaN in C, BLAS's rule),
 // shapes 1xN, Nx1, 1x1, empty (m, n or k = 0), non-multiples of every block and micro-kernel size,
-// leading dimensions larger than the rows, NaN/Inf propagation, both threading modes, and the
-// block grid.
+// leading dimensions larger than the rows, NaN/Inf/-0/subnormal operands, k across the
+// canonical chunks, A'A and AA' (the mirrored upper triangle), every instruction set and block
+// grid giving the same bits, and the block grid itself.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "backends/cpu/gemm.hpp"
+#include "graph/matmul_order.hpp"
 #include "tandem/error.hpp"
 
 namespace cpu = tandem::detail::cpu;
@@ -29,6 +33,7 @@ struct Case {
     std::int64_t m, n, k;
     double alpha, beta;
     std::int64_t pad = 0;  // extra rows of every leading dimension
+    bool self = false;     // B is A (m == n; A'A or AA' when the transposes differ)
 };
 
 std::string describe(const Case& c) {
@@ -60,6 +65,10 @@ Operands<T> make(const Case& c, std::uint32_t seed) {
     for (auto& v : o.a) v = static_cast<T>(u(rng));
     for (auto& v : o.b) v = static_cast<T>(u(rng));
     for (auto& v : o.c) v = static_cast<T>(u(rng));
+    if (c.self) {
+        o.b = o.a;
+        o.ldb = o.lda;
+    }
     return o;
 }
 
@@ -75,13 +84,40 @@ double op_b(const Case& c, const Operands<T>& o, std::int64_t p, std::int64_t j)
 }
 
 // Runs the case and checks every element of C (and that the padding rows are untouched).
+// Exact equality, NaN equal to NaN (any payload), -0 unequal to +0.
+template <class T>
+bool same_bits(T x, T y) {
+    return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y));
+}
+
+// C(i, j) in the canonical order, then the epilogue (alpha * sum, + beta * C0), in T.
+template <class T>
+T canonical_element(const Case& c, const Operands<T>& o, T c0, std::int64_t i, std::int64_t j) {
+    if (c.k == 0 || c.alpha == 0) return c.beta == 0 ? T(0) : static_cast<T>(c.beta) * c0;  // BLAS's rule
+    const T sum = tandem::detail::canonical_dot<T>(
+        c.k, [&](std::int64_t p) { return static_cast<T>(op_a(c, o, i, p)); },
+        [&](std::int64_t p) { return static_cast<T>(op_b(c, o, p, j)); });
+    T v = static_cast<T>(c.alpha) * sum;
+    if (c.beta != 0) v = v + static_cast<T>(c.beta) * c0;
+    return v;
+}
+
 template <class T>
 void check(const Case& c, cpu::GemmOptions options = {}, std::uint32_t seed = 1) {
-    SCOPED_TRACE(describe(c) + (sizeof(T) == 4 ? " single" : " double"));
+    SCOPED_TRACE(describe(c) + (sizeof(T) == 4 ? " single" : " double") + " isa " + std::string(options.isa));
     Operands<T> o = make<T>(c, seed);
     const std::vector<T> c0 = o.c;
     cpu::gemm(c.ta, c.tb, c.m, c.n, c.k, static_cast<T>(c.alpha), o.a.data(), o.lda, o.b.data(), o.ldb,
               static_cast<T>(c.beta), o.c.data(), o.ldc, options);
+    int mismatches = 0;
+    for (std::int64_t j = 0; j < c.n; ++j)
+        for (std::int64_t i = 0; i < c.m; ++i) {
+            const auto at = static_cast<std::size_t>(i + j * o.ldc);
+            const T want = canonical_element(c, o, c0[at], i, j);
+            if (!same_bits(o.c[at], want) && ++mismatches <= 5)
+                ADD_FAILURE() << "C(" << i << "," << j << ") = " << o.c[at] << ", the canonical order gives " << want;
+        }
+    EXPECT_EQ(mismatches, 0) << "elements not bit-identical to the canonical order";
     const double eps = std::numeric_limits<T>::epsilon();
     int failures = 0;
     for (std::int64_t j = 0; j < c.n; ++j)
@@ -161,7 +197,7 @@ TEST(CpuGemm, EmptyShapes) {
 
 TEST(CpuGemm, LargeSizesAcrossBlocks) {
     // Large enough to be split over the TBB workers (several blocks), sizes that are no multiple
-    // of the block alignment (16 x 8) or OpenBLAS's micro-kernels, every transpose.
+    // of the block alignment (32 x 8) or the micro-tiles, every transpose.
     for (Trans ta : kBoth)
         for (Trans tb : kBoth) {
             check<float>({ta, tb, 333, 271, 190, 1, 0});
@@ -172,19 +208,88 @@ TEST(CpuGemm, LargeSizesAcrossBlocks) {
     for (int workers : {4, 6, 9})
         for (Trans ta : kBoth)
             for (Trans tb : kBoth) {
-                check<double>({ta, tb, 301, 299, 120, 1, 1}, {cpu::GemmThreading::tbb_blocks, workers});
-                check<float>({ta, tb, 299, 301, 120, -1, 0}, {cpu::GemmThreading::tbb_blocks, workers});
+                check<double>({ta, tb, 301, 299, 120, 1, 1}, {"auto", workers});
+                check<float>({ta, tb, 299, 301, 120, -1, 0}, {"auto", workers});
             }
 }
 
-TEST(CpuGemm, OpenBlasThreadingModeMatches) {
-    for (Trans ta : kBoth)
-        for (Trans tb : kBoth) {
-            check<float>({ta, tb, 200, 150, 100, 1, 0.5}, {cpu::GemmThreading::openblas_threads});
-            check<double>({ta, tb, 200, 150, 100, 1, 0.5}, {cpu::GemmThreading::openblas_threads});
+TEST(CpuGemm, CanonicalOrderAcrossChunksIsasAndGrids) {
+    // k across the chunks of the canonical order (kMatmulChunk = 512: one chunk, one and a bit,
+    // several with a short last one); every instruction set this CPU has (the lesser ones run
+    // too: a cap above the CPU falls back) and grids of 1..9 blocks give the same bits.
+    for (const char* isa : {"auto", "avx2", "baseline"})
+        for (int workers : {1, 4, 9})
+            for (Trans ta : kBoth)
+                for (Trans tb : kBoth) {
+                    const cpu::GemmOptions options{isa, workers};
+                    check<double>({ta, tb, 67, 45, 1100, 1, 0}, options);
+                    check<float>({ta, tb, 45, 67, 513, 1, 0, 2}, options);
+                    if (std::string(isa) != "baseline") {  // glibc's scalar fma: slow
+                        check<double>({ta, tb, 150, 130, 1537, -0.5, 1}, options);
+                        check<float>({ta, tb, 3, 200, 1030, 1, 0}, options);
+                        check<double>({ta, tb, 200, 1, 2048, 1, 0}, options);
+                        check<float>({ta, tb, 1, 200, 600, 2, 0.5}, options);
+                    }
+                }
+}
+
+TEST(CpuGemm, SymmetricProductIsTheFullProductMirrored) {
+    // A'A and AA' (B is A): the upper triangle computed, the lower mirrored -- the same bits as
+    // the canonical order of every element (products commute exactly), for grids of several blocks.
+    for (int workers : {1, 4})
+        for (Trans ta : kBoth) {
+            const Trans tb = ta == Trans::none ? Trans::transpose : Trans::none;
+            const cpu::GemmOptions options{"auto", workers};
+            check<double>({ta, tb, 77, 77, 1300, 1, 0, 0, true}, options);
+            check<float>({ta, tb, 130, 130, 40, 1, 0, 3, true}, options);
+            check<double>({ta, tb, 5, 5, 3, 1, 0, 0, true}, options);
         }
-    // and back to Tandem's mode (which puts OpenBLAS back to one thread)
-    check<double>({Trans::none, Trans::none, 200, 150, 100, 1, 0.5});
+}
+
+template <class T>
+void special_values_case() {
+    // Operands full of NaN, +-Inf, -0, subnormals and values whose products underflow or cancel:
+    // every element still the canonical order's bits, for every instruction set.
+    SCOPED_TRACE(sizeof(T) == 4 ? "single" : "double");
+    const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity(), T(-0.0), T(0),
+                          std::numeric_limits<T>::denorm_min(), -std::numeric_limits<T>::denorm_min() * T(3),
+                          std::numeric_limits<T>::min(), -std::numeric_limits<T>::min(), std::numeric_limits<T>::max(),
+                          T(1e-30), T(-1e-30), T(1), T(-1)};
+    const std::int64_t m = 37, n = 23, k = 700;
+    std::mt19937 rng(11);
+    std::uniform_int_distribution<int> pick(0, static_cast<int>(std::size(specials)) - 1);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (const char* isa : {"auto", "avx2", "baseline"})
+        for (Trans ta : kBoth)
+            for (Trans tb : kBoth) {
+                Case c{ta, tb, m, n, k, 1, 0};
+                Operands<T> o = make<T>(c, 5);
+                // Mostly finite values (so that most elements stay finite), a few specials.
+                for (auto& v : o.a) v = rng() % 16 == 0 ? specials[pick(rng)] : static_cast<T>(u(rng));
+                for (auto& v : o.b) v = rng() % 16 == 0 ? specials[pick(rng)] : static_cast<T>(u(rng));
+                std::vector<T> out(static_cast<std::size_t>(m * n), T(7));
+                cpu::gemm(ta, tb, m, n, k, T(1), o.a.data(), o.lda, o.b.data(), o.ldb, T(0), out.data(), m,
+                          {isa, 3});
+                int mismatches = 0;
+                for (std::int64_t j = 0; j < n; ++j)
+                    for (std::int64_t i = 0; i < m; ++i) {
+                        const T want = canonical_element(c, o, T(0), i, j);
+                        if (!same_bits(out[static_cast<std::size_t>(i + j * m)], want)) ++mismatches;
+                    }
+                EXPECT_EQ(mismatches, 0) << isa << " " << describe(c);
+            }
+    // Sums of products that underflow to -0 or cancel to +0 keep their sign as the canonical
+    // order says: (-tiny)(tiny) rounds to -0 in the chain of a one-element k; +0 from +0 start.
+    const T tiny = std::numeric_limits<T>::denorm_min();
+    T a[1] = {-tiny}, b[1] = {tiny}, out[1] = {T(5)};
+    cpu::gemm(Trans::none, Trans::none, 1, 1, 1, T(1), a, 1, b, 1, T(0), out, 1);
+    EXPECT_TRUE(same_bits(out[0], std::fma(-tiny, tiny, T(0)))) << out[0];
+}
+
+TEST(CpuGemm, SpecialValuesGiveTheCanonicalBits) {
+    special_values_case<float>();
+    special_values_case<double>();
 }
 
 TEST(CpuGemm, BlockGrid) {

@@ -1,16 +1,15 @@
-// CPU matrix multiply through OpenBLAS, parallel over oneTBB tasks (see gemm.hpp for the design).
+// CPU matrix multiply in the canonical order, parallel over oneTBB tasks (see gemm.hpp for the design).
 #include "backends/cpu/gemm.hpp"
 
-#include <cblas.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <bit>
-#include <climits>
 #include <memory>
 #include <string>
 
+#include "backends/cpu/gemm_block.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::cpu {
@@ -20,22 +19,13 @@ namespace {
 // packing another panel cost more than the block's arithmetic (~1 M multiply-adds is ~50 us on
 // one AVX-512 core).
 constexpr std::int64_t kMinBlockWork = std::int64_t{1} << 20;
-// Block edges are multiples of these (OpenBLAS's micro-kernels cover 16 rows by 2..8 columns on
-// AVX-512; a block edge inside a micro-tile only costs an edge kernel, but there is no reason to).
-constexpr std::int64_t kRowAlign = 16, kColAlign = 8;
-
-CBLAS_TRANSPOSE blas(Trans t) { return t == Trans::none ? CblasNoTrans : CblasTrans; }
-
-// OpenBLAS's thread count is process-wide: Tandem keeps it at 1 and parallelises itself. Checked
-// on every call (a read of one integer) because another caller in the process -- the benchmark's
-// direct baseline, a user's own BLAS call -- may have changed it.
-void blas_single_threaded() {
-    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-}
+// Block edges are multiples of these (the micro-tiles are 16 or 32 rows by 8 columns on AVX-512;
+// a block edge inside a micro-tile only costs an edge tile, but there is no reason to).
+constexpr std::int64_t kRowAlign = 32, kColAlign = 8;
 
 int workers() {
 #if defined(TANDEM_TSAN)
-    return 1;  // Debian's oneTBB is not instrumented (see cpu_backend.cpp); OpenBLAS neither.
+    return 1;  // Debian's oneTBB is not instrumented (see cpu_backend.cpp).
 #else
     return std::max(1, tbb::this_task_arena::max_concurrency());
 #endif
@@ -53,42 +43,6 @@ void check_args(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t
         fail("ldb = " + std::to_string(ldb) + " is less than the " + std::to_string(b_rows) + " rows of B as stored");
     if (ldc < std::max<std::int64_t>(1, m))
         fail("ldc = " + std::to_string(ldc) + " is less than the " + std::to_string(m) + " rows of C");
-    for (std::int64_t v : {m, n, k, lda, ldb, ldc})
-        if (v > INT_MAX) fail("size or leading dimension " + std::to_string(v) + " exceeds OpenBLAS's 32-bit integers");
-}
-
-// Typed CBLAS entry points.
-void blas_gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-               std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-    cblas_sgemm(CblasColMajor, blas(ta), blas(tb), static_cast<blasint>(m), static_cast<blasint>(n),
-                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-                static_cast<blasint>(ldc));
-}
-void blas_gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
-               std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
-    cblas_dgemm(CblasColMajor, blas(ta), blas(tb), static_cast<blasint>(m), static_cast<blasint>(n),
-                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-                static_cast<blasint>(ldc));
-}
-// y = alpha * op(A) * x + beta * y, A stored rows x cols.
-void blas_syrk(Trans t, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, float* c, std::int64_t ldc) {
-    cblas_ssyrk(CblasColMajor, CblasUpper, blas(t), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
-                static_cast<blasint>(lda), 0.0f, c, static_cast<blasint>(ldc));
-}
-void blas_syrk(Trans t, std::int64_t n, std::int64_t k, const double* a, std::int64_t lda, double* c, std::int64_t ldc) {
-    cblas_dsyrk(CblasColMajor, CblasUpper, blas(t), static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
-                static_cast<blasint>(lda), 0.0, c, static_cast<blasint>(ldc));
-}
-
-void blas_gemv(Trans t, std::int64_t rows, std::int64_t cols, float alpha, const float* a, std::int64_t lda,
-               const float* x, std::int64_t incx, float beta, float* y, std::int64_t incy) {
-    cblas_sgemv(CblasColMajor, blas(t), static_cast<blasint>(rows), static_cast<blasint>(cols), alpha, a,
-                static_cast<blasint>(lda), x, static_cast<blasint>(incx), beta, y, static_cast<blasint>(incy));
-}
-void blas_gemv(Trans t, std::int64_t rows, std::int64_t cols, double alpha, const double* a, std::int64_t lda,
-               const double* x, std::int64_t incx, double beta, double* y, std::int64_t incy) {
-    cblas_dgemv(CblasColMajor, blas(t), static_cast<blasint>(rows), static_cast<blasint>(cols), alpha, a,
-                static_cast<blasint>(lda), x, static_cast<blasint>(incx), beta, y, static_cast<blasint>(incy));
 }
 
 // Start of block `r` of `blocks` over [0, extent), on multiples of `align` (the last ends at extent).
@@ -122,37 +76,10 @@ void scale(std::int64_t m, std::int64_t n, T beta, T* c, std::int64_t ldc) {
     }
 }
 
-// Slices of k of a symmetric product (a fixed length, so that the bits do not depend on the
-// number of workers): each a syrk of its own, summed in order.
-constexpr std::int64_t kSymmetricPartK = 16384;
-constexpr double kSymmetricScratchBytes = 512.0 * (1 << 20);
-
-// C = op(A) op(A)' (A'A when ta is transpose, else AA'): n x n, symmetric. Each slice of k is a
-// syrk (the upper triangle: half the multiply-adds of a gemm) on a worker; the slices' upper
-// triangles are summed in order and mirrored, so C is exactly symmetric.
 template <class T>
-void gemm_symmetric(Trans ta, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, T* c, std::int64_t ldc) {
-    const std::int64_t parts = (k + kSymmetricPartK - 1) / kSymmetricPartK;
-    auto buffers = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(parts * n * n));
-    for_blocks(parts, [&](std::int64_t p) {
-        const std::int64_t k0 = p * kSymmetricPartK, kp = std::min(kSymmetricPartK, k - k0);
-        // A'A: rows k0.. of A (k x n); AA': columns k0.. of A (n x k).
-        const T* ap = ta == Trans::transpose ? a + k0 : a + k0 * lda;
-        blas_syrk(ta == Trans::transpose ? Trans::transpose : Trans::none, n, kp, ap, lda, buffers.get() + p * n * n, n);
-    });
-    const std::int64_t col_blocks = std::min<std::int64_t>(n, workers());
-    for_blocks(col_blocks, [&](std::int64_t r) {
-        for (std::int64_t j = n * r / col_blocks; j < n * (r + 1) / col_blocks; ++j)
-            for (std::int64_t i = 0; i <= j; ++i) {
-                T sum = buffers[static_cast<std::size_t>(i + j * n)];
-                for (std::int64_t p = 1; p < parts; ++p) sum += buffers[static_cast<std::size_t>(p * n * n + i + j * n)];
-                c[i + j * ldc] = sum;
-            }
-    });
-    for_blocks(col_blocks, [&](std::int64_t r) {
-        for (std::int64_t j = n * r / col_blocks; j < n * (r + 1) / col_blocks; ++j)
-            for (std::int64_t i = j + 1; i < n; ++i) c[i + j * ldc] = c[j + i * ldc];
-    });
+GemmBlockFn<T> block_kernel(const GemmBlockKernels& k) {
+    if constexpr (sizeof(T) == 8) return k.f64;
+    else return k.f32;
 }
 
 template <class T>
@@ -160,57 +87,51 @@ void gemm_impl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t 
                std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc,
                const GemmOptions& options, const char* type) {
     check_args(ta, tb, m, n, k, lda, ldb, ldc, type);
+    const GemmBlockFn<T> kernel = block_kernel<T>(select_gemm_blocks(options.isa));
     if (m == 0 || n == 0) return;
     if (k == 0 || alpha == T(0)) return scale(m, n, beta, c, ldc);  // BLAS: A and B not read
 
+    // The sum goes straight to C, or to a temporary (ld m) when alpha or beta apply after it or
+    // the result is a row (computed as a column).
+    const bool row = m == 1 && n > 1;
+    const bool direct = alpha == T(1) && beta == T(0) && !row;
+    std::unique_ptr<T[]> temporary;
+    if (!direct) temporary = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(m * n));
+    T* sum = direct ? c : temporary.get();
+    const std::int64_t lds = direct ? ldc : m;
+
+    GemmOperands<T> o;
+    if (row) {  // C(0, :)' = op(B)' op(A)': the same products, each element's chain unchanged
+        o = {tb == Trans::none, ta == Trans::none, n, 1, k, b, ldb, a, lda, sum, n, false};
+    } else {
+        o = {ta == Trans::transpose, tb == Trans::transpose, m, n, k, a, lda, b, ldb, sum, lds, false};
+        // A'A or AA': the upper triangle, mirrored below.
+        o.upper_only = a == b && lda == ldb && ta != tb && m > 1;
+    }
+
     const int p = options.workers > 0 ? options.workers : workers();
-    if (options.threading == GemmThreading::openblas_threads) {
-        if (openblas_get_num_threads() != p) openblas_set_num_threads(p);
-        return blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    }
-    blas_single_threaded();
-
-    // X'X or XX' of a tall (or wide) X: the symmetric product, half the work (its slices' n x n
-    // partial results kept within kSymmetricScratchBytes; beyond, the gemm below).
-    if (a == b && lda == ldb && ta != tb && alpha == T(1) && beta == T(0) && k >= 4 * n && n > 1 &&
-        static_cast<double>((k + kSymmetricPartK - 1) / kSymmetricPartK) * static_cast<double>(n * n) * sizeof(T) <=
-            kSymmetricScratchBytes)
-        return gemm_symmetric(ta, n, k, a, lda, c, ldc);
-
-    // Matrix-vector products: gemv, split along the result.
-    if (n == 1 || m == 1) {
-        const std::int64_t len = n == 1 ? m : n;
-        const std::int64_t blocks = std::clamp<std::int64_t>(len * k / kMinBlockWork, 1,
-                                                             std::min<std::int64_t>(p, (len + 63) / 64));
-        for_blocks(blocks, [&](std::int64_t r) {
-            const std::int64_t i0 = edge(len, blocks, r, kRowAlign), i1 = edge(len, blocks, r + 1, kRowAlign);
-            if (i1 <= i0) return;
-            if (n == 1) {
-                // C(i0:i1) = alpha * op(A)(i0:i1, :) * x + beta * C(i0:i1); x = op(B)(:, 0).
-                const std::int64_t incx = tb == Trans::none ? 1 : ldb;
-                if (ta == Trans::none) blas_gemv(Trans::none, i1 - i0, k, alpha, a + i0, lda, b, incx, beta, c + i0, 1);
-                else blas_gemv(Trans::transpose, k, i1 - i0, alpha, a + i0 * lda, lda, b, incx, beta, c + i0, 1);
-            } else {
-                // C(0, j0:j1)^T = alpha * op(B)(:, j0:j1)^T * op(A)(0, :)^T + beta * C(0, j0:j1)^T.
-                const std::int64_t incx = ta == Trans::none ? lda : 1;
-                if (tb == Trans::none)
-                    blas_gemv(Trans::transpose, k, i1 - i0, alpha, b + i0 * ldb, ldb, a, incx, beta, c + i0 * ldc, ldc);
-                else blas_gemv(Trans::none, i1 - i0, k, alpha, b + i0, ldb, a, incx, beta, c + i0 * ldc, ldc);
-            }
-        });
-        return;
-    }
-
-    const GemmGrid g = gemm_grid(m, n, k, p);
-    const std::int64_t blocks = g.row_blocks * g.col_blocks;
-    for_blocks(blocks, [&](std::int64_t r) {
+    const GemmGrid g = gemm_grid(o.m, o.n, k, p);
+    for_blocks(g.row_blocks * g.col_blocks, [&](std::int64_t r) {
         const std::int64_t bi = r % g.row_blocks, bj = r / g.row_blocks;
-        const std::int64_t i0 = edge(m, g.row_blocks, bi, kRowAlign), i1 = edge(m, g.row_blocks, bi + 1, kRowAlign);
-        const std::int64_t j0 = edge(n, g.col_blocks, bj, kColAlign), j1 = edge(n, g.col_blocks, bj + 1, kColAlign);
-        if (i1 <= i0 || j1 <= j0) return;
-        const T* ab = ta == Trans::none ? a + i0 : a + i0 * lda;  // rows i0.. of op(A)
-        const T* bb = tb == Trans::none ? b + j0 * ldb : b + j0;  // columns j0.. of op(B)
-        blas_gemm(ta, tb, i1 - i0, j1 - j0, k, alpha, ab, lda, bb, ldb, beta, c + i0 + j0 * ldc, ldc);
+        const std::int64_t i0 = edge(o.m, g.row_blocks, bi, kRowAlign), i1 = edge(o.m, g.row_blocks, bi + 1, kRowAlign);
+        const std::int64_t j0 = edge(o.n, g.col_blocks, bj, kColAlign), j1 = edge(o.n, g.col_blocks, bj + 1, kColAlign);
+        if (i1 > i0 && j1 > j0 && !(o.upper_only && i0 >= j1)) kernel(o, i0, i1, j0, j1);
+    });
+    const std::int64_t col_blocks = std::min<std::int64_t>(n, workers());
+    if (o.upper_only)
+        for_blocks(col_blocks, [&](std::int64_t r) {
+            for (std::int64_t j = n * r / col_blocks; j < n * (r + 1) / col_blocks; ++j)
+                for (std::int64_t i = j + 1; i < n; ++i) sum[i + j * lds] = sum[j + i * lds];
+        });
+    if (direct) return;
+    // The epilogue, each step rounded on its own: alpha * sum, then + beta * C.
+    for_blocks(col_blocks, [&](std::int64_t r) {
+        for (std::int64_t j = n * r / col_blocks; j < n * (r + 1) / col_blocks; ++j)
+            for (std::int64_t i = 0; i < m; ++i) {
+                T v = alpha * sum[i + j * m];
+                if (beta != T(0)) v = v + beta * c[i + j * ldc];
+                c[i + j * ldc] = v;
+            }
     });
 }
 
@@ -276,6 +197,21 @@ void gemm_rounded(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64
 }
 
 }  // namespace
+
+const GemmBlockKernels& select_gemm_blocks(std::string_view limit) {
+    const int cap = limit == "baseline" ? 0 : limit == "avx2" ? 1 : limit == "avx512" || limit == "auto" ? 2 : -1;
+    if (cap < 0)
+        throw ConfigError("cpu_isa: '" + std::string(limit) + "' is not one of auto, avx512, avx2, baseline");
+#if TANDEM_HAVE_KERNELS_AVX512
+    if (cap >= 2)
+        if (const GemmBlockKernels* t = gemm_blocks_avx512()) return *t;
+#endif
+#if TANDEM_HAVE_KERNELS_AVX2
+    if (cap >= 1)
+        if (const GemmBlockKernels* t = gemm_blocks_avx2()) return *t;
+#endif
+    return *gemm_blocks_baseline();
+}
 
 GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers) noexcept {
     GemmGrid best;

@@ -1,20 +1,23 @@
 // Matrix multiply on the CPU: C = alpha * op(A) * op(B) + beta * C, f32 and f64, column-major,
-// op = none or transpose, through OpenBLAS's CBLAS (transposed operands are passed to BLAS as
-// flags: nothing is copied).
+// op = none or transpose (transposed operands are read in place by the packing: nothing else is
+// copied). The sum of each element is graph/matmul_order.hpp's canonical order -- chains of fused
+// multiply-adds over fixed chunks of k, the chunks added in order -- so a product gives the same
+// bits on the CPU, under any instruction set or thread count, as on a Vulkan device; the kernels
+// are Tandem's own (gemm_block.hpp: packed panels, register-tiled micro-kernels per ISA), since
+// OpenBLAS's order depends on the CPU it runs on. Measured against OpenBLAS: bench/bench_gemm.cpp.
 //
-// Threads: Tandem owns the parallelism. OpenBLAS is kept single-threaded in this process
-// (openblas_set_num_threads(1), checked on every call) and gemm splits C into a 2-D grid of
-// blocks, one oneTBB task per block, each block one single-threaded BLAS call that packs its own
-// panels of A and B. So a product runs on the caller's TBB arena (TANDEM_CPU_THREADS workers)
-// and never adds OpenBLAS's own thread pool on top of it: the cores are never oversubscribed,
-// a product running beside other regions shares the workers with them through work stealing,
-// and nested calls (a gemm inside a TBB task) are safe. Measured on the 2-core development
-// machine against OpenBLAS's own 2 threads: bench/bench_gemm.cpp.
-// Matrix-vector shapes (m == 1 or n == 1) go to BLAS gemv, split the same way along the result.
+// Threads: gemm splits C into a 2-D grid of blocks, one oneTBB task per block, each packing its
+// own panels; a product runs on the caller's TBB arena (TANDEM_CPU_THREADS workers), shares the
+// workers with other regions through work stealing, and nested calls are safe. The grid does not
+// change the bits (every element's sum is computed whole by one task).
+// A row-vector result (m == 1) is computed as the column op(B)' op(A)' (the same products in the
+// same order); A'A and AA' (one operand, one side transposed) compute the tiles on and above the
+// diagonal and mirror them (the same bits: products commute exactly).
 //
 // Semantics are BLAS's: with beta == 0, C is not read (NaN or Inf in C does not propagate); with
 // k == 0 or alpha == 0, C = beta * C without reading A and B. Otherwise NaN and Inf in A and B
-// propagate as IEEE arithmetic says (0 * Inf = NaN).
+// propagate as IEEE arithmetic says (0 * Inf = NaN), and C = alpha * sum, then + beta * C, each
+// step rounded on its own (the Vulkan kernel's epilogue order).
 //
 // Reduced precision (MatmulPrecision::f16 / bf16, tandem/linalg.hpp): GemmOptions::rounding rounds
 // every element of A and B (single only) to half or bfloat16 first -- exactly as the Vulkan
@@ -26,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "tandem/linalg.hpp"
 
@@ -34,16 +38,6 @@ namespace tandem::detail::cpu {
 enum class Trans : std::uint8_t {
     none,       ///< op(X) = X
     transpose,  ///< op(X) = X^T (X is stored transposed; read in place)
-};
-
-/// How gemm spreads one product over the cores (the default is the one Tandem uses; the other
-/// exists to measure the choice, bench/bench_gemm.cpp).
-enum class GemmThreading : std::uint8_t {
-    /// oneTBB tasks over a 2-D block partition of C, single-threaded OpenBLAS in each.
-    tbb_blocks,
-    /// One OpenBLAS call on the calling thread with OpenBLAS's own threads (as many as the
-    /// caller's TBB arena has workers). Oversubscribes the cores if TBB work runs meanwhile.
-    openblas_threads,
 };
 
 /// Rounding applied to A and B before a single-precision product.
@@ -71,7 +65,9 @@ float round_to_f16(float x) noexcept;
 float round_to_bf16(float x) noexcept;
 
 struct GemmOptions {
-    GemmThreading threading = GemmThreading::tbb_blocks;
+    /// The most capable instruction set to use (Config::cpu_isa's names: "auto", "avx512",
+    /// "avx2", "baseline"); every one gives the same bits.
+    std::string_view isa = "auto";
     /// Workers to plan the block grid for; 0: the caller's TBB arena's concurrency. (More blocks
     /// than the arena has threads still run correctly, as queued tasks: tests use this.)
     int workers = 0;
@@ -81,9 +77,9 @@ struct GemmOptions {
 
 /// C (m x n, leading dimension ldc) = alpha * op(A) * op(B) + beta * C, where op(A) is m x k and
 /// op(B) is k x n. A is stored m x k (lda >= max(1, m)) or, transposed, k x m (lda >= max(1, k));
-/// B is stored k x n (ldb >= max(1, k)) or, transposed, n x k (ldb >= max(1, n)). Sizes and
-/// leading dimensions must fit OpenBLAS's 32-bit integers. Throws tandem::ValueError for a
-/// negative size or a leading dimension too small (nothing written).
+/// B is stored k x n (ldb >= max(1, k)) or, transposed, n x k (ldb >= max(1, n)).
+/// Throws tandem::ValueError for a negative size or a leading dimension too small, ConfigError
+/// for an unknown isa (nothing written).
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                      std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
                      const GemmOptions& options = {});
