@@ -18,6 +18,14 @@
 //                  diagonal and stores its off-diagonal tiles' elements twice, at (i, j) and (j, i)
 //   GEMM_EPILOGUE  the epilogue as straight-line code: store_element(i0 + r, j0 + c, COMP(acc[..][..], ..))
 //                  for each element of the register tile, every index a literal (see below)
+//   CHUNK          graph/matmul_order.hpp's kMatmulChunk (a multiple of BK)
+//   GEMM_FLUSH     the same for flush_element(i0 + r, j0 + c, first, COMP(acc[..][..], ..))
+//   FMA_EMULATED   1: the device's fma() may round twice; the multiply-add is emulated exactly
+// The sums follow graph/matmul_order.hpp's canonical order, the CPU's: each accumulator is a chain
+// of fma from +0 over one chunk of k, and at the end of each chunk but the last the chains are
+// added to D in order (D holds the chunk sums meanwhile: D may be C only when k <= CHUNK), then
+// restarted; the last chunk's chain is added in the epilogue. Positions past k load A as -0 and B
+// as +0: their product -0 leaves every chain as it is, a -0 included (+0 would turn it to +0).
 // Arrays are reached by GL_EXT_buffer_reference (no descriptor sets); sizes, strides, scalars and
 // addresses travel in push constants, so one pipeline serves every size and every alpha/beta.
 //
@@ -31,6 +39,75 @@
 // the next step's global loads are issued into registers before the current step's arithmetic,
 // stored to the other buffer after it, and one barrier per step separates the two. Edges (sizes
 // that are not multiples of the tile) load zeros and skip the stores; no access leaves the arrays.
+
+#if FMA_EMULATED
+// A device whose fma() rounds twice (a CPU implementation: DeviceDescription::fma_fused) gets the
+// fused operation emulated exactly, so that it still computes the canonical order's bits.
+// Rounding to odd (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved
+// algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008): s moved one unit in the
+// last place toward the exact s + e when e != 0 and s's last bit is 0; that value rounded again,
+// to a narrower format or added to a larger value, rounds as the exact one would.
+double to_odd(double s, double e) {
+    if (e == 0.0LF) return s;
+    uvec2 w = unpackDouble2x32(s);
+    if ((w.x & 1u) != 0u) return s;
+    if ((e > 0.0LF) == (s > 0.0LF)) {
+        w.x += 1u;  // even: no carry
+    } else {
+        if (w.x == 0u) w.y -= 1u;
+        w.x -= 1u;
+    }
+    return packDouble2x32(w);
+}
+// The exact error of s = RN(a + b) (Knuth's TwoSum).
+double two_sum_err(double a, double b, double s) {
+    precise double bb = s - a;
+    precise double e = (a - (s - bb)) + (b - bb);
+    return e;
+}
+// Single: the product is exact in double (48 bits), the sum rounded to odd, then to single.
+float fma_exact(float a, float b, float c) {
+    precise double p = double(a) * double(b);
+    precise double s = p + double(c);
+    if (isinf(s) || isnan(s)) return float(s);
+    return float(to_odd(s, two_sum_err(p, double(c), s)));
+}
+// Double: Dekker's exact product p + pl, TwoSum th + tl = c + p, then RN(th + RO(tl + pl)). Where
+// Dekker's split could overflow or the low part underflow -- and for zeros, Inf and NaN, whose
+// product is exact -- the product and the sum, which is the fused result whenever the product is
+// exact (a nonzero product of magnitude below 1e-270 or above 1e299 that is not exact in double
+// may differ in the last bit when c does not dominate it: lavapipe's limit, not a GPU's).
+double fma_exact(double a, double b, double c) {
+    precise double p = a * b;
+    // A product that underflows to zero: the exact one is a tiny value of p's sign, so the fused
+    // result is c, or a zero of p's sign when c is zero.
+    if (p == 0.0LF && a != 0.0LF && b != 0.0LF && !isinf(a) && !isinf(b)) return c == 0.0LF ? p : c;
+    const double ap = abs(p);
+    if (!(ap > 1e-270LF && ap < 1e299LF) || abs(a) > 1e299LF || abs(b) > 1e299LF || !(abs(c) < 1e300LF)) {
+        precise double r = p + c;
+        return r;
+    }
+    const double split = 134217729.0LF;  // 2^27 + 1
+    precise double ca = split * a;
+    precise double ah = ca - (ca - a);
+    precise double al = a - ah;
+    precise double cb = split * b;
+    precise double bh = cb - (cb - b);
+    precise double bl = b - bh;
+    precise double pl = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    precise double th = c + p;
+    const double tl = two_sum_err(c, p, th);
+    precise double v = tl + pl;
+    precise double r = th + to_odd(v, two_sum_err(tl, pl, v));
+    return r;
+}
+VT mad_exact(VT a, VT b, VT c) {
+    VT r = c;
+    [[unroll]] for (uint i = 0u; i < VW; ++i) SET_COMP(r, i, fma_exact(COMP(a, i), COMP(b, i), COMP(c, i)));
+    return r;
+}
+#define MAD(a, b, c) mad_exact(a, b, c)
+#endif
 
 // The multiply-add of the inner loop (a prologue may define it otherwise, for experiments).
 #ifndef MAD
@@ -48,6 +125,7 @@ const uint ES = ELEMENT_BYTES;
 
 layout(buffer_reference, std430, buffer_reference_align = ELEMENT_BYTES) readonly buffer GemmIn { T v[]; };
 layout(buffer_reference, std430, buffer_reference_align = ELEMENT_BYTES) writeonly buffer GemmOut { T v[]; };
+layout(buffer_reference, std430, buffer_reference_align = ELEMENT_BYTES) buffer GemmPartial { T v[]; };
 
 layout(push_constant) uniform GemmPush {
     uint64_t a, b, c, d, bias;  // device addresses; c is read only when beta != 0, bias only when nonzero
@@ -87,11 +165,29 @@ void store_one(uint i, uint j, T x) {
 #if SYMMETRIC
 bool mirror_tile = false;  // an off-diagonal tile of a symmetric D: stored at (i, j) and at (j, i)
 #endif
+// The sum of the chunks before the last (kept in D by flush_element) plus the last chunk's chain.
 void store_element(uint i, uint j, T x) {
+    if (i >= pc.m || j >= pc.n) return;
+    if (pc.k > CHUNK) {
+        precise T s = GemmPartial(pc.d + uint64_t(j) * pc.ldd * ES).v[i] + x;
+        x = s;
+    }
     store_one(i, j, x);
 #if SYMMETRIC
     if (mirror_tile) store_one(j, i, x);
 #endif
+}
+
+// The end of a chunk that is not the last: D(i, j) = the first chunk's chain, or D(i, j) + this one's.
+void flush_element(uint i, uint j, bool first, T x) {
+    if (i >= pc.m || j >= pc.n) return;
+    GemmPartial p = GemmPartial(pc.d + uint64_t(j) * pc.ldd * ES);
+    if (first) {
+        p.v[i] = x;
+    } else {
+        precise T s = p.v[i] + x;
+        p.v[i] = s;
+    }
 }
 
 void main() {
@@ -162,16 +258,18 @@ void main() {
     const uint64_t b_step = uint64_t(BK) * ES;
 #endif
 
-    VT acc[TN][TMV];
+    // precise: GLSL's fma() is one fused operation only in a precise computation (else a driver may
+    // split it into a multiply and an add, as lavapipe does); the canonical order is fused.
+    precise VT acc[TN][TMV];
     [[unroll]] for (uint j = 0; j < TN; ++j)
         [[unroll]] for (uint g = 0; g < TMV; ++g) acc[j][g] = VT(0);
 
     T ra[A_LOADS], rb[B_LOADS];
     const uint steps = (K + BK - 1) / BK;
 
-    // Step 0: global -> registers -> shared buffer 0.
+    // Step 0: global -> registers -> shared buffer 0. Padding: A -0, B +0 (see the top).
     [[unroll]] for (uint r = 0; r < A_LOADS; ++r)
-        ra[r] = (m0 + a_i[r] < M && a_k[r] < K) ? GemmIn(a_ptr).v[a_off[r]] : T(0);
+        ra[r] = (m0 + a_i[r] < M && a_k[r] < K) ? GemmIn(a_ptr).v[a_off[r]] : -T(0);
     [[unroll]] for (uint r = 0; r < B_LOADS; ++r)
         rb[r] = (n0 + b_j[r] < N && b_k[r] < K) ? GemmIn(b_ptr).v[b_off[r]] : T(0);
     [[unroll]] for (uint r = 0; r < A_LOADS; ++r) store_shared_a(0, a_k[r], a_i[r], ra[r]);
@@ -187,7 +285,7 @@ void main() {
             b_ptr += b_step;
             const uint k1 = (s + 1) * BK;
             [[unroll]] for (uint r = 0; r < A_LOADS; ++r)
-                ra[r] = (m0 + a_i[r] < M && k1 + a_k[r] < K) ? GemmIn(a_ptr).v[a_off[r]] : T(0);
+                ra[r] = (m0 + a_i[r] < M && k1 + a_k[r] < K) ? GemmIn(a_ptr).v[a_off[r]] : -T(0);
             [[unroll]] for (uint r = 0; r < B_LOADS; ++r)
                 rb[r] = (n0 + b_j[r] < N && k1 + b_k[r] < K) ? GemmIn(b_ptr).v[b_off[r]] : T(0);
         }
@@ -199,6 +297,14 @@ void main() {
                 [[unroll]] for (uint q = 0; q < VW; ++q)
                     [[unroll]] for (uint g = 0; g < TMV; ++g)
                         acc[h * VW + q][g] = MAD(af[g], VT(COMP(bf[h], q)), acc[h * VW + q][g]);
+        }
+        if (more && (s + 1u) % (CHUNK / BK) == 0u) {
+            // The end of a chunk (graph/matmul_order.hpp): its chains into D, then from +0 again.
+            const uint i0 = m0 + tx * VW, j0 = n0 + ty * VW;
+            const bool first = s + 1u == CHUNK / BK;
+            GEMM_FLUSH
+            [[unroll]] for (uint j = 0; j < TN; ++j)
+                [[unroll]] for (uint g = 0; g < TMV; ++g) acc[j][g] = VT(0);
         }
         if (more) {
             [[unroll]] for (uint r = 0; r < A_LOADS; ++r) store_shared_a(buf ^ 1u, a_k[r], a_i[r], ra[r]);

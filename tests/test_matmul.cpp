@@ -1,5 +1,5 @@
-// matmul on the CPU executor (OpenBLAS under oneTBB) through the public API, against the
-// reference of matmul_reference.hpp: shapes including vectors, empty and sizes that are not
+// matmul on the CPU executor (Tandem's GEMM under oneTBB) through the public API, against the
+// reference of matmul_reference.hpp (bound and canonical bits): shapes including vectors, empty and sizes that are not
 // multiples of any block, every transpose combination, double, single, mixed and logical
 // operands, NaN/Inf, the product feeding fused expressions, MATLAB's scalar case, shape errors.
 #include <gtest/gtest.h>

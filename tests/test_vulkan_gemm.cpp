@@ -1,12 +1,15 @@
 // The Vulkan GEMM (backends/vulkan/gemm.hpp, shaders/gemm.glsl) on the Vulkan device (lavapipe in
 // CI) with the Khronos validation layer and synchronization validation on: any message fails.
 // Operands go host -> staging -> device-local, the product is recorded between precise barriers,
-// D comes back through a readback buffer; every element is checked against a plain double triple
-// loop with the forward error bound of a length-k dot product,
+// D comes back through a readback buffer; every element is checked bit for bit against
+// graph/matmul_order.hpp's canonical order and the epilogue computed by a plain loop in the
+// element type (the CPU's bits; NaN equal to NaN, -0 unequal to +0), and against a plain double
+// triple loop with the forward error bound of a length-k dot product,
 //   |D - ref|_ij <= 3 * (k + 2) * eps(T) * (|alpha| (|op(A)||op(B)|)_ij + |beta C_ij| + |bias|) + tiny.
 // Covered: the four transpose combinations, f32 and f64, alpha/beta (beta = 0 ignores NaN in C),
 // bias along rows and columns, relu, D written in place over C, padded leading dimensions, 1xN,
-// Nx1, 1x1, k = 0, empty results, sizes that are not multiples of the tiles, NaN/Inf propagation,
+// Nx1, 1x1, k = 0, k across the canonical order's chunks, special values (NaN, Inf, -0,
+// subnormals, products that underflow), sizes that are not multiples of the tiles, NaN/Inf propagation,
 // every GPU tiling that fits the device (the H100's tiles run here too), a grid of more than
 // 65535 workgroups (split dispatches), tile choice per device and argument checks.
 #include <gtest/gtest.h>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "backends/vulkan/gemm.hpp"
+#include "graph/matmul_order.hpp"
 #include "gemm_test_rig.hpp"
 
 namespace vk = tandem::detail::vk;
@@ -111,11 +115,45 @@ std::vector<T> run(const Case& c, const Host<T>& h) {
     return r.read_back<T>(d, h.c.size(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
 }
 
+// D(i, j) in the canonical order, then the kernel's epilogue, each step rounded on its own, in T.
+template <class T>
+T canonical(const Case& c, const Host<T>& h, std::uint32_t i, std::uint32_t j) {
+    const T x = tandem::detail::canonical_dot<T>(
+        c.k, [&](std::int64_t p) { return c.ta ? h.a[p + std::size_t{i} * h.lda] : h.a[i + std::size_t(p) * h.lda]; },
+        [&](std::int64_t p) { return c.tb ? h.b[j + std::size_t(p) * h.ldb] : h.b[p + std::size_t{j} * h.ldb]; });
+    T v = static_cast<T>(c.alpha) * x;
+    if (c.beta != 0) v = v + static_cast<T>(c.beta) * h.c[i + std::size_t{j} * h.ldc];
+    if (c.bias == vk::GemmBias::per_row) v = v + h.bias[i];
+    if (c.bias == vk::GemmBias::per_column) v = v + h.bias[j];
+    if (c.act == vk::GemmActivation::relu) v = v > T(0) ? v : T(0);
+    if (c.act == vk::GemmActivation::relu_zero_first) v = std::isnan(v) ? T(0) : (T(0) > v ? T(0) : v);
+    return v;
+}
+
+template <class T>
+bool same_bits(T x, T y) {
+    return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y));
+}
+
+// Every element of D against the canonical order's bits.
+template <class T>
+void expect_canonical(const Case& c, const Host<T>& h, const std::vector<T>& d) {
+    int mismatches = 0;
+    for (std::uint32_t j = 0; j < c.n; ++j)
+        for (std::uint32_t i = 0; i < c.m; ++i) {
+            const T got = d[i + std::size_t{j} * h.ldc], want = canonical(c, h, i, j);
+            if (!same_bits(got, want) && ++mismatches <= 5)
+                ADD_FAILURE() << "D(" << i << "," << j << ") = " << got << ", the canonical order gives " << want;
+        }
+    EXPECT_EQ(mismatches, 0) << "elements not the canonical order's bits";
+}
+
 template <class T>
 void check(const Case& c, std::uint32_t seed = 7) {
     SCOPED_TRACE(describe(c) + (sizeof(T) == 4 ? " single" : " double"));
     const Host<T> h = make<T>(c, seed);
     const std::vector<T> d = run(c, h);
+    expect_canonical(c, h, d);
     const double eps = std::numeric_limits<T>::epsilon();
     int failures = 0;
     for (std::uint32_t j = 0; j < c.n; ++j)
@@ -136,7 +174,7 @@ void check(const Case& c, std::uint32_t seed = 7) {
                 [&] { return h.c[at]; }, [&](std::uint32_t b) -> double { return h.bias[b]; });
             (void)nan;
             double bound = gemm_test::dot_bound(c.k, eps, mag) + std::numeric_limits<T>::min();
-            if (c.act == vk::GemmActivation::relu) ref = std::isnan(ref) ? 0.0 : std::max(ref, 0.0);
+            if (c.act != vk::GemmActivation::none) ref = std::isnan(ref) ? 0.0 : std::max(ref, 0.0);
             const double got = d[at];
             if (!(std::fabs(got - ref) <= bound) && ++failures <= 5)
                 ADD_FAILURE() << "D(" << i << "," << j << ") = " << got << ", reference " << ref << ", error "
@@ -172,6 +210,55 @@ TEST(VulkanGemm, AllTransposesSizes) {
         all_transposes<float>({false, false, m, n, k});
         all_transposes<double>({false, false, m, n, k});
     }
+}
+
+TEST(VulkanGemm, InnerDimensionAcrossChunks) {
+    // k = 1, 2 and 3 chunks and a bit (the chains flushed into D between chunks), a k that is a
+    // multiple of the chunk, with an epilogue (C and a bias read once, after the last chunk).
+    for (std::uint32_t k : {513u, 1024u, 1100u, 1537u}) {
+        all_transposes<float>({false, false, 37, 21, k});
+        all_transposes<double>({false, false, 21, 37, k});
+    }
+    Case c{true, false, 70, 66, 1300, -1.5, 0.5, 2};
+    c.bias = vk::GemmBias::per_row;
+    c.act = vk::GemmActivation::relu_zero_first;
+    check<float>(c);
+    check<double>(c);
+}
+
+template <class T>
+void special_values_case() {
+    SCOPED_TRACE(sizeof(T) == 4 ? "single" : "double");
+    const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::infinity(), T(-0.0), T(0), std::numeric_limits<T>::min(),
+                          -std::numeric_limits<T>::min(), T(1e-30), T(-1e-30), T(1), T(-1)};
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> pick(0, static_cast<int>(std::size(specials)) - 1);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            const Case c{ta, tb, 33, 19, 700};
+            Host<T> h = make<T>(c, 9);
+            for (auto& v : h.a) v = rng() % 16 == 0 ? specials[pick(rng)] : static_cast<T>(u(rng));
+            for (auto& v : h.b) v = rng() % 16 == 0 ? specials[pick(rng)] : static_cast<T>(u(rng));
+            SCOPED_TRACE(describe(c));
+            expect_canonical(c, h, run(c, h));
+        }
+    // A chain that underflows to -0 keeps it past the positions beyond k (padded as -0 * +0).
+    const Case c{false, false, 1, 1, 1};
+    Host<T> h = make<T>(c, 1);
+    const T tiny = std::numeric_limits<T>::min();
+    h.a = {-tiny};
+    h.b = {tiny};
+    const std::vector<T> d = run(c, h);
+    EXPECT_TRUE(std::signbit(d[0]) && d[0] == T(0)) << d[0];
+    expect_canonical(c, h, d);
+    EXPECT_EQ(rig().ctx->validation_messages(), 0u) << texts(*rig().ctx);
+}
+
+TEST(VulkanGemm, SpecialValuesGiveTheCanonicalBits) {
+    special_values_case<float>();
+    special_values_case<double>();
 }
 
 TEST(VulkanGemm, AlphaBetaPaddingInPlace) {

@@ -155,6 +155,42 @@ TEST(VulkanMatmul, EpilogueFoldsIntoTheGemm) {
 
 namespace {
 
+/// Placement never changes a product's bits: operands with NaN and Inf among them, every
+/// transpose, a k of several chunks of the canonical order (and one split on the device), X'X
+/// (the symmetric kernel), folded epilogues, a product of a product, with every region on the
+/// CPU, on the device, and placed by the cost model.
+TEST(VulkanMatmul, ProductsSameBitsOnEveryPlacement) {
+    tandem::Config automatic = tvk::gpu_config();
+    automatic.placement = "auto";
+    auto gpu = tvk::open_gpu();
+    auto placed = tvk::open_gpu(automatic);
+    tandem::Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(41);
+    for (DType t : {DType::f64, DType::f32}) {
+        SCOPED_TRACE(tref::dtype_str(t));
+        const Host a = tmm::random_matrix(90, 1300, t, rng, true), b = tmm::random_matrix(1300, 70, t, rng, true);
+        const Host c = tmm::random_matrix(90, 70, t, rng, true), bias = tmm::random_matrix(90, 1, t, rng, false);
+        const Host x = tmm::random_matrix(6000, 24, t, rng, false), y = tmm::random_matrix(70, 33, t, rng, true);
+        auto program = [&](tandem::Runtime& rt) {
+            const Array A = tref::make_array(rt, a), B = tref::make_array(rt, b), C = tref::make_array(rt, c);
+            const Array Bias = tref::make_array(rt, bias), X = tref::make_array(rt, x), Y = tref::make_array(rt, y);
+            const Array AB = tandem::matmul(A, B);
+            return rt.gather({AB, tandem::matmul(B, A, {true, true}), AB * 2.5 + C * 0.5,
+                              tandem::max(tandem::matmul(A, B) + Bias, 0.0), tandem::matmul(X, X, {true, false}),
+                              tandem::matmul(AB, Y), tandem::matmul(X, tandem::matmul(X, X, {true, false}))})
+                .get();
+        };
+        const auto hc = program(cpu), hg = program(*gpu), ha = program(*placed);
+        ASSERT_EQ(hc.size(), hg.size());
+        for (std::size_t k = 0; k < hc.size(); ++k) {
+            const Host want = tref::from_host_array(hc[k]);
+            EXPECT_TRUE(tref::same_values(tref::from_host_array(hg[k]), want, tref::Acc::exact_signed)) << "result " << k << ": GPU vs CPU";
+            EXPECT_TRUE(tref::same_values(tref::from_host_array(ha[k]), want, tref::Acc::exact_signed)) << "result " << k << ": auto vs CPU";
+        }
+    }
+    tvk::expect_device_clean(*gpu);
+}
+
 /// A long inner dimension and a small result (X'X of a tall X): Gemm::split_parts splits k into
 /// parts summed in order. Every transpose (the slices of A and B are offset differently), a k
 /// that is not a multiple of the parts, special values; against the reference, and the same

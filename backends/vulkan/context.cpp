@@ -328,6 +328,7 @@ DeviceDescription describe(VkPhysicalDevice physical, std::uint32_t index) {
         d.driver = "driver version " + std::to_string(props.driverVersion);
     }
     d.float64 = core.shaderFloat64;
+    d.fma_fused = props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
     d.int64 = core.shaderInt64;
 
     VkPhysicalDeviceMemoryProperties memory{};

@@ -45,6 +45,11 @@ struct DeviceDescription {
     /// A shader may ask for signed zeros, infinities and NaN to be kept in 32- and 64-bit float
     /// operations (SignedZeroInfNanPreserve): without it a driver may treat -0 as +0.
     bool signed_zero_preserve = false;
+    /// GLSL's fma() rounds once on this device. Vulkan lets it round twice (a multiply, then an
+    /// add) and a CPU implementation does (lavapipe, f32 and f64); every GPU has the fused
+    /// instruction and uses it. Taken from the device type: false for "cpu" devices, where the
+    /// GEMM kernel emulates the fused operation exactly (gemm.glsl) to keep the canonical order.
+    bool fma_fused = true;
     bool buffer_device_address = false, timeline_semaphore = false, storage_8bit = false;
     bool shader_float16 = false, vulkan_memory_model = false;
     bool vulkan_memory_model_device_scope = false;  ///< needed with vulkanMemoryModel: other kernels use Device-scope atomics

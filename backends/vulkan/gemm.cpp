@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "backends/vulkan/compiler.hpp"
+#include "graph/matmul_order.hpp"
 #include "tandem_shaders.hpp"
 
 namespace tandem::detail::vk {
@@ -47,16 +49,18 @@ std::vector<GemmTiles> cpu_candidates(DType t) {
 /// literal, so that no driver has to unroll a loop over the accumulators (with such loops NVIDIA's
 /// compiler kept all f64 accumulators in local memory: 1 TFLOP/s). Invocation (tx, ty) holds rows
 /// i0 + g * (bm / tm) * w + p and columns j0 + h * (bn / tn) * w + q in acc[h * w + q][g], component p.
-std::string epilogue_macro(const GemmTiles& t, std::uint32_t w) {
+/// GEMM_FLUSH likewise: flush_element(i, j, first, accumulator) for each element.
+std::string epilogue_macro(const GemmTiles& t, std::uint32_t w, const char* name = "GEMM_EPILOGUE",
+                           const char* call = "store_element(", const char* extra = "") {
     const std::uint32_t threads_m = t.bm / t.tm, threads_n = t.bn / t.tn;
     std::ostringstream s;
-    s << "#define GEMM_EPILOGUE";
+    s << "#define " << name;
     for (std::uint32_t h = 0; h < t.tn / w; ++h)
         for (std::uint32_t q = 0; q < w; ++q)
             for (std::uint32_t g = 0; g < t.tm / w; ++g)
                 for (std::uint32_t p = 0; p < w; ++p)
-                    s << " \\\n    store_element(i0 + " << g * threads_m * w + p << "u, j0 + " << h * threads_n * w + q
-                      << "u, COMP(acc[" << h * w + q << "][" << g << "], " << p << "));";
+                    s << " \\\n    " << call << "i0 + " << g * threads_m * w + p << "u, j0 + " << h * threads_n * w + q
+                      << "u, " << extra << "COMP(acc[" << h * w + q << "][" << g << "], " << p << "));";
     s << "\n";
     return s.str();
 }
@@ -95,6 +99,8 @@ std::string GemmTiles::invalid_reason(DType dtype) const {
     if ((bm * bk) % wg != 0 || (bn * bk) % wg != 0)
         return "bm * bk and bn * bk must be multiples of the workgroup size " + std::to_string(wg);
     if (tm * tn > 256) return "register tile larger than 256 elements";
+    if (kMatmulChunk % bk != 0)
+        return "bk must divide the canonical order's chunk of " + std::to_string(kMatmulChunk) + " (graph/matmul_order.hpp)";
     if (wm != 0) {
         if (wm != 2 && wm != 4 && wm != 8 && wm != 16) return "wm must be 0, 2, 4, 8 or 16";
         if (wg % 32 != 0) return "wm needs a workgroup of a multiple of 32 invocations";
@@ -150,7 +156,8 @@ Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activ
       << "#define WARP_M " << tiles.wm << "\n"
       << "#define PAD " << tiles.pad << "u\n"
       << "#define SYMMETRIC " << (symmetric ? 1 : 0) << "\n"
-      << epilogue_macro(tiles, w)
+      << "#define CHUNK " << kMatmulChunk << "u\n"
+      << epilogue_macro(tiles, w) << epilogue_macro(tiles, w, "GEMM_FLUSH", "flush_element(", "first, ")
       << defines << (defines.empty() || defines.back() == '\n' ? "" : "\n") << tandem_shader_gemm;
     Kernel k;
     k.glsl = s.str();
@@ -179,6 +186,8 @@ std::string gemm_operands_invalid_reason(const GemmArgs& g) {
     if (g.d == 0) return "no address for D";
     if (g.k > 0 && (g.a == 0 || g.b == 0)) return "no address for A or B";
     if (g.beta != 0 && g.c == 0) return "beta != 0 but no address for C";
+    if (g.beta != 0 && g.c == g.d && g.k > kMatmulChunk)
+        return "D may be C only when k <= " + std::to_string(kMatmulChunk) + " (D holds the chunk sums, gemm.glsl)";
     if (g.bias_mode != GemmBias::none && g.bias == 0) return "a bias mode but no address for the bias";
     if (misaligned(g.a) || misaligned(g.b) || misaligned(g.c) || misaligned(g.d) || misaligned(g.bias))
         return "an address not aligned to the element size " + std::to_string(es);
@@ -238,6 +247,13 @@ const ComputePipeline& Gemm::pipeline(const GemmArgs& args) {
         if (auto it = variants_.find(variant); it != variants_.end()) return *it->second;
         defines = args.dtype == DType::f64 ? f64_defines_ : f32_defines_;
     }
+    // The canonical order's bits need -0 kept (the padding's -0 products) and, in single, the
+    // subnormals the CPU keeps, where the device lets a shader ask for them.
+    const DeviceDescription& d = context_.description();
+    if (d.signed_zero_preserve) defines += kPreserveSignedZerosMarker;
+    if (d.denorm_preserve_f32 && args.dtype == DType::f32) defines += kPreserveF32DenormalsMarker;
+    // A device whose fma() rounds twice: the fused multiply-add emulated (in double: f32 needs it).
+    if (!d.fma_fused && d.float64) defines += "#define FMA_EMULATED 1\n";
     const ComputePipeline& p =
         pipelines_.get(gemm_kernel(args.dtype, args.trans_a, args.trans_b, args.activation, t, defines, symmetric));
     std::lock_guard lock(mutex_);
@@ -259,17 +275,20 @@ std::pair<std::uint32_t, std::uint32_t> Gemm::grid(const GemmArgs& args) const {
 }
 
 std::uint32_t Gemm::split_parts(const GemmArgs& args) const {
-    // Enough workgroups to fill a large GPU (the H100 has 132 SMs) with a few each; parts of at
-    // least kMinPartK along k, each a multiple of 16 elements (aligned slices of A and B).
-    // (kMinPartK 4096 -> 1024: X'X of a 65536 x 128 X in 16 parts filled under half the H100,
-    // 1.07 ms; in 64 parts 0.3 ms. W5's kernels at 65536 x 128: 2.49 -> 1.73 ms.)
-    constexpr std::uint64_t kTargetGroups = 512, kMinPartK = 1024;
+    // A long k and too few output tiles to fill a large GPU (the H100 has 132 SMs): one workgroup
+    // per tile and chunk of the canonical order (graph/matmul_order.hpp), the chunks' sums added in
+    // order by split_sum_kernel -- the same bits as one workgroup per tile. (W5's X'X of a 65536 x
+    // 128 X: 3 tiles, 128 chunks.) Not split beyond kMaxParts chunks or kMaxScratchBytes of partial
+    // sums: those run unsplit, the same bits, slower.
+    constexpr std::uint64_t kTargetGroups = 512, kMaxParts = 256, kMaxScratchBytes = std::uint64_t{512} << 20;
     const bool plain = args.alpha == 1 && args.beta == 0 && args.bias_mode == GemmBias::none &&
                        args.activation == GemmActivation::none && args.ldd == args.m;
     if (!plain || args.m == 0 || args.n == 0) return 1;
-    const std::uint64_t tiles = tile_count(args);
-    if (tiles >= kTargetGroups / 4) return 1;
-    return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, std::min(kTargetGroups / tiles, args.k / kMinPartK)));
+    if (tile_count(args) >= kTargetGroups / 4) return 1;
+    const std::uint64_t chunks = (std::uint64_t{args.k} + kMatmulChunk - 1) / kMatmulChunk;
+    if (chunks < 2 || chunks > kMaxParts || split_scratch_bytes(args, static_cast<std::uint32_t>(chunks)) > kMaxScratchBytes)
+        return 1;
+    return static_cast<std::uint32_t>(chunks);
 }
 
 std::uint64_t Gemm::split_scratch_bytes(const GemmArgs& args, std::uint32_t parts) {
@@ -308,8 +327,10 @@ Kernel Gemm::split_sum_kernel(DType dtype) {
 void Gemm::record_split(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t parts, VkDeviceAddress scratch,
                         const ComputePipeline& sum) {
     const std::uint64_t es = dtype_size(args.dtype), mn = std::uint64_t{args.m} * args.n;
-    // Slices of k: multiples of 16 elements, the last one the rest.
-    const std::uint32_t step = ((args.k + parts - 1) / parts + 15u) / 16u * 16u;
+    // Slices of k: the canonical order's chunks (split_parts gives one part per chunk).
+    const std::uint32_t step = static_cast<std::uint32_t>(kMatmulChunk);
+    if ((std::uint64_t{args.k} + step - 1) / step != parts)
+        throw ValueError("vulkan gemm: a split product has one part per chunk of " + std::to_string(step) + " along k");
     std::uint32_t used = 0;
     for (std::uint32_t k0 = 0; k0 < args.k; k0 += step, ++used) {
         GemmArgs part = args;

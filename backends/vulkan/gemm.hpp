@@ -135,9 +135,10 @@ public:
     std::uint64_t tile_count(const GemmArgs& args) const;
 
     // ---- split-K: a product with few output tiles and a long inner dimension (X'X of a tall X:
-    // 512 x 512 from k = 1M) keeps a few workgroups busy and the rest of the device idle. Its k is
-    // split into parts, each a GEMM into its own m x n slice of a scratch buffer, then the slices
-    // are summed in order (the same bits every run; the parts follow from the shape and tiles).
+    // 128 x 128 from k = 65536) keeps a few workgroups busy and the rest of the device idle. Its
+    // k is split into the canonical order's chunks (graph/matmul_order.hpp), each a GEMM into its
+    // own m x n slice of a scratch buffer, then the slices are summed in order: the same bits as
+    // the unsplit kernel and the CPU.
     /// The parts for `args` (1: not split). Split only without an epilogue and with ldd == m.
     std::uint32_t split_parts(const GemmArgs& args) const;
     /// Scratch bytes record_split needs for `parts`.
@@ -145,7 +146,8 @@ public:
     /// The kernel that sums the slices (split_sum's pipeline; compile it before recording).
     static Kernel split_sum_kernel(DType dtype);
     /// Records the parts, a barrier, and their sum into args.d with `sum` (split_sum_kernel's
-    /// pipeline). The caller's barriers as for record().
+    /// pipeline). The caller's barriers as for record(). `parts` must be split_parts' (one per
+    /// chunk; ValueError otherwise).
     void record_split(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t parts, VkDeviceAddress scratch,
                       const ComputePipeline& sum);
 

@@ -1,6 +1,8 @@
 // The matrix product. Lazy like every op: shapes are checked at once (ShapeError), nothing is
-// computed. On the CPU it runs through OpenBLAS (under Tandem's oneTBB threads, never on top of
-// them); on a Vulkan device through a tiled, register-blocked kernel.
+// computed. On the CPU it runs through Tandem's packed, register-tiled kernels (on its oneTBB
+// threads); on a Vulkan device through a tiled, register-blocked kernel. Both sum each element in
+// one canonical order (graph/matmul_order.hpp), so a product gives the same bits wherever it runs
+// (MatmulPrecision::f16 on tensor cores excepted).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,8 @@ enum class MatmulPrecision : std::uint8_t {
     /// (below 2^-25: zero, sign kept), NaN stays NaN. The products of the rounded values (exact
     /// in single) are summed in single; the result is single. On a Vulkan device with
     /// VK_NV_cooperative_matrix (NVIDIA tensor cores) this runs on the matrix units; elsewhere
-    /// the rounded operands go through the single-precision GEMM (OpenBLAS on the CPU).
+    /// the rounded operands go through the single-precision GEMM (the same bits on the CPU and on
+    /// a GPU without matrix units; the matrix units' own order and accumulation differ).
     f16,
     /// As f16 with bfloat16 (8 significant bits, single's exponent range: no overflow beyond
     /// single's, subnormals kept) instead of half. Runs through the single-precision GEMM on
