@@ -21,7 +21,7 @@
 
 namespace tandem::detail {
 
-inline constexpr std::int64_t kMatmulChunk = 512;
+inline constexpr std::int64_t kMatmulChunk = 1024;
 
 /// The canonical dot product of length k, x(p) and y(p) the p-th elements (the tests' reference).
 template <class T, class X, class Y>

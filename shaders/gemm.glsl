@@ -134,8 +134,14 @@ layout(push_constant) uniform GemmPush {
     uint lda, ldb, ldc, ldd;
     uint bias_si, bias_sj;      // bias(i, j) = bias[i * bias_si + j * bias_sj]: (1, 0) per row, (0, 1) per column
     uint tile_m0, tile_n0;      // first tile of this dispatch (a grid wider than 65535 groups is split)
-    uint pad;
+    uint split;                 // 0; or split-K: workgroup z computes chunk split - 1 + z of k alone into
+                                // slice z (m x n, ld m) of d (Gemm::record_split)
 } pc;
+
+// This workgroup's k, D and D's leading dimension (the whole product's, or one chunk's and its slice).
+uint k_len;
+uint64_t d_addr;
+uint d_ld;
 
 shared VT As[2][BK][AV];
 shared VT Bs[2][BK][BV];
@@ -159,7 +165,7 @@ void store_one(uint i, uint j, T x) {
 #elif ACT == 2
     v = v != v ? T(0) : (T(0) > v ? T(0) : v);  // MATLAB max(0, v): NaN gives 0, -0 stays -0
 #endif
-    GemmOut(pc.d + uint64_t(j) * pc.ldd * ES).v[i] = v;
+    GemmOut(d_addr + uint64_t(j) * d_ld * ES).v[i] = v;
 }
 
 #if SYMMETRIC
@@ -168,8 +174,8 @@ bool mirror_tile = false;  // an off-diagonal tile of a symmetric D: stored at (
 // The sum of the chunks before the last (kept in D by flush_element) plus the last chunk's chain.
 void store_element(uint i, uint j, T x) {
     if (i >= pc.m || j >= pc.n) return;
-    if (pc.k > CHUNK) {
-        precise T s = GemmPartial(pc.d + uint64_t(j) * pc.ldd * ES).v[i] + x;
+    if (k_len > CHUNK) {
+        precise T s = GemmPartial(d_addr + uint64_t(j) * d_ld * ES).v[i] + x;
         x = s;
     }
     store_one(i, j, x);
@@ -181,7 +187,7 @@ void store_element(uint i, uint j, T x) {
 // The end of a chunk that is not the last: D(i, j) = the first chunk's chain, or D(i, j) + this one's.
 void flush_element(uint i, uint j, bool first, T x) {
     if (i >= pc.m || j >= pc.n) return;
-    GemmPartial p = GemmPartial(pc.d + uint64_t(j) * pc.ldd * ES);
+    GemmPartial p = GemmPartial(d_addr + uint64_t(j) * d_ld * ES);
     if (first) {
         p.v[i] = x;
     } else {
@@ -219,7 +225,17 @@ void main() {
     const uint m0 = (pc.tile_m0 + gl_WorkGroupID.x) * BM;
     const uint n0 = (pc.tile_n0 + gl_WorkGroupID.y) * BN;
 #endif
-    const uint M = pc.m, N = pc.n, K = pc.k;
+    k_len = pc.k;
+    d_addr = pc.d;
+    d_ld = pc.ldd;
+    uint k0 = 0u;  // the first position of k this workgroup sums
+    if (pc.split != 0u) {
+        k0 = (pc.split - 1u + gl_WorkGroupID.z) * CHUNK;
+        k_len = min(CHUNK, pc.k - k0);
+        d_addr = pc.d + uint64_t(gl_WorkGroupID.z) * pc.m * pc.n * ES;
+        d_ld = pc.m;
+    }
+    const uint M = pc.m, N = pc.n, K = k_len;
 
     // Where each invocation's loads land in the tiles (the same at every step), and the 32-bit
     // element offset of each from the step's tile origin in the stored array.
@@ -242,19 +258,19 @@ void main() {
         b_k[r] = e % BK; b_j[r] = e / BK; b_off[r] = b_k[r] + b_j[r] * pc.ldb;
 #endif
     }
-    // Tile origins (64-bit addresses) at k = 0, and their advance per step.
+    // Tile origins (64-bit addresses) at k0, and their advance per step.
 #if TRANS_A
-    uint64_t a_ptr = pc.a + (uint64_t(m0) * pc.lda) * ES;
+    uint64_t a_ptr = pc.a + (uint64_t(m0) * pc.lda + k0) * ES;
     const uint64_t a_step = uint64_t(BK) * ES;
 #else
-    uint64_t a_ptr = pc.a + uint64_t(m0) * ES;
+    uint64_t a_ptr = pc.a + (uint64_t(m0) + uint64_t(k0) * pc.lda) * ES;
     const uint64_t a_step = uint64_t(BK) * pc.lda * ES;
 #endif
 #if TRANS_B
-    uint64_t b_ptr = pc.b + uint64_t(n0) * ES;
+    uint64_t b_ptr = pc.b + (uint64_t(n0) + uint64_t(k0) * pc.ldb) * ES;
     const uint64_t b_step = uint64_t(BK) * pc.ldb * ES;
 #else
-    uint64_t b_ptr = pc.b + (uint64_t(n0) * pc.ldb) * ES;
+    uint64_t b_ptr = pc.b + (uint64_t(n0) * pc.ldb + k0) * ES;
     const uint64_t b_step = uint64_t(BK) * ES;
 #endif
 

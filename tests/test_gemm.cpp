@@ -214,8 +214,8 @@ TEST(CpuGemm, LargeSizesAcrossBlocks) {
 }
 
 TEST(CpuGemm, CanonicalOrderAcrossChunksIsasAndGrids) {
-    // k across the chunks of the canonical order (kMatmulChunk = 512: one chunk, one and a bit,
-    // several with a short last one); every instruction set this CPU has (the lesser ones run
+    // k across the chunks of the canonical order (kMatmulChunk = 1024: one chunk, one and a bit,
+    // exactly two, several with a short last one); every instruction set this CPU has (the lesser ones run
     // too: a cap above the CPU falls back) and grids of 1..9 blocks give the same bits.
     for (const char* isa : {"auto", "avx2", "baseline"})
         for (int workers : {1, 4, 9})
@@ -223,9 +223,9 @@ TEST(CpuGemm, CanonicalOrderAcrossChunksIsasAndGrids) {
                 for (Trans tb : kBoth) {
                     const cpu::GemmOptions options{isa, workers};
                     check<double>({ta, tb, 67, 45, 1100, 1, 0}, options);
-                    check<float>({ta, tb, 45, 67, 513, 1, 0, 2}, options);
+                    check<float>({ta, tb, 45, 67, 1025, 1, 0, 2}, options);
                     if (std::string(isa) != "baseline") {  // glibc's scalar fma: slow
-                        check<double>({ta, tb, 150, 130, 1537, -0.5, 1}, options);
+                        check<double>({ta, tb, 150, 130, 3100, -0.5, 1}, options);
                         check<float>({ta, tb, 3, 200, 1030, 1, 0}, options);
                         check<double>({ta, tb, 200, 1, 2048, 1, 0}, options);
                         check<float>({ta, tb, 1, 200, 600, 2, 0.5}, options);

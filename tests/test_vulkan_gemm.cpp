@@ -148,6 +148,31 @@ void expect_canonical(const Case& c, const Host<T>& h, const std::vector<T>& d) 
     EXPECT_EQ(mismatches, 0) << "elements not the canonical order's bits";
 }
 
+// The product split along k (Gemm::record_split) in waves of `parts` chunks; returns D as run().
+template <class T>
+std::vector<T> run_split(const Case& c, const Host<T>& h, std::uint32_t parts, bool symmetric = false) {
+    Rig& r = rig();
+    const DType dt = sizeof(T) == 8 ? DType::f64 : DType::f32;
+    const vk::ComputePipeline& sum = r.pipelines->get(vk::Gemm::split_sum_kernel(dt));
+    r.begin();
+    auto a = r.put(h.a), b = symmetric ? a : r.put(h.b);
+    std::vector<T> zeros(h.c.size(), T(0)), slices(std::size_t{parts} * c.m * c.n, T(0));
+    auto d = r.put(zeros), scratch = r.put(slices);
+    r.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+              VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    vk::GemmArgs g = gemm_test::gemm_args(c, dt);
+    g.a = a->address();
+    g.b = b->address();
+    g.d = d->address();
+    g.lda = h.lda;
+    g.ldb = symmetric ? h.lda : h.ldb;
+    g.ldd = c.m;
+    g.symmetric = symmetric;
+    const std::uint32_t chunks = (c.k + tandem::detail::kMatmulChunk - 1) / tandem::detail::kMatmulChunk;
+    EXPECT_EQ(r.gemm->record_split(r.cmd, g, parts, scratch->address(), sum), 2 * ((chunks + parts - 1) / parts));
+    return r.read_back<T>(d, h.c.size(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+}
+
 template <class T>
 void check(const Case& c, std::uint32_t seed = 7) {
     SCOPED_TRACE(describe(c) + (sizeof(T) == 4 ? " single" : " double"));
@@ -215,7 +240,7 @@ TEST(VulkanGemm, AllTransposesSizes) {
 TEST(VulkanGemm, InnerDimensionAcrossChunks) {
     // k = 1, 2 and 3 chunks and a bit (the chains flushed into D between chunks), a k that is a
     // multiple of the chunk, with an epilogue (C and a bias read once, after the last chunk).
-    for (std::uint32_t k : {513u, 1024u, 1100u, 1537u}) {
+    for (std::uint32_t k : {1024u, 1100u, 2048u, 3100u}) {
         all_transposes<float>({false, false, 37, 21, k});
         all_transposes<double>({false, false, 21, 37, k});
     }
@@ -259,6 +284,27 @@ void special_values_case() {
 TEST(VulkanGemm, SpecialValuesGiveTheCanonicalBits) {
     special_values_case<float>();
     special_values_case<double>();
+}
+
+TEST(VulkanGemm, SplitInWavesGivesTheUnsplitBits) {
+    // k of 5 chunks and a bit, in waves of 2 and of 4 parts (the later waves' sums start from D),
+    // every transpose; and A'A split (the symmetric kernel's slices).
+    for (std::uint32_t parts : {2u, 4u})
+        for (bool ta : {false, true})
+            for (bool tb : {false, true}) {
+                const Case c{ta, tb, 37, 21, 5 * 1024 + 77};
+                SCOPED_TRACE(describe(c) + " parts " + std::to_string(parts));
+                const Host<float> hf = make<float>(c, 3);
+                expect_canonical(c, hf, run_split(c, hf, parts));
+                const Host<double> hd = make<double>(c, 4);
+                expect_canonical(c, hd, run_split(c, hd, parts));
+            }
+    Case c{true, false, 40, 40, 3 * 1024 + 5};
+    Host<double> h = make<double>(c, 5);
+    h.b = h.a;
+    h.ldb = h.lda;
+    expect_canonical(c, h, run_split(c, h, 2, true));
+    EXPECT_EQ(rig().ctx->validation_messages(), 0u) << texts(*rig().ctx);
 }
 
 TEST(VulkanGemm, AlphaBetaPaddingInPlace) {

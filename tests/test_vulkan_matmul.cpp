@@ -192,9 +192,10 @@ TEST(VulkanMatmul, ProductsSameBitsOnEveryPlacement) {
 }
 
 /// A long inner dimension and a small result (X'X of a tall X): Gemm::split_parts splits k into
-/// parts summed in order. Every transpose (the slices of A and B are offset differently), a k
-/// that is not a multiple of the parts, special values; against the reference, and the same
-/// bits on every run.
+/// its chunks of the canonical order, one workgroup each (one dispatch for the wave), summed in
+/// order (a second dispatch) -- the unsplit kernel's and the CPU's bits. Every transpose (the
+/// slices of A and B are offset differently), a k that is not a multiple of the chunk, special
+/// values; against the reference, and the same bits on every run.
 TEST(VulkanMatmul, LongInnerDimensionIsSplitAndSummedInOrder) {
     auto gpu = tvk::open_gpu();
     std::mt19937_64 rng(13);
@@ -208,7 +209,7 @@ TEST(VulkanMatmul, LongInnerDimensionIsSplitAndSummedInOrder) {
                 const Array A = tref::make_array(*gpu, a), B = tref::make_array(*gpu, b);
                 const auto before = gpu->metrics().device_dispatches;
                 Host got = tref::gather(tandem::matmul(A, B, {ta, tb}));
-                EXPECT_GT(gpu->metrics().device_dispatches - before, 2u) << "the product was not split";
+                EXPECT_EQ(gpu->metrics().device_dispatches - before, 2u) << "not split in one wave (the chunks, their sum)";
                 EXPECT_TRUE(tmm::product_ok(got, a, b, ta, tb));
                 // A fresh node (a * 1 is not folded; -0 and NaN stay): the product runs again.
                 Host again = tref::gather(tandem::matmul(A * 1.0, B, {ta, tb}));

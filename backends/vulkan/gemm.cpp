@@ -23,7 +23,7 @@ struct GemmPush {
     std::uint32_t lda, ldb, ldc, ldd;
     std::uint32_t bias_si, bias_sj;
     std::uint32_t tile_m0, tile_n0;
-    std::uint32_t pad;
+    std::uint32_t split;  ///< 0, or split-K: workgroup z sums chunk split - 1 + z into slice z of d
 };
 static_assert(sizeof(GemmPush) == kGemmPushBytes);
 
@@ -277,18 +277,21 @@ std::pair<std::uint32_t, std::uint32_t> Gemm::grid(const GemmArgs& args) const {
 std::uint32_t Gemm::split_parts(const GemmArgs& args) const {
     // A long k and too few output tiles to fill a large GPU (the H100 has 132 SMs): one workgroup
     // per tile and chunk of the canonical order (graph/matmul_order.hpp), the chunks' sums added in
-    // order by split_sum_kernel -- the same bits as one workgroup per tile. (W5's X'X of a 65536 x
-    // 128 X: 3 tiles, 128 chunks.) Not split beyond kMaxParts chunks or kMaxScratchBytes of partial
-    // sums: those run unsplit, the same bits, slower.
-    constexpr std::uint64_t kTargetGroups = 512, kMaxParts = 256, kMaxScratchBytes = std::uint64_t{512} << 20;
+    // order -- the same bits as one workgroup per tile and as the CPU. The chunks run in waves of
+    // `parts` (workgroup z), each followed by the sum of its slices onto D: enough parts per wave
+    // to fill the device, and at most kMaxScratchBytes of slices. (W5's X'X of a 65536 x 128 X:
+    // 3 tiles, one wave of 64 chunks; of a 1048576 x 512 X: 10 tiles, waves of 51.)
+    constexpr std::uint64_t kTargetGroups = 512, kMaxScratchBytes = std::uint64_t{256} << 20;
     const bool plain = args.alpha == 1 && args.beta == 0 && args.bias_mode == GemmBias::none &&
                        args.activation == GemmActivation::none && args.ldd == args.m;
     if (!plain || args.m == 0 || args.n == 0) return 1;
-    if (tile_count(args) >= kTargetGroups / 4) return 1;
+    const std::uint64_t tiles = tile_count(args);
+    if (tiles >= kTargetGroups / 4) return 1;
     const std::uint64_t chunks = (std::uint64_t{args.k} + kMatmulChunk - 1) / kMatmulChunk;
-    if (chunks < 2 || chunks > kMaxParts || split_scratch_bytes(args, static_cast<std::uint32_t>(chunks)) > kMaxScratchBytes)
-        return 1;
-    return static_cast<std::uint32_t>(chunks);
+    const std::uint64_t slice = split_scratch_bytes(args, 1);
+    const std::uint64_t parts = std::min({chunks, std::max<std::uint64_t>(2, kTargetGroups / tiles),
+                                          kMaxScratchBytes / std::max<std::uint64_t>(1, slice), std::uint64_t{kMaxGroups}});
+    return parts >= 2 ? static_cast<std::uint32_t>(parts) : 1;
 }
 
 std::uint64_t Gemm::split_scratch_bytes(const GemmArgs& args, std::uint32_t parts) {
@@ -304,66 +307,76 @@ Kernel Gemm::split_sum_kernel(DType dtype) {
              "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
              "layout(local_size_x = 256) in;\n"
              "layout(buffer_reference, std430, buffer_reference_align = " + ES + ") buffer Elem { " + T + " v; };\n"
-             "layout(push_constant) uniform Push { uint64_t src, dst, count, parts; } pc;\n"
+             "layout(push_constant) uniform Push { uint64_t src, dst, count, parts, onto_dst; } pc;\n"
              "void main() {\n"
              "    const uint64_t i = (uint64_t(gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256ul +\n"
              "                       gl_LocalInvocationID.x;\n"
              "    if (i >= pc.count) return;\n"
+             // The first slice, or (a later wave) D's sum so far plus the first slice; then the rest,
+             // in order: the canonical order's sum of the chunks.
              "    precise " + T + " s = Elem(pc.src + i * " + ES + "ul).v;\n"
-             "    for (uint64_t p = 1ul; p < pc.parts; ++p) {\n"   // in order: the same bits every run
+             "    if (pc.onto_dst != 0ul) {\n"
+             "        precise " + T + " d = Elem(pc.dst + i * " + ES + "ul).v;\n"
+             "        s = d + s;\n"
+             "    }\n"
+             "    for (uint64_t p = 1ul; p < pc.parts; ++p) {\n"
              "        precise " + T + " x = Elem(pc.src + (p * pc.count + i) * " + ES + "ul).v;\n"
              "        s = s + x;\n"
              "    }\n"
              "    Elem(pc.dst + i * " + ES + "ul).v = s;\n"
              "}\n";
-    k.key = std::string("tandem-gemm-split-sum 1;") + (f64 ? "f64" : "f32");
+    k.key = std::string("tandem-gemm-split-sum 2;") + (f64 ? "f64" : "f32");
     k.workgroup_size = 256;
     k.elements_per_thread = 1;
     k.vector_width = 1;
-    k.push_bytes = 32;
+    k.push_bytes = 40;
     return k;
 }
 
-void Gemm::record_split(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t parts, VkDeviceAddress scratch,
-                        const ComputePipeline& sum) {
-    const std::uint64_t es = dtype_size(args.dtype), mn = std::uint64_t{args.m} * args.n;
-    // Slices of k: the canonical order's chunks (split_parts gives one part per chunk).
-    const std::uint32_t step = static_cast<std::uint32_t>(kMatmulChunk);
-    if ((std::uint64_t{args.k} + step - 1) / step != parts)
-        throw ValueError("vulkan gemm: a split product has one part per chunk of " + std::to_string(step) + " along k");
-    std::uint32_t used = 0;
-    for (std::uint32_t k0 = 0; k0 < args.k; k0 += step, ++used) {
-        GemmArgs part = args;
-        part.k = std::min(step, args.k - k0);
-        // op(A) columns k0..: A stored m x k (a column of lda) or k x m (transposed: rows);
-        // op(B) rows k0..: B stored k x n (rows) or n x k (transposed: columns of ldb).
-        part.a = args.a + (args.trans_a ? std::uint64_t{k0} : std::uint64_t{k0} * args.lda) * es;
-        part.b = args.b + (args.trans_b ? std::uint64_t{k0} * args.ldb : std::uint64_t{k0}) * es;
-        part.d = scratch + used * mn * es;
-        part.ldd = args.m;
-        record(cmd, part);
-    }
-    VkMemoryBarrier barrier{};
-    barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0,
-                         nullptr, 0, nullptr);
-    struct {
-        std::uint64_t src, dst, count, parts;
-    } push{scratch, args.d, mn, used};
+std::uint32_t Gemm::record_split(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t parts, VkDeviceAddress scratch,
+                                 const ComputePipeline& sum) {
+    if (std::string why = gemm_invalid_reason(args, tiles(args.dtype)); !why.empty()) throw ValueError("vulkan gemm: " + why);
+    if (args.m == 0 || args.n == 0) return 0;
+    const std::uint64_t mn = std::uint64_t{args.m} * args.n;
+    const std::uint64_t chunks = (std::uint64_t{args.k} + kMatmulChunk - 1) / kMatmulChunk;
+    if (parts < 2 || parts > kMaxGroups) throw ValueError("vulkan gemm: a split product needs 2 to 65535 parts a wave");
     const std::uint64_t groups = (mn + 255) / 256;
     const std::uint64_t gx = std::min<std::uint64_t>(groups, kMaxGroups), gy = (groups + gx - 1) / gx;
     if (gy > kMaxGroups) throw ValueError("vulkan gemm: a split product of " + std::to_string(mn) + " elements exceeds one dispatch");
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, sum.pipeline);
-    vkCmdPushConstants(cmd, sum.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-    vkCmdDispatch(cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
+    VkMemoryBarrier barrier{};
+    barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    barrier.srcAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    std::uint32_t dispatches = 0;
+    for (std::uint64_t c0 = 0; c0 < chunks; c0 += parts) {
+        const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(parts, chunks - c0));
+        if (c0 > 0)  // the last wave's sum has read the slices and written D
+            vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                 &barrier, 0, nullptr, 0, nullptr);
+        GemmArgs wave = args;
+        wave.d = scratch;
+        dispatches += dispatch(cmd, wave, static_cast<std::uint32_t>(c0 + 1), count);
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                             &barrier, 0, nullptr, 0, nullptr);
+        struct {
+            std::uint64_t src, dst, count, parts, onto_dst;
+        } push{scratch, args.d, mn, count, c0 > 0 ? 1u : 0u};
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, sum.pipeline);
+        vkCmdPushConstants(cmd, sum.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
+        vkCmdDispatch(cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
+        ++dispatches;
+    }
+    return dispatches;
 }
 
 void Gemm::record(VkCommandBuffer cmd, const GemmArgs& args) {
-    const GemmTiles t = tiles(args.dtype);
-    if (std::string why = gemm_invalid_reason(args, t); !why.empty()) throw ValueError("vulkan gemm: " + why);
+    if (std::string why = gemm_invalid_reason(args, tiles(args.dtype)); !why.empty()) throw ValueError("vulkan gemm: " + why);
     if (args.m == 0 || args.n == 0) return;
+    dispatch(cmd, args, 0, 1);
+}
+
+std::uint32_t Gemm::dispatch(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t split, std::uint32_t parts) {
+    const GemmTiles t = tiles(args.dtype);
     const ComputePipeline& p = pipeline(args);
     GemmPush push{};
     push.a = args.a;
@@ -382,8 +395,10 @@ void Gemm::record(VkCommandBuffer cmd, const GemmArgs& args) {
     push.ldd = args.ldd;
     push.bias_si = args.bias_mode == GemmBias::per_row ? 1 : 0;
     push.bias_sj = args.bias_mode == GemmBias::per_column ? 1 : 0;
+    push.split = split;
     const auto [gm, gn] = grid(args);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    std::uint32_t dispatches = 0;
     if (args.symmetric && t.bm == t.bn) {
         // The upper triangle of tiles as one list (gemm.glsl maps a workgroup to its tile).
         const std::uint64_t count = tile_count(args);
@@ -391,17 +406,20 @@ void Gemm::record(VkCommandBuffer cmd, const GemmArgs& args) {
             push.tile_m0 = static_cast<std::uint32_t>(w0);
             push.tile_n0 = 0;
             vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kGemmPushBytes, &push);
-            vkCmdDispatch(cmd, static_cast<std::uint32_t>(std::min<std::uint64_t>(kMaxGroups, count - w0)), 1, 1);
+            vkCmdDispatch(cmd, static_cast<std::uint32_t>(std::min<std::uint64_t>(kMaxGroups, count - w0)), 1, parts);
+            ++dispatches;
         }
-        return;
+        return dispatches;
     }
     for (std::uint32_t m0 = 0; m0 < gm; m0 += kMaxGroups)
         for (std::uint32_t n0 = 0; n0 < gn; n0 += kMaxGroups) {
             push.tile_m0 = m0;
             push.tile_n0 = n0;
             vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kGemmPushBytes, &push);
-            vkCmdDispatch(cmd, std::min(kMaxGroups, gm - m0), std::min(kMaxGroups, gn - n0), 1);
+            vkCmdDispatch(cmd, std::min(kMaxGroups, gm - m0), std::min(kMaxGroups, gn - n0), parts);
+            ++dispatches;
         }
+    return dispatches;
 }
 
 }  // namespace tandem::detail::vk

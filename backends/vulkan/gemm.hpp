@@ -141,17 +141,22 @@ public:
     // the unsplit kernel and the CPU.
     /// The parts for `args` (1: not split). Split only without an epilogue and with ldd == m.
     std::uint32_t split_parts(const GemmArgs& args) const;
-    /// Scratch bytes record_split needs for `parts`.
+    /// Scratch bytes record_split needs for `parts` a wave.
     static std::uint64_t split_scratch_bytes(const GemmArgs& args, std::uint32_t parts);
     /// The kernel that sums the slices (split_sum's pipeline; compile it before recording).
     static Kernel split_sum_kernel(DType dtype);
-    /// Records the parts, a barrier, and their sum into args.d with `sum` (split_sum_kernel's
-    /// pipeline). The caller's barriers as for record(). `parts` must be split_parts' (one per
-    /// chunk; ValueError otherwise).
-    void record_split(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t parts, VkDeviceAddress scratch,
-                      const ComputePipeline& sum);
+    /// Records the chunks in waves of `parts` (split_parts'; at least 2), each a dispatch of one
+    /// workgroup per tile and chunk into the scratch's slices, a barrier, and their sum onto
+    /// args.d with `sum` (split_sum_kernel's pipeline), then a barrier before the next wave. The
+    /// caller's barriers as for record(). Returns the dispatches recorded.
+    std::uint32_t record_split(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t parts, VkDeviceAddress scratch,
+                               const ComputePipeline& sum);
 
 private:
+    /// Binds the pipeline and dispatches the grid (split: GemmPush::split; parts: workgroups
+    /// along z). Returns the dispatches recorded.
+    std::uint32_t dispatch(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t split, std::uint32_t parts);
+
     const Context& context_;
     PipelineCache& pipelines_;
     mutable std::mutex mutex_;

@@ -116,10 +116,10 @@ void VulkanBackend::submit_matmul(Submission s) {
             tensor->record(b.cmd, g);
         } else if (split_sum) {
             b.keep.push_back(scratch);
-            gemm_->record_split(b.cmd, g, parts, scratch->address(), *split_sum);
-            b.dispatches += parts;  // and the sum below
+            const std::uint32_t recorded = gemm_->record_split(b.cmd, g, parts, scratch->address(), *split_sum);
+            b.dispatches += recorded - 1;  // and one below
             std::lock_guard slock(stats_mutex_);
-            stats_.dispatches += parts;  // finish_item counts the sum
+            stats_.dispatches += recorded - 1;  // finish_item counts one
         } else {
             gemm_->record(b.cmd, g);
         }
