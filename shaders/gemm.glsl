@@ -21,6 +21,10 @@
 //   CHUNK          graph/matmul_order.hpp's kMatmulChunk (a multiple of BK)
 //   GEMM_FLUSH     the same for flush_element(i0 + r, j0 + c, first, COMP(acc[..][..], ..))
 //   FMA_EMULATED   1: the device's fma() may round twice; the multiply-add is emulated exactly
+//   SPLIT          1: the split-K variant (workgroup z sums one chunk into its slice; GemmPush::split)
+// Experiment switches (tandem-gemm-gpu-bench --mad D:NAME --no-check: wrong sums past one chunk):
+//   NO_FLUSH, NO_PARTIAL_READ  drop the chunks' flushes / the epilogue's read of their sum, to
+//                  measure what the canonical order costs
 // The sums follow graph/matmul_order.hpp's canonical order, the CPU's: each accumulator is a chain
 // of fma from +0 over one chunk of k, and at the end of each chunk but the last the chains are
 // added to D in order (D holds the chunk sums meanwhile: D may be C only when k <= CHUNK), then
@@ -174,7 +178,11 @@ bool mirror_tile = false;  // an off-diagonal tile of a symmetric D: stored at (
 // The sum of the chunks before the last (kept in D by flush_element) plus the last chunk's chain.
 void store_element(uint i, uint j, T x) {
     if (i >= pc.m || j >= pc.n) return;
+#if NO_PARTIAL_READ
+    if (false) {
+#else
     if (k_len > CHUNK) {
+#endif
         precise T s = GemmPartial(d_addr + uint64_t(j) * d_ld * ES).v[i] + x;
         x = s;
     }
@@ -225,16 +233,19 @@ void main() {
     const uint m0 = (pc.tile_m0 + gl_WorkGroupID.x) * BM;
     const uint n0 = (pc.tile_n0 + gl_WorkGroupID.y) * BN;
 #endif
+#if SPLIT
+    // Split-K (a kernel of its own: in the unsplit one k0 = 0 is a constant, 4% faster in f64 on
+    // the H100): this workgroup's chunk into its slice.
+    const uint k0 = (pc.split - 1u + gl_WorkGroupID.z) * CHUNK;
+    k_len = min(CHUNK, pc.k - k0);
+    d_addr = pc.d + uint64_t(gl_WorkGroupID.z) * pc.m * pc.n * ES;
+    d_ld = pc.m;
+#else
+    const uint k0 = 0u;
     k_len = pc.k;
     d_addr = pc.d;
     d_ld = pc.ldd;
-    uint k0 = 0u;  // the first position of k this workgroup sums
-    if (pc.split != 0u) {
-        k0 = (pc.split - 1u + gl_WorkGroupID.z) * CHUNK;
-        k_len = min(CHUNK, pc.k - k0);
-        d_addr = pc.d + uint64_t(gl_WorkGroupID.z) * pc.m * pc.n * ES;
-        d_ld = pc.m;
-    }
+#endif
     const uint M = pc.m, N = pc.n, K = k_len;
 
     // Where each invocation's loads land in the tiles (the same at every step), and the 32-bit
@@ -314,8 +325,15 @@ void main() {
                     [[unroll]] for (uint g = 0; g < TMV; ++g)
                         acc[h * VW + q][g] = MAD(af[g], VT(COMP(bf[h], q)), acc[h * VW + q][g]);
         }
+#if NO_FLUSH
+        if (false) {
+#else
         if (more && (s + 1u) % (CHUNK / BK) == 0u) {
+#endif
             // The end of a chunk (graph/matmul_order.hpp): its chains into D, then from +0 again.
+            // (Measured on the H100, both slower: the chunks as an outer loop around a plain loop
+            // over their steps, 4-7%; the sums in a scratch of TM x TN per invocation, stored as
+            // vectors without bounds checks, f32 10% -- NVIDIA's compiler schedules this form best.)
             const uint i0 = m0 + tx * VW, j0 = n0 + ty * VW;
             const bool first = s + 1u == CHUNK / BK;
             GEMM_FLUSH

@@ -131,7 +131,7 @@ GemmTiles choose_gemm_tiles(const DeviceDescription& device, DType dtype) {
 }
 
 Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activation, const GemmTiles& tiles,
-                   const std::string& defines, bool symmetric) {
+                   const std::string& defines, bool symmetric, bool split) {
     if (symmetric && tiles.bm != tiles.bn) throw ValueError("vulkan gemm: a symmetric product needs square tiles, not " + tiles.name());
     if (std::string why = tiles.invalid_reason(dtype); !why.empty())
         throw ValueError("vulkan gemm: tiling " + tiles.name() + ": " + why);
@@ -156,13 +156,14 @@ Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activ
       << "#define WARP_M " << tiles.wm << "\n"
       << "#define PAD " << tiles.pad << "u\n"
       << "#define SYMMETRIC " << (symmetric ? 1 : 0) << "\n"
+      << "#define SPLIT " << (split ? 1 : 0) << "\n"
       << "#define CHUNK " << kMatmulChunk << "u\n"
       << epilogue_macro(tiles, w) << epilogue_macro(tiles, w, "GEMM_FLUSH", "flush_element(", "first, ")
       << defines << (defines.empty() || defines.back() == '\n' ? "" : "\n") << tandem_shader_gemm;
     Kernel k;
     k.glsl = s.str();
     k.key = std::string("gemm:") + (f64 ? "f64" : "f32") + ':' + (trans_a ? 't' : 'n') + (trans_b ? 't' : 'n') + ':' +
-            tiles.name() + ":act" + std::to_string(static_cast<int>(activation)) + (symmetric ? ":sym" : "") +
+            tiles.name() + ":act" + std::to_string(static_cast<int>(activation)) + (symmetric ? ":sym" : "") + (split ? ":split" : "") +
             (defines.empty() ? "" : ":" + defines);
     k.workgroup_size = tiles.workgroup_size();
     k.elements_per_thread = tiles.tm * tiles.tn;
@@ -234,13 +235,14 @@ GemmTiles Gemm::tiles(DType dtype) const {
     return dtype == DType::f64 ? f64_ : f32_;
 }
 
-const ComputePipeline& Gemm::pipeline(const GemmArgs& args) {
+const ComputePipeline& Gemm::pipeline(const GemmArgs& args, bool split) {
     // Writing the kernel's source to look its pipeline up took ~40 us of host time a call (a
     // split product records one call per part): the variants found are kept by their traits.
     const GemmTiles t = tiles(args.dtype);
     const bool symmetric = args.symmetric && t.bm == t.bn;
     const std::uint32_t variant = (args.dtype == DType::f64 ? 1u : 0u) | (args.trans_a ? 2u : 0u) | (args.trans_b ? 4u : 0u) |
-                                  (symmetric ? 8u : 0u) | static_cast<std::uint32_t>(args.activation) << 4;
+                                  (symmetric ? 8u : 0u) | static_cast<std::uint32_t>(args.activation) << 4 |
+                                  (split ? 1u << 7 : 0u);
     std::string defines;
     {
         std::lock_guard lock(mutex_);
@@ -255,7 +257,7 @@ const ComputePipeline& Gemm::pipeline(const GemmArgs& args) {
     // A device whose fma() rounds twice: the fused multiply-add emulated (in double: f32 needs it).
     if (!d.fma_fused && d.float64) defines += "#define FMA_EMULATED 1\n";
     const ComputePipeline& p =
-        pipelines_.get(gemm_kernel(args.dtype, args.trans_a, args.trans_b, args.activation, t, defines, symmetric));
+        pipelines_.get(gemm_kernel(args.dtype, args.trans_a, args.trans_b, args.activation, t, defines, symmetric, split));
     std::lock_guard lock(mutex_);
     variants_.emplace(variant, &p);
     return p;
@@ -377,7 +379,7 @@ void Gemm::record(VkCommandBuffer cmd, const GemmArgs& args) {
 
 std::uint32_t Gemm::dispatch(VkCommandBuffer cmd, const GemmArgs& args, std::uint32_t split, std::uint32_t parts) {
     const GemmTiles t = tiles(args.dtype);
-    const ComputePipeline& p = pipeline(args);
+    const ComputePipeline& p = pipeline(args, split != 0);
     GemmPush push{};
     push.a = args.a;
     push.b = args.b;

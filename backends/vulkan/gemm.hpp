@@ -99,8 +99,9 @@ GemmTiles choose_gemm_tiles(const DeviceDescription& device, DType dtype);
 /// `defines`: extra preprocessor lines pasted before shaders/gemm.glsl (experiments, e.g.
 /// "#define MAD(a, b, c) ((a) * (b) + (c))"); part of the cache key.
 /// `symmetric`: the variant that computes the upper triangle of tiles of a symmetric D (GemmArgs).
+/// `split`: the split-K variant (record_split's).
 Kernel gemm_kernel(DType dtype, bool trans_a, bool trans_b, GemmActivation activation, const GemmTiles& tiles,
-                   const std::string& defines = "", bool symmetric = false);
+                   const std::string& defines = "", bool symmetric = false, bool split = false);
 
 /// Bytes of the push-constant block of every GEMM kernel.
 inline constexpr std::uint32_t kGemmPushBytes = 104;
@@ -118,9 +119,9 @@ public:
     /// Extra #define lines for `dtype`'s kernels (gemm_kernel's `defines`; benchmarks).
     void set_defines(DType dtype, std::string defines);
 
-    /// The pipeline `args` needs, compiled (or loaded) now: a later record() of the same
-    /// variant does not compile.
-    const ComputePipeline& pipeline(const GemmArgs& args);
+    /// The pipeline `args` needs (`split`: record_split's variant), compiled (or loaded) now: a
+    /// later record() of the same variant does not compile.
+    const ComputePipeline& pipeline(const GemmArgs& args, bool split = false);
 
     /// Records the product into `cmd`: bind, push constants, dispatch (several dispatches when
     /// the grid exceeds 65535 workgroups along a dimension); nothing for an empty D. No barrier

@@ -61,6 +61,7 @@ void VulkanBackend::submit_matmul(Submission s) {
     // pipeline and the scratch before anything is recorded).
     const std::uint32_t parts = tensor || round ? 1 : gemm_->split_parts(g);
     const ComputePipeline* split_sum = parts > 1 ? &pipelines_->get(Gemm::split_sum_kernel(g.dtype)) : nullptr;
+    if (parts > 1) gemm_->pipeline(g, true);
     auto scratch = parts > 1 ? device_heap_->allocate(Gemm::split_scratch_bytes(g, parts)) : nullptr;
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
 
