@@ -228,7 +228,8 @@ void main() {
     while ((tj + 1u) * (tj + 2u) / 2u <= w) ++tj;
     const uint ti = w - tj * (tj + 1u) / 2u;
     const uint m0 = ti * BM, n0 = tj * BN;
-    mirror_tile = ti != tj;
+    // Split-K slices keep the upper tiles only (the sum reads a lower element at its mirror).
+    mirror_tile = SPLIT == 0 && ti != tj;
 #else
     const uint m0 = (pc.tile_m0 + gl_WorkGroupID.x) * BM;
     const uint n0 = (pc.tile_n0 + gl_WorkGroupID.y) * BN;

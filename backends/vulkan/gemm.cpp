@@ -309,29 +309,36 @@ Kernel Gemm::split_sum_kernel(DType dtype) {
              "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
              "layout(local_size_x = 256) in;\n"
              "layout(buffer_reference, std430, buffer_reference_align = " + ES + ") buffer Elem { " + T + " v; };\n"
-             "layout(push_constant) uniform Push { uint64_t src, dst, count, parts, onto_dst; } pc;\n"
+             "layout(push_constant) uniform Push { uint64_t src, dst, count, parts, onto_dst, m, tile; } pc;\n"
              "void main() {\n"
              "    const uint64_t i = (uint64_t(gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256ul +\n"
              "                       gl_LocalInvocationID.x;\n"
              "    if (i >= pc.count) return;\n"
+             // A symmetric product's slices hold its upper tiles (edge tile: pc.tile): an element
+             // of a tile below the diagonal is read at its mirror, the same products.
+             "    uint64_t e = i;\n"
+             "    if (pc.tile != 0ul) {\n"
+             "        const uint64_t r = i % pc.m, c = i / pc.m;\n"
+             "        if (r / pc.tile > c / pc.tile) e = c + r * pc.m;\n"
+             "    }\n"
              // The first slice, or (a later wave) D's sum so far plus the first slice; then the rest,
              // in order: the canonical order's sum of the chunks.
-             "    precise " + T + " s = Elem(pc.src + i * " + ES + "ul).v;\n"
+             "    precise " + T + " s = Elem(pc.src + e * " + ES + "ul).v;\n"
              "    if (pc.onto_dst != 0ul) {\n"
              "        precise " + T + " d = Elem(pc.dst + i * " + ES + "ul).v;\n"
              "        s = d + s;\n"
              "    }\n"
              "    for (uint64_t p = 1ul; p < pc.parts; ++p) {\n"
-             "        precise " + T + " x = Elem(pc.src + (p * pc.count + i) * " + ES + "ul).v;\n"
+             "        precise " + T + " x = Elem(pc.src + (p * pc.count + e) * " + ES + "ul).v;\n"
              "        s = s + x;\n"
              "    }\n"
              "    Elem(pc.dst + i * " + ES + "ul).v = s;\n"
              "}\n";
-    k.key = std::string("tandem-gemm-split-sum 2;") + (f64 ? "f64" : "f32");
+    k.key = std::string("tandem-gemm-split-sum 3;") + (f64 ? "f64" : "f32");
     k.workgroup_size = 256;
     k.elements_per_thread = 1;
     k.vector_width = 1;
-    k.push_bytes = 40;
+    k.push_bytes = 56;
     return k;
 }
 
@@ -341,6 +348,8 @@ std::uint32_t Gemm::record_split(VkCommandBuffer cmd, const GemmArgs& args, std:
     if (args.m == 0 || args.n == 0) return 0;
     const std::uint64_t mn = std::uint64_t{args.m} * args.n;
     const std::uint64_t chunks = (std::uint64_t{args.k} + kMatmulChunk - 1) / kMatmulChunk;
+    const GemmTiles t = tiles(args.dtype);
+    const std::uint64_t symmetric_tile = args.symmetric && t.bm == t.bn ? t.bm : 0;  // slices: the upper tiles only
     if (parts < 2 || parts > kMaxGroups) throw ValueError("vulkan gemm: a split product needs 2 to 65535 parts a wave");
     const std::uint64_t groups = (mn + 255) / 256;
     const std::uint64_t gx = std::min<std::uint64_t>(groups, kMaxGroups), gy = (groups + gx - 1) / gx;
@@ -361,8 +370,8 @@ std::uint32_t Gemm::record_split(VkCommandBuffer cmd, const GemmArgs& args, std:
         vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                              &barrier, 0, nullptr, 0, nullptr);
         struct {
-            std::uint64_t src, dst, count, parts, onto_dst;
-        } push{scratch, args.d, mn, count, c0 > 0 ? 1u : 0u};
+            std::uint64_t src, dst, count, parts, onto_dst, m, tile;
+        } push{scratch, args.d, mn, count, c0 > 0 ? 1u : 0u, args.m, symmetric_tile};
         vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, sum.pipeline);
         vkCmdPushConstants(cmd, sum.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
         vkCmdDispatch(cmd, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1);
