@@ -80,6 +80,7 @@ void CpuBackend::run_matmul(const Region& region, std::span<const Storage* const
     const std::int64_t lda = std::max<std::int64_t>(1, sa[0]), ldb = std::max<std::int64_t>(1, sb[0]);
     GemmOptions options;  // MatmulPrecision f16 / bf16: the operands rounded first (gemm.hpp)
     options.rounding = input_rounding(matmul_precision_attr(region.matmul_precision));
+    options.isa = kernels_.isa;  // TANDEM_CPU_ISA caps the GEMM's kernels too (the same bits under any)
     if (region.outputs[0].node->dtype == DType::f32)
         gemm(ta, tb, m, n, k, 1.0f, static_cast<const float*>(inputs[0]->data()), lda,
              static_cast<const float*>(inputs[1]->data()), ldb, 0.0f, static_cast<float*>(outputs[0]->data()), m, options);

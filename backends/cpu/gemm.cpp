@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/cpu/gemm_block.hpp"
+#include "backends/cpu/kernels.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::cpu {
@@ -199,15 +200,15 @@ void gemm_rounded(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64
 }  // namespace
 
 const GemmBlockKernels& select_gemm_blocks(std::string_view limit) {
-    const int cap = limit == "baseline" ? 0 : limit == "avx2" ? 1 : limit == "avx512" || limit == "auto" ? 2 : -1;
-    if (cap < 0)
-        throw ConfigError("cpu_isa: '" + std::string(limit) + "' is not one of auto, avx512, avx2, baseline");
+    // The instruction set the block kernels take under this cap (one reading of the cap and the
+    // CPU's features for every kernel family: select_kernels).
+    const std::string_view isa = select_kernels(limit).isa;
 #if TANDEM_HAVE_KERNELS_AVX512
-    if (cap >= 2)
+    if (isa == "avx512")
         if (const GemmBlockKernels* t = gemm_blocks_avx512()) return *t;
 #endif
 #if TANDEM_HAVE_KERNELS_AVX2
-    if (cap >= 1)
+    if (isa == "avx2")
         if (const GemmBlockKernels* t = gemm_blocks_avx2()) return *t;
 #endif
     return *gemm_blocks_baseline();
