@@ -3,6 +3,8 @@
 //   tandem/<type>/<op>/<n>        Tandem's gemm: oneTBB tasks over a 2-D block grid of C, each
 //                                 Tandem's packed micro-kernels in the canonical order (the same
 //                                 bits as the Vulkan kernels)
+//   tandem_avx2/<type>/<op>/<n>   the same capped at AVX2 (what a CPU without AVX-512 gets; the
+//                                 same bits)
 //   openblas/<type>/<op>/<n>      cblas_?gemm called directly, OpenBLAS with as many threads as
 //                                 the machine has cores (what a user of OpenBLAS alone gets)
 //   openblas_1t/<type>/<op>/<n>   cblas_?gemm on one thread (the single-core baseline)
@@ -35,7 +37,7 @@ struct Mats {
     }
 };
 
-enum class Who { tandem, openblas, openblas_1t };
+enum class Who { tandem, tandem_avx2, openblas, openblas_1t };
 
 void direct(cpu::Trans ta, std::int64_t n, const float* a, const float* b, float* c) {
     const int in = static_cast<int>(n);
@@ -57,6 +59,10 @@ void BM_gemm(benchmark::State& state, Who who, cpu::Trans ta) {
         switch (who) {
         case Who::tandem:
             cpu::gemm(ta, cpu::Trans::none, n, n, n, T(1), m.a.data(), n, m.b.data(), n, T(0), m.c.data(), n);
+            break;
+        case Who::tandem_avx2:
+            cpu::gemm(ta, cpu::Trans::none, n, n, n, T(1), m.a.data(), n, m.b.data(), n, T(0), m.c.data(), n,
+                      {.isa = "avx2"});
             break;
         case Who::openblas:
         case Who::openblas_1t:
@@ -81,6 +87,7 @@ void BM_gemm(benchmark::State& state, Who who, cpu::Trans ta) {
 
 void register_all() {
     const std::pair<const char*, Who> whos[] = {{"tandem", Who::tandem},
+                                                {"tandem_avx2", Who::tandem_avx2},
                                                 {"openblas", Who::openblas},
                                                 {"openblas_1t", Who::openblas_1t}};
     for (auto [op, ta] : {std::pair{"NN", cpu::Trans::none}, {"TN", cpu::Trans::transpose}})
