@@ -1,5 +1,5 @@
 // gemm.glsl -- tiled, register-blocked GEMM with a fused elementwise epilogue, for f32 and f64:
-//   D = act(alpha * op(A) * op(B) + beta * C + bias)      (column-major, D may be C)
+//   D = act(alpha * op(A) * op(B) + beta * C + bias)      (column-major, D may be C if k <= CHUNK)
 // backends/vulkan/gemm.cpp pastes this file after a prologue that sets the configuration:
 //   #version 460 and the extensions (buffer_reference, int64, float64, control_flow_attributes)
 //   T, VT, VW      element type, the vector of the shared tiles and register fragments (vec4 / dvec2 by

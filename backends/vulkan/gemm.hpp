@@ -4,7 +4,8 @@
 // column-major, op = none or transpose (read in place through the stored layout: nothing is
 // copied), bias a vector added along rows (length m) or columns (length n), act none or relu.
 // Arrays are device addresses (GL_EXT_buffer_reference, as in the rest of the backend: no
-// descriptor sets); D may be C. Standalone: the graph's matmul node records it through Gemm.
+// descriptor sets); D may be C when k <= kMatmulChunk (beyond, D holds the chunk sums).
+// Standalone: the graph's matmul node records it through Gemm.
 //
 // Tiles are chosen per device and element type from its DeviceDescription (choose_gemm_tiles):
 // the workgroup's shared memory (two buffers of the A and B tiles) must fit the device's
@@ -77,7 +78,7 @@ struct GemmArgs {
     std::uint32_t m = 0, n = 0, k = 0;  ///< op(A) is m x k, op(B) k x n, C and D m x n
     VkDeviceAddress a = 0, b = 0;
     VkDeviceAddress c = 0;              ///< read only when beta != 0 (BLAS: beta == 0 ignores C, NaN included)
-    VkDeviceAddress d = 0;              ///< the result; may equal c
+    VkDeviceAddress d = 0;              ///< the result; may equal c when k <= kMatmulChunk (ValueError otherwise)
     VkDeviceAddress bias = 0;           ///< read only when bias_mode != none
     std::uint32_t lda = 0, ldb = 0, ldc = 0, ldd = 0;  ///< A stored m x k (k x m transposed), B k x n (n x k)
     double alpha = 1, beta = 0;         ///< rounded to float for f32
