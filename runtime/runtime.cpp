@@ -326,6 +326,7 @@ RuntimeInfo Runtime::info() const {
                 ", shared memory " + std::to_string(d.shared_memory_bytes >> 10) + " KiB, float64 " +
                 (d.float64 ? "yes" : "no") + ", fp32 subnormals kept on request " + (d.denorm_preserve_f32 ? "yes" : "no") +
                 ", signed zeros kept on request " + (d.signed_zero_preserve ? "yes" : "no") +
+                (d.fma_fused ? ", fma fused" : ", fma may round twice (GEMM emulates the fused one: exact, slower)") +
                 detail::vk::coopmat_text(d) + ", queue families";
         for (auto& q : d.queue_families)
             line += " " + std::to_string(q.count) + "x" + (q.graphics ? "G" : "") + (q.compute ? "C" : "") +
