@@ -53,15 +53,15 @@ void VulkanBackend::submit_matmul(Submission s) {
         tensor.emplace(*context_, *pipelines_);
         tensor->pipeline(g);
         if (tensor->input() == CoopmatInput::f16) pack = &pipelines_->get(pack_f16_kernel());
-    } else {
-        gemm_->pipeline(g);
-        if (precision != MatmulPrecision::full) round = &pipelines_->get(round_kernel(precision));
+    } else if (precision != MatmulPrecision::full) {
+        round = &pipelines_->get(round_kernel(precision));
     }
-    // A long inner dimension and few output tiles: split k (Gemm::split_parts; the sum's
-    // pipeline and the scratch before anything is recorded).
+    // A long inner dimension and few output tiles: split k (Gemm::split_parts). Only the GEMM
+    // variant that runs is compiled (the split one is a kernel of its own), with the sum's
+    // pipeline and the scratch, before anything is recorded.
     const std::uint32_t parts = tensor || round ? 1 : gemm_->split_parts(g);
+    if (!tensor) gemm_->pipeline(g, parts > 1);
     const ComputePipeline* split_sum = parts > 1 ? &pipelines_->get(Gemm::split_sum_kernel(g.dtype)) : nullptr;
-    if (parts > 1) gemm_->pipeline(g, true);
     auto scratch = parts > 1 ? device_heap_->allocate(Gemm::split_scratch_bytes(g, parts)) : nullptr;
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
 
