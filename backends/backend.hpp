@@ -72,6 +72,16 @@ public:
     virtual void submit(Submission s) = 0;
     /// Sends what was recorded (device backends batch submissions until this is called).
     virtual void flush() {}
+    /// Seconds `r` would wait before running here because its kernel is not built yet (a device's
+    /// pipeline compiles on first use): 0 once it is, what is left of a build under way, else the
+    /// expected build time. Placement adds it to this executor's predicted finish.
+    virtual double pipeline_wait_s(const Region& r) { (void)r; return 0.0; }
+    /// Starts building `r`'s kernel in the background, so that a later run finds it ready
+    /// (placement ran `r` elsewhere because the build would have cost more than it saved).
+    virtual void prepare(const Region& r) { (void)r; }
+    /// Stops work of its own in the background (kernels built ahead): the scheduler whose
+    /// activity it reports is going away.
+    virtual void quiesce() {}
     /// Gives `v` a host copy from its device copy, blocking until it is there (device backends).
     virtual void download(Value& v) { (void)v; }
     /// True once the device is lost: its copies can no longer be read (any thread).

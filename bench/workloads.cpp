@@ -335,7 +335,8 @@ json metrics_delta(const tandem::Metrics& a, const tandem::Metrics& b) {
             {"upload_MB", static_cast<double>(b.upload_bytes - a.upload_bytes) / 1e6},
             {"download_MB", static_cast<double>(b.download_bytes - a.download_bytes) / 1e6},
             {"kernel_ms", b.kernel_ms - a.kernel_ms},
-            {"pipeline_misses", b.pipeline_misses - a.pipeline_misses}};
+            {"pipeline_misses", b.pipeline_misses - a.pipeline_misses},
+            {"pipelines_built_ahead", b.pipelines_built_ahead - a.pipelines_built_ahead}};
 }
 
 struct Args {

@@ -102,6 +102,7 @@ std::vector<std::unique_ptr<Backend>> RuntimeImpl::open_devices() {
 
 RuntimeImpl::~RuntimeImpl() {
     scheduler_->wait_idle();
+    for (auto& d : devices_) d->quiesce();  // no kernel builds reporting to a scheduler that is gone
     auto [learned, runs] = scheduler_->learned();
     if (runs > 0 && config_.placement_learning && !scheduler_->calibration_file().empty())
         save_history(scheduler_->calibration_file(), machine_key(topology_, threads_), learned);

@@ -67,6 +67,18 @@ std::size_t holder(const InputSite& in) {
 }
 }  // namespace
 
+Backend* Placement::faster_device(const Region& r) const {
+    if (r.shape.numel() < min_device_elements_) return nullptr;
+    Backend* best = nullptr;
+    double best_s = compute_s(r, kHost);
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+        if (!device_enabled(d)) continue;
+        const double t = compute_s(r, static_cast<int>(d));
+        if (t < best_s) best_s = t, best = devices_[d];
+    }
+    return best;
+}
+
 PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
                                    std::span<const double> link_free_s) const {
     auto link_free = [&](std::size_t d) { return d < link_free_s.size() ? link_free_s[d] : 0.0; };
@@ -134,6 +146,9 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     std::int64_t bytes_on_dev = 0;
     double best_free = 0;        // the chosen device's free time
     double resident_finish = -1;  // the best device's finish had the host-only inputs been there
+    double warm_finish = -1;      // the best device's finish had its kernel been built
+    Backend* warm_device = nullptr;
+    double dev_wait = 0, dev_warm = 0;  // the chosen device's wait for its kernel, and its finish without
     for (std::size_t d = 0; d < devices_.size(); ++d) {
         if (!device_enabled(d) || !fits(d)) continue;
         const LinkProfile& link = profile_.devices[d].link;
@@ -170,8 +185,18 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         // Inputs only on the host, outputs read later in the plan: the chain goes on on the host.
         if (here == 0 && bytes_on_host > 0 && q.bytes_to_consumers > 0)
             tail += link.sync_s + download_s(d, q.bytes_to_consumers);
-        const double finish = start_after(moved) + device_compute + tail;
-        const double resident = start_after(moved - host_only_uploads) + device_compute + tail;
+        const double warm = start_after(moved) + device_compute + tail;
+        // Its kernel builds on the host meanwhile (transfers go on): it starts after both. Asked
+        // only where the device could win or be explored (the question may generate the kernel).
+        const double wait = q.pipeline_wait_s && mode_ == PlacementMode::automatic && warm <= kExploreFactor * cpu.cpu_s
+                                ? q.pipeline_wait_s(d)
+                                : 0.0;
+        const double finish = std::max(start_after(moved), wait) + device_compute + tail;
+        const double resident = std::max(start_after(moved - host_only_uploads), wait) + device_compute + tail;
+        if (wait > 0 && (warm_finish < 0 || warm < warm_finish)) {
+            warm_finish = warm;
+            warm_device = devices_[d];
+        }
         if (resident_finish < 0 || resident < resident_finish) resident_finish = resident;
         // The earliest; on a tie (transfers decide both alike), the one holding more of the inputs,
         // then the one free sooner: independent work spreads over idle devices.
@@ -185,6 +210,8 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             dev.compute_s = device_compute;
             dev.link = static_cast<int>(d);
             bytes_on_dev = here;
+            dev_wait = wait;
+            dev_warm = warm;
         }
     }
     dev.cpu_s = cpu.cpu_s;
@@ -192,6 +219,9 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
     if (resident_finish >= 0) cpu.regret_s = std::max(0.0, cpu.cpu_s - resident_finish);
 
+    // A device that would have won had its kernel been built: if the CPU takes it, the kernel
+    // builds in the background meanwhile (so that the next time it is priced warm).
+    if (warm_device && warm_finish < cpu.cpu_s) cpu.warm_up = warm_device;
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
     // stay with the inputs (no flip-flopping along a chain).
     const double lo = std::min(cpu.cpu_s, dev.device_s) - ready, hi = std::max(cpu.cpu_s, dev.device_s) - ready;
@@ -213,10 +243,14 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const int loser = on_device ? kHost : d;
         const bool loser_unknown = on_device ? cpu_runs < known : dev_runs < known;
         const bool winner_known = on_device ? dev_runs >= known : cpu_runs >= known;
-        const double loser_s = (on_device ? cpu.cpu_s : dev.device_s) - ready;
+        // A device whose kernel is not built yet is explored once it is: meanwhile it builds.
+        const bool loser_cold = !on_device && dev_wait > 0;
+        const double loser_s = (on_device ? cpu.cpu_s : loser_cold ? dev_warm : dev.device_s) - ready;
         const double winner_s = (on_device ? dev.device_s : cpu.cpu_s) - ready;
-        if (loser_unknown && winner_known && loser_s <= kExploreFactor * winner_s &&
-            exploring_.insert(explore_key(sig, loser)).second) {
+        const bool explore = loser_unknown && winner_known && loser_s <= kExploreFactor * winner_s;
+        if (explore && loser_cold) {
+            cpu.warm_up = dev.backend;
+        } else if (explore && exploring_.insert(explore_key(sig, loser)).second) {
             PlacementDecision& e = on_device ? cpu : dev;
             e.exploring = true;
             ++exploring_started_;
@@ -226,6 +260,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         }
     }
     if (on_device) return dev.reason = why, dev;
+    if (cpu.warm_up) why = "earliest predicted finish: the device's kernel is not built yet (building it)";
     return cpu.reason = why, cpu;
 }
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -46,6 +47,10 @@ struct PlacementQuery {
     /// this region's inputs are (a chain goes on where it is): run on the other side, the region
     /// pays for sending them back, and the round trip the consumers wait for.
     std::int64_t bytes_to_consumers = 0;
+    /// Seconds before device d's kernel for this region is built (Backend::pipeline_wait_s); asked
+    /// only of a device that could matter (it might win or be explored), in automatic placement;
+    /// empty: every kernel is ready.
+    std::function<double(std::size_t d)> pipeline_wait_s;
 };
 
 struct PlacementDecision {
@@ -68,6 +73,9 @@ struct PlacementDecision {
     /// Placed where the model predicts it slower, to learn its time there (Placement's
     /// exploration): the scheduler calls Placement::explored when it finishes.
     bool exploring = false;
+    /// Run on the CPU only because this device's kernel was not built yet (it would have won
+    /// otherwise): the scheduler has it built in the background (Backend::prepare).
+    Backend* warm_up = nullptr;
 };
 
 /// A streamed region's pieces take at most this share of the budget each (1 / it): two in
@@ -98,6 +106,9 @@ public:
     /// The predicted compute seconds of a region on the CPU (kHost) or on device `executor`: the
     /// model's, scaled by what runs of regions like it there taught (PerformanceHistory).
     double compute_s(const Region& r, int executor) const;
+    /// The enabled device whose predicted compute for `r` is the shortest, if it beats the CPU's
+    /// (transfers aside: where `r` would run had its inputs been there), else null.
+    Backend* faster_device(const Region& r) const;
     /// The model's alone, unrefined: what an observed time is compared with.
     double model_s(const Region& r, int executor) const;
     /// A region ran: its compute took `observed_s` on that executor (under the scheduler's lock).

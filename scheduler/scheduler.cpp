@@ -285,6 +285,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
         std::unordered_set<const Node*> read_in_plan;
         for (const Region& r : regions)
             for (const auto& in : r.inputs) read_in_plan.insert(in.get());
+        bool cold_diverted = false;  // a region sent to the CPU because a device's kernel was cold
         for (Region& r : regions) {
             auto job = std::make_shared<Job>();
             job->region = std::move(r);
@@ -296,7 +297,15 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                 if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
                 if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
             }
+            // A device's kernel not built yet costs its build (tens of milliseconds): the CPU may
+            // finish first, while the kernel builds in the background for the next time.
+            if (job->region.kind != RegionKind::view)
+                query.pipeline_wait_s = [&](std::size_t d) { return placement_.devices()[d]->pipeline_wait_s(job->region); };
             job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
+            if (job->placement.warm_up) {
+                job->placement.warm_up->prepare(job->region);
+                cold_diverted = true;
+            }
             if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
                 // A view of a device value stays with it: as a CPU job it would wait for the
                 // device to finish and make its producer download (a sync per power step).
@@ -381,6 +390,15 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                              std::string(job->placement.backend->name()).c_str(), job->placement.reason);
             jobs.push_back(std::move(job));
             ++in_flight_;
+        }
+        if (cold_diverted) {
+            // A region went to the CPU only because its kernel was cold: the regions after it then
+            // find their inputs on the host and stay too, their kernels never built, and a chain
+            // would move to the device a region a run. The kernels of the plan's host regions that
+            // a device computes faster build in the background instead: the next run is priced warm.
+            for (const auto& job : jobs)
+                if (job->placement.backend->on_host() && !job->placement.warm_up)
+                    if (Backend* d = placement_.faster_device(job->region)) d->prepare(job->region);
         }
         // A device output that a region of this plan reads elsewhere (on the CPU, or on
         // another device, through the host) comes back in the same submission, instead of in

@@ -520,3 +520,34 @@ TEST(Placement, ReadersThatLoseTimeOnTheHostPayForTheUploadOfTheirInput) {
     EXPECT_LT(readers, 10) << "but soon";
     EXPECT_GE(regret, upload_seconds(q.inputs[0].bytes, fixed_profile().devices[0].link));
 }
+
+TEST(Placement, AKernelNotBuiltYetIsPricedAndBuiltInTheBackground) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    Array x = data(rt, 1'000'000);
+    // Already on the device, feeding device work: the device wins when its kernel is built ...
+    const Region light = region_of(x * 2.0 + 1.0);
+    PlacementQuery q = query(light, true, false);
+    auto warm = f.automatic.place(q, 0, 0);
+    ASSERT_EQ(warm.backend, &f.device) << warm.reason;
+    EXPECT_EQ(warm.warm_up, nullptr);
+    // ... but a 200 ms compile first costs more than the download and the CPU's work: the CPU
+    // runs it, and the device is named for building the kernel meanwhile.
+    q.pipeline_wait_s = [](std::size_t) { return 0.2; };
+    auto cold = f.automatic.place(q, 0, 0);
+    EXPECT_EQ(cold.backend, &f.cpu) << cold.reason;
+    EXPECT_EQ(cold.warm_up, &f.device);
+    EXPECT_GT(cold.device_s, warm.device_s + 0.19);
+    // A short build overlaps the transfers and still loses to nothing: the device, no warm-up.
+    q.pipeline_wait_s = [](std::size_t) { return 1e-6; };
+    auto quick = f.automatic.place(q, 0, 0);
+    EXPECT_EQ(quick.backend, &f.device) << quick.reason;
+    // Heavy work beats a cold device whose build hides behind the uploads: it builds and runs
+    // there (nothing to warm up). 40 ms of CPU work; 8 ms up, 8 down.
+    const Region heavy = region_of(tandem::exp(tandem::sin(data(rt, 10'000'000))));
+    PlacementQuery hq = query(heavy, false, true);
+    hq.pipeline_wait_s = [](std::size_t) { return 0.01; };
+    auto h = f.automatic.place(hq, 0, 0);
+    EXPECT_EQ(h.backend, &f.device) << h.reason;
+    EXPECT_EQ(h.warm_up, nullptr);
+}

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -19,10 +21,12 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "backends/vulkan/codegen.hpp"
 #include "backends/vulkan/compiler.hpp"
 #include "backends/vulkan/context.hpp"
+#include "backends/vulkan/kernel_builder.hpp"
 #include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/pipeline_cache.hpp"
 #include "op_rows.hpp"
@@ -452,6 +456,111 @@ TEST_F(VulkanDevice, PipelineCacheMissThenHitThenDiskHit) {
     }
     EXPECT_TRUE(reports.empty()) << reports.front();
     fs::remove_all(dir);
+}
+
+// Kernels built ahead of time (the scheduler's answer to a cold pipeline: the CPU runs the region
+// while the device's kernel builds): a kernel never seen waits the expected build time; prepare()
+// builds it on the builder's thread, after which it waits nothing and recording compiles nothing.
+TEST_F(VulkanDevice, KernelBuilderBuildsAheadAndPricesTheWait) {
+    ASSERT_NE(ctx_, nullptr);
+    PipelineCache pc(*ctx_, "", [](const std::string&) {});
+    KernelBuilder kb(pc, CodegenOptions{}, 0.05, 0.002);
+    auto region = [](OpKind op) {
+        Builder b(Shape{8, 8});
+        auto v = b.op(OpKind::Sin, {b.input(DType::f64, Shape{8, 8})});
+        b.out(b.op(op, {b.value(v), Builder::scalar(1.0)}));
+        return b.r;
+    };
+    const Region r = region(OpKind::Add);
+    std::vector<InputAccess> access;
+    std::vector<InputWalk> walks;
+    access_for(r, access, walks);
+    EXPECT_DOUBLE_EQ(kb.wait_s(r, access, walks, 0), 0.05);
+    kb.prepare(r, access, walks, 0);
+    kb.prepare(r, access, walks, 0);  // under way already: nothing more
+    EXPECT_EQ(kb.prepared(), 1u);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (kb.wait_s(r, access, walks, 0) > 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Ready: either the build is done, or it has run longer than expected (then it is waited for).
+    KernelBuilder::Entry& e = kb.get(r, access, walks, 0);
+    EXPECT_NE(e.pipeline.get()->pipeline, VK_NULL_HANDLE);
+    EXPECT_EQ(pc.stats().misses, 1u);
+    EXPECT_EQ(kb.wait_s(r, access, walks, 0), 0.0);
+    EXPECT_EQ(&kb.get(r, access, walks, 0), &e);  // the same entry, nothing generated again
+    EXPECT_EQ(pc.stats().misses, 1u);
+    // A kernel recorded before any prepare() builds on the recording thread, and its time
+    // becomes what the next cold kernel is expected to wait.
+    const Region other = region(OpKind::Sub);
+    KernelBuilder::Entry& e2 = kb.get(other, access, walks, 0);
+    EXPECT_NE(e2.pipeline.get(), e.pipeline.get());
+    EXPECT_EQ(pc.stats().misses, 2u);
+    EXPECT_NE(kb.expected_build_s(), 0.05);
+    EXPECT_EQ(kb.prepared(), 1u);
+    // A kernel whose SPIR-V the on-disk cache holds is priced as a load, not a compile.
+    const fs::path dir = temp_dir("builder");
+    {
+        PipelineCache disk(*ctx_, dir.string(), [](const std::string&) {});
+        KernelBuilder first(disk, CodegenOptions{}, 0.05, 0.002);
+        first.get(r, access, walks, 0);
+    }
+    {
+        PipelineCache disk(*ctx_, dir.string(), [](const std::string&) {});
+        KernelBuilder second(disk, CodegenOptions{}, 0.05, 0.002);
+        EXPECT_DOUBLE_EQ(second.wait_s(r, access, walks, 0), 0.002);
+        EXPECT_DOUBLE_EQ(second.wait_s(other, access, walks, 0), 0.05);
+        second.get(r, access, walks, 0);
+        EXPECT_EQ(disk.stats().disk_hits, 1u);
+        EXPECT_EQ(disk.stats().misses, 0u);
+    }
+    fs::remove_all(dir);
+}
+
+// Threads that need the same kernel at once (a recording, and the builder making it ahead of
+// time) compile it once: the others wait for that build and get the same pipeline.
+TEST_F(VulkanDevice, PipelineCacheBuildsAKernelOnceForThreadsThatNeedItAtOnce) {
+    ASSERT_NE(ctx_, nullptr);
+    PipelineCache pc(*ctx_, "", [](const std::string&) {});
+    const Kernel k = sample_kernel(7);
+    constexpr int kThreads = 4;
+    std::vector<const ComputePipeline*> got(kThreads, nullptr);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) threads.emplace_back([&, i] { got[static_cast<std::size_t>(i)] = &pc.get(k); });
+    for (auto& t : threads) t.join();
+    for (const ComputePipeline* p : got) EXPECT_EQ(p, got[0]);
+    EXPECT_NE(got[0]->pipeline, VK_NULL_HANDLE);
+    EXPECT_EQ(pc.stats().misses, 1u);
+    EXPECT_EQ(pc.stats().hits, static_cast<std::uint64_t>(kThreads - 1));
+}
+
+// A fixed kernel (a GEMM variant) built ahead of time: priced at the expected build until its
+// build has run, then nothing; prepared once however often it is asked for.
+TEST_F(VulkanDevice, KernelBuilderBuildsFixedKernelsAheadOnce) {
+    ASSERT_NE(ctx_, nullptr);
+    PipelineCache pc(*ctx_, "", [](const std::string&) {});
+    KernelBuilder kb(pc, CodegenOptions{}, 0.05, 0.002, 0.3);
+    EXPECT_DOUBLE_EQ(kb.fixed_wait_s("gemm 1"), 0.3);
+    std::atomic<int> builds{0};
+    const ComputePipeline* built = nullptr;
+    kb.prepare_fixed("gemm 1", [&] {
+        built = &pc.get(sample_kernel(8));
+        builds.fetch_add(1);
+    });
+    kb.prepare_fixed("gemm 1", [&] { builds.fetch_add(1); });  // prepared already: nothing more
+    EXPECT_EQ(kb.prepared(), 1u);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (kb.fixed_wait_s("gemm 1") > 0 && std::chrono::steady_clock::now() < until) {
+        EXPECT_LE(kb.fixed_wait_s("gemm 1"), 0.3);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // Waiting nothing: built, or running past what was expected (then waited for below).
+    kb.stop();
+    EXPECT_EQ(builds.load(), 1);
+    ASSERT_NE(built, nullptr);
+    EXPECT_EQ(&pc.get(sample_kernel(8)), built) << "the recording finds it built";
+    EXPECT_EQ(pc.stats().misses, 1u);
+    EXPECT_DOUBLE_EQ(kb.fixed_wait_s("gemm 1"), 0.0);
+    EXPECT_NE(kb.fixed_wait_s("gemm 2"), 0.3) << "what the build took is what the next is expected to take";
 }
 
 TEST_F(VulkanDevice, CorruptFilesAreReportedOnceAndRebuilt) {

@@ -235,14 +235,25 @@ GemmTiles Gemm::tiles(DType dtype) const {
     return dtype == DType::f64 ? f64_ : f32_;
 }
 
+std::uint32_t Gemm::variant(const GemmArgs& args, bool split) const {
+    const GemmTiles t = tiles(args.dtype);
+    const bool symmetric = args.symmetric && t.bm == t.bn;
+    return (args.dtype == DType::f64 ? 1u : 0u) | (args.trans_a ? 2u : 0u) | (args.trans_b ? 4u : 0u) |
+           (symmetric ? 8u : 0u) | static_cast<std::uint32_t>(args.activation) << 4 | (split ? 1u << 7 : 0u);
+}
+
+bool Gemm::built(const GemmArgs& args, bool split) const {
+    const std::uint32_t v = variant(args, split);
+    std::lock_guard lock(mutex_);
+    return variants_.count(v) > 0;
+}
+
 const ComputePipeline& Gemm::pipeline(const GemmArgs& args, bool split) {
     // Writing the kernel's source to look its pipeline up took ~40 us of host time a call (a
     // split product records one call per part): the variants found are kept by their traits.
     const GemmTiles t = tiles(args.dtype);
     const bool symmetric = args.symmetric && t.bm == t.bn;
-    const std::uint32_t variant = (args.dtype == DType::f64 ? 1u : 0u) | (args.trans_a ? 2u : 0u) | (args.trans_b ? 4u : 0u) |
-                                  (symmetric ? 8u : 0u) | static_cast<std::uint32_t>(args.activation) << 4 |
-                                  (split ? 1u << 7 : 0u);
+    const std::uint32_t variant = this->variant(args, split);
     std::string defines;
     {
         std::lock_guard lock(mutex_);

@@ -123,6 +123,10 @@ public:
     /// The pipeline `args` needs (`split`: record_split's variant), compiled (or loaded) now: a
     /// later record() of the same variant does not compile.
     const ComputePipeline& pipeline(const GemmArgs& args, bool split = false);
+    /// Whether pipeline(args, split) is built already (it would not compile).
+    bool built(const GemmArgs& args, bool split = false) const;
+    /// What identifies pipeline(args, split)'s kernel among this device's GEMM variants.
+    std::uint32_t variant(const GemmArgs& args, bool split = false) const;
 
     /// Records the product into `cmd`: bind, push constants, dispatch (several dispatches when
     /// the grid exceeds 65535 workgroups along a dimension); nothing for an empty D. No barrier

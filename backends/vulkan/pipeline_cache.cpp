@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <set>
 #include <thread>
@@ -125,6 +126,9 @@ struct PipelineCache::Impl {
 
     mutable std::mutex mutex;  // guards everything below
     std::unordered_map<std::uint64_t, std::unique_ptr<Entry>> entries;
+    /// Builds under way, by hash: a second thread that needs the same kernel waits for the first
+    /// (a kernel built ahead of time in the background and needed by a recording meanwhile).
+    std::unordered_map<std::uint64_t, std::shared_future<void>> building;
     std::unordered_map<std::uint32_t, VkPipelineLayout> layouts;  // by push-constant bytes
     PipelineCacheStats stats;
     std::uint64_t warmed = 0;
@@ -340,22 +344,61 @@ struct PipelineCache::Impl {
         return it->second->pipeline;
     }
 
-    const ComputePipeline& get(const Kernel& k) {
+    /// The entry's hash (the file's name) and the hash of the kernel's own text.
+    std::pair<std::uint64_t, std::uint64_t> hashes(const Kernel& k) const {
         const std::uint64_t key_hash = hash_str(k.glsl, hash_str(k.key + '\0', 0x54444d4b45590001ull));
         std::uint64_t hash = hash_str(k.key + '\0' + k.glsl, device_hash);
         hash = hash_of(k.workgroup_size, hash);
         hash = hash_of(k.elements_per_thread, hash);
         hash = hash_of(k.push_bytes, hash);
+        return {hash, key_hash};
+    }
+
+    bool cached(const Kernel& k) {
+        const auto [hash, key_hash] = hashes(k);
         {
             std::lock_guard lock(mutex);
-            if (auto it = entries.find(hash); it != entries.end()) {
-                if (it->second->key_hash == key_hash) {
-                    ++stats.hits;
-                    return it->second->pipeline;
-                }
-                // A warmed-up file whose kernel is not this one: rebuilt below.
-            }
+            if (auto it = entries.find(hash); it != entries.end() && it->second->key_hash == key_hash) return true;
         }
+        std::error_code ec;
+        return !dir.empty() && fs::exists(fs::path(dir) / (hex(hash) + ".spv"), ec);
+    }
+
+    const ComputePipeline& get(const Kernel& k) {
+        const auto [hash, key_hash] = hashes(k);
+        std::promise<void> mine;
+        for (;;) {
+            std::shared_future<void> other;
+            {
+                std::lock_guard lock(mutex);
+                if (auto it = entries.find(hash); it != entries.end()) {
+                    if (it->second->key_hash == key_hash) {
+                        ++stats.hits;
+                        return it->second->pipeline;
+                    }
+                    // A warmed-up file whose kernel is not this one: rebuilt below.
+                }
+                auto b = building.find(hash);
+                if (b == building.end()) {
+                    building.emplace(hash, mine.get_future().share());
+                    break;
+                }
+                other = b->second;
+            }
+            other.wait();  // then found built, or (its build failed) built here
+        }
+        struct Done {  // whatever happens, the waiters go on
+            Impl& self;
+            std::uint64_t hash;
+            std::promise<void>& promise;
+            ~Done() {
+                {
+                    std::lock_guard lock(self.mutex);
+                    self.building.erase(hash);
+                }
+                promise.set_value();
+            }
+        } done{*this, hash, mine};
         const auto start = std::chrono::steady_clock::now();
         const fs::path file = dir.empty() ? fs::path() : fs::path(dir) / (hex(hash) + ".spv");
         std::optional<std::vector<std::uint32_t>> spirv;
@@ -410,6 +453,8 @@ PipelineCache::PipelineCache(const Context& context, std::string directory,
 PipelineCache::~PipelineCache() = default;
 
 const ComputePipeline& PipelineCache::get(const Kernel& kernel) { return impl_->get(kernel); }
+
+bool PipelineCache::cached(const Kernel& kernel) const { return impl_->cached(kernel); }
 
 void PipelineCache::set_build_observer(BuildObserver observer) { impl_->observer = std::move(observer); }
 

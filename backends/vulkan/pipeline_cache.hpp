@@ -49,6 +49,8 @@ public:
     /// The pipeline for `kernel`: from memory, else from disk SPIR-V, else compiled (and
     /// written to disk). Throws ShaderCompileError or DeviceError. Thread-safe.
     const ComputePipeline& get(const Kernel& kernel);
+    /// Whether get() would find `kernel` built or its SPIR-V on disk (no compile). Thread-safe.
+    bool cached(const Kernel& kernel) const;
     /// Called after get() built a pipeline (compiled, or from disk SPIR-V), with its host time.
     /// Set before the first get().
     using BuildObserver = std::function<void(std::chrono::steady_clock::time_point start,

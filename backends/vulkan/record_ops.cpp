@@ -17,8 +17,7 @@
 
 namespace tandem::detail::vk {
 
-void VulkanBackend::submit_matmul(Submission s) {
-    const Region& r = *s.region;
+GemmArgs VulkanBackend::matmul_args(const Region& r) {
     const Shape& sa = r.inputs[0]->shape;
     const Shape& sb = r.inputs[1]->shape;
     GemmArgs g;
@@ -39,6 +38,36 @@ void VulkanBackend::submit_matmul(Submission s) {
                   : ep.bias == Region::Epilogue::Bias::per_column ? GemmBias::per_column
                                                                   : GemmBias::none;
     g.activation = !ep.relu ? GemmActivation::none : ep.zero_first ? GemmActivation::relu_zero_first : GemmActivation::relu;
+    // X'X and XX' (one operand, one side transposed): only the tiles on and above the diagonal.
+    g.symmetric = matmul_precision_of(r) == MatmulPrecision::full && r.inputs[0] == r.inputs[1] && g.trans_a != g.trans_b;
+    return g;
+}
+
+std::string VulkanBackend::matmul_kernel_key(const Region& r, bool& built) const {
+    built = true;
+    if (matmul_precision_of(r) != MatmulPrecision::full) return "";  // rounding and tensor-core kernels: not priced
+    const GemmArgs g = matmul_args(r);
+    const bool split = gemm_->split_parts(g) > 1;
+    built = gemm_->built(g, split) && (!split || pipelines_->cached(Gemm::split_sum_kernel(g.dtype)));
+    return "gemm " + std::to_string(gemm_->variant(g, split));
+}
+
+void VulkanBackend::prepare_matmul(const Region& r) {
+    bool built = true;
+    const std::string key = matmul_kernel_key(r, built);
+    if (built) return;
+    const GemmArgs g = matmul_args(r);
+    kernels_->prepare_fixed(key, [this, g] {
+        const bool split = gemm_->split_parts(g) > 1;
+        gemm_->pipeline(g, split);
+        if (split) pipelines_->get(Gemm::split_sum_kernel(g.dtype));
+    });
+}
+
+void VulkanBackend::submit_matmul(Submission s) {
+    const Region& r = *s.region;
+    const Region::Epilogue& ep = r.epilogue;
+    GemmArgs g = matmul_args(r);
     // MatmulPrecision f16 on a device with tensor cores: the cooperative-matrix kernel (its
     // operands packed to halves first, or rounded while it stages its tiles; the same epilogue).
     // Other reduced precisions: the operands rounded into temporaries (round_kernel, the CPU's

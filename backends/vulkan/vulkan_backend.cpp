@@ -68,43 +68,6 @@ VkResult wait_all(VkDevice device, std::initializer_list<std::pair<VkSemaphore, 
     return res;
 }
 
-/// What decides the generated kernel: the ops and types of the program, where each argument
-/// comes from, how each input is read, and whether 32-bit indices suffice. Not the sizes and not
-/// the scalar values: those are arguments. Far cheaper to form than the GLSL itself.
-/// `reduce_variant`: 0 for a contiguous reduce kernel (1024: one finishing whole outputs), else
-/// the strided plan's lanes an invocation.
-std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
-                      std::uint64_t reduce_variant) {
-    std::string s;
-    s.reserve(16 * r.program.size() + 8 * r.inputs.size() + 16);
-    auto put = [&](std::uint64_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
-    put(r.shape.numel() < (std::int64_t{1} << 31));
-    for (auto& in : r.inputs) put(static_cast<std::uint64_t>(in->dtype));
-    for (std::size_t k = 0; k < access.size(); ++k) {
-        put(static_cast<std::uint64_t>(access[k]) << 32 | walk_letters(walks[k]).size());
-        s += walks[k];
-    }
-    auto instructions = [&](const std::vector<Instr>& program, std::uint64_t tag) {
-        for (const Instr& ins : program) {
-            put(static_cast<std::uint64_t>(ins.op) | static_cast<std::uint64_t>(ins.dtype) << 8 |
-                static_cast<std::uint64_t>(ins.compute) << 16 | tag << 32);
-            for (int k = 0; k < op_info(ins.op).arity; ++k) {
-                const Arg& a = ins.args[static_cast<std::size_t>(k)];
-                put(static_cast<std::uint64_t>(a.kind) | static_cast<std::uint64_t>(a.dtype) << 8 |
-                    static_cast<std::uint64_t>(a.kind == Arg::Kind::Scalar ? 0 : a.index) << 16);
-            }
-        }
-    };
-    instructions(r.program, 0);
-    for (auto& o : r.outputs) put(o.value | static_cast<std::uint64_t>(o.node->dtype) << 32);
-    if (r.is_reduce()) {
-        put(0x5245445543450000ull | reduce_variant);
-        for (const Reduction& red : r.reductions) put(static_cast<std::uint64_t>(red.op) << 32 | red.value);
-        instructions(r.tail, 0x7A11);  // tagged: the tail's instructions are never the program's
-    }
-    return s;
-}
-
 }  // namespace
 
 std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& options) {
@@ -146,6 +109,8 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
         b->codegen_.reduction_workgroup_size = options.reduction_workgroup;
     }
     b->codegen_.reduction_threads = options.reduction_threads;
+    b->kernels_ = std::make_unique<KernelBuilder>(*b->pipelines_, b->codegen_, kExpectedBuildSeconds,
+                                                  kExpectedLoadSeconds);  // after the options above
 
     b->pool_ = make_pool(c.device(), c.compute_family());
     b->copy_pool_ = make_pool(c.device(), c.transfer_family());
@@ -162,6 +127,7 @@ std::unique_ptr<VulkanBackend> VulkanBackend::create(const VulkanOptions& option
 }
 
 VulkanBackend::~VulkanBackend() {
+    if (kernels_) kernels_->stop();  // no build ahead of time while the rest goes
     flush();
     {
         std::lock_guard lock(done_mutex_);
@@ -397,6 +363,47 @@ DeviceClass VulkanBackend::device_class() const noexcept {
     return DeviceClass::virtual_gpu;
 }
 
+std::uint64_t VulkanBackend::kernel_form(const Region& r, std::vector<InputAccess>& access,
+                                         std::vector<InputWalk>& walks) const {
+    access_for(r, access, walks);
+    if (!r.is_reduce()) return 0;
+    const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads, codegen_.reduction_workgroup_size);
+    return !rp.contiguous ? rp.per_invocation : rp.whole_outputs ? 1024 : 0;
+}
+
+double VulkanBackend::pipeline_wait_s(const Region& r) {
+    if (lost_) return 0.0;
+    std::vector<InputAccess> access;
+    std::vector<InputWalk> walks;
+    try {
+        if (r.kind == RegionKind::matmul) {
+            bool built = true;
+            const std::string key = matmul_kernel_key(r, built);
+            return built ? 0.0 : kernels_->fixed_wait_s(key);
+        }
+        // Other fixed kernels (scans, copies, indexing) are small and not priced.
+        if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce) return 0.0;
+        const std::uint64_t variant = kernel_form(r, access, walks);
+        return kernels_->wait_s(r, access, walks, variant);
+    } catch (const std::exception&) {
+        return 0.0;  // code generation refuses it: the recording says so (and the CPU runs it)
+    }
+}
+
+void VulkanBackend::prepare(const Region& r) {
+    if (lost_) return;
+    std::vector<InputAccess> access;
+    std::vector<InputWalk> walks;
+    try {
+        if (r.kind == RegionKind::matmul) return prepare_matmul(r);
+        if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce) return;
+        const std::uint64_t variant = kernel_form(r, access, walks);
+        kernels_->prepare(r, access, walks, variant);
+    } catch (const std::exception&) {
+        // Code generation refused it: the recording will say so (and run it on the CPU).
+    }
+}
+
 void VulkanBackend::submit(Submission s) {
     const Region& r = *s.region;
     if (lost_) throw DeviceLost("vulkan: the device was lost earlier; no more work is sent to it");
@@ -428,44 +435,17 @@ void VulkanBackend::submit(Submission s) {
     // Everything that can fail for a reason of its own happens before recording anything.
     std::vector<InputAccess> access;
     std::vector<InputWalk> walks;
-    access_for(r, access, walks);
-    const Kernel* kernel = nullptr;
-    const ComputePipeline* pipeline_ptr = nullptr;
-    std::uint64_t reduce_variant = 0;
-    if (r.is_reduce()) {
-        const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads, codegen_.reduction_workgroup_size);
-        reduce_variant = !rp.contiguous ? rp.per_invocation : rp.whole_outputs ? 1024 : 0;
-    }
-    std::string sig = signature(r, access, walks, reduce_variant);
-    KernelEntry* entry = nullptr;
-    {
-        std::lock_guard lock(kernels_mutex_);
-        if (auto it = kernels_.find(sig); it != kernels_.end()) entry = &it->second;
-    }
-    if (!entry) {
-        Kernel k = generate(r, access, walks, codegen_);
-        const ComputePipeline& p = pipelines_->get(k);
-        std::lock_guard lock(kernels_mutex_);
-        auto [it, fresh] = kernels_.try_emplace(std::move(sig), KernelEntry{std::move(k), &p, nullptr});
-        entry = &it->second;
-    }
-    kernel = &entry->kernel;
-    pipeline_ptr = entry->pipeline;
-    const ComputePipeline& pipeline = *pipeline_ptr;
+    const std::uint64_t reduce_variant = kernel_form(r, access, walks);
+    KernelBuilder::Entry& entry = kernels_->get(r, access, walks, reduce_variant);
+    const Kernel* kernel = &entry.kernel;
+    const ComputePipeline& pipeline = *entry.pipeline.get();
     // A reduce region split into parts: the scratch for the partials, and the second pass.
     const std::uint64_t partial_bytes = reduce_partial_bytes(r, *kernel);
     std::shared_ptr<DeviceArray> partials;
     const ComputePipeline* combine = nullptr;
     if (partial_bytes > 0) {
         partials = device_heap_->allocate(partial_bytes);
-        std::lock_guard lock(kernels_mutex_);
-        if (!entry->combine) {
-            Kernel second = *kernel;
-            second.glsl = kernel->combine_glsl;
-            second.key = kernel->combine_key;
-            entry->combine = &pipelines_->get(second);
-        }
-        combine = entry->combine;
+        combine = &kernels_->combine(entry);
     }
     std::vector<std::shared_ptr<DeviceArray>> outs;
     for (std::size_t j = 0; j < r.outputs.size(); ++j)
@@ -792,6 +772,7 @@ void VulkanBackend::add_metrics(Metrics& m) const {
     m.pipeline_disk_hits += p.disk_hits;
     m.pipeline_misses += p.misses;
     m.pipeline_compile_ms += p.compile_ms;
+    m.pipelines_built_ahead += kernels_->prepared();
     m.validation_messages += context_->validation_messages();
 }
 

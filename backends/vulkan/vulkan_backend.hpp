@@ -23,14 +23,21 @@
 #include "backends/backend.hpp"
 #include "backends/vulkan/context.hpp"
 #include "backends/vulkan/memory.hpp"
+#include "backends/vulkan/kernel_builder.hpp"
 #include "backends/vulkan/pipeline_cache.hpp"
 
 namespace tandem::detail::vk {
 
 class Gemm;
+struct GemmArgs;
 
 /// A batch goes to an idle device once it holds this many dispatches (the host keeps recording).
 inline constexpr std::uint32_t kEarlySubmitDispatches = 4;
+/// What building a generated kernel's pipeline is taken to cost before one has been timed on this
+/// device (glslang + the driver: 20-60 ms on lavapipe, 50-200 ms on the H100's driver).
+inline constexpr double kExpectedBuildSeconds = 0.05;
+/// Likewise a pipeline made from SPIR-V in the on-disk cache (no compile).
+inline constexpr double kExpectedLoadSeconds = 0.002;
 
 struct VulkanOptions {
     ContextOptions context;
@@ -72,6 +79,9 @@ public:
     std::uint64_t memory_bytes() const override { return context_->device_heap_bytes(); }
     void add_metrics(Metrics& m) const override;
     void set_activity_sink(ActivitySink sink) override;
+    double pipeline_wait_s(const Region& r) override;
+    void prepare(const Region& r) override;
+    void quiesce() override { kernels_->stop(); }
 
     const Context& context() const noexcept { return *context_; }
     DeviceStats stats() const;
@@ -85,8 +95,16 @@ private:
     struct CopyJob;
     struct Copy;
     VulkanBackend() = default;
+    /// How `r`'s generated kernel reads its inputs; returns a reduction's kernel variant.
+    std::uint64_t kernel_form(const Region& r, std::vector<InputAccess>& access, std::vector<InputWalk>& walks) const;
     std::shared_ptr<DeviceArray> device_copy(Value& v, Batch& b);
     void submit_matmul(Submission s);
+    /// A matmul region's product without its addresses (record_ops.cpp).
+    static GemmArgs matmul_args(const Region& r);
+    /// The GEMM variant `r` needs, as a KernelBuilder fixed key ("" when not priced), and whether
+    /// it is built.
+    std::string matmul_kernel_key(const Region& r, bool& built) const;
+    void prepare_matmul(const Region& r);  // its GEMM variant built ahead of time
     void submit_transpose(Submission s);
     void submit_scan(Submission s);
     void submit_cat(Submission s);
@@ -137,15 +155,8 @@ private:
     bool copy_timestamps_ = false;
     std::chrono::microseconds completion_spin_{0};  // polling before a blocking wait
 
-    // Kernels by signature (see vulkan_backend.cpp): a region seen before skips code generation
-    // and the pipeline cache's hashing of the source.
-    std::mutex kernels_mutex_;
-    struct KernelEntry {
-        Kernel kernel;
-        const ComputePipeline* pipeline;
-        const ComputePipeline* combine;  // a reduce region's second pass, made when first needed
-    };
-    std::unordered_map<std::string, KernelEntry> kernels_;
+    // Generated kernels by signature, built when first recorded or ahead of time (prepare).
+    std::unique_ptr<KernelBuilder> kernels_;
 
     std::mutex done_mutex_;
     std::condition_variable done_cv_;

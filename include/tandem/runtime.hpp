@@ -70,6 +70,9 @@ struct Metrics {
     std::uint64_t copy_queue_submits = 0; ///< large copies sent to the copy (transfer) queue
     std::uint64_t pipeline_hits = 0, pipeline_disk_hits = 0, pipeline_misses = 0;
     double pipeline_compile_ms = 0;
+    /// Kernels built ahead of time, in the background: placement ran their region on the CPU
+    /// because the device's pipeline was not built yet (it would have won otherwise).
+    std::uint64_t pipelines_built_ahead = 0;
     std::uint64_t validation_messages = 0; ///< Vulkan validation messages (with vulkan_validation)
     // The device's memory (Config::device_memory_limit).
     std::uint64_t device_memory_budget = 0;     ///< bytes of arrays a device may hold (the largest of the devices'; 0: no device)

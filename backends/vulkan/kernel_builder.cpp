@@ -1,0 +1,246 @@
+// The kernel builder (see kernel_builder.hpp).
+#include "backends/vulkan/kernel_builder.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+
+
+namespace tandem::detail::vk {
+
+/// What decides the generated kernel: the ops and types of the program, where each argument
+/// comes from, how each input is read, and whether 32-bit indices suffice. Not the sizes and not
+/// the scalar values: those are arguments. Far cheaper to form than the GLSL itself.
+/// `reduce_variant`: 0 for a contiguous reduce kernel (1024: one finishing whole outputs), else
+/// the strided plan's lanes an invocation.
+std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
+                      std::uint64_t reduce_variant) {
+    std::string s;
+    s.reserve(16 * r.program.size() + 8 * r.inputs.size() + 16);
+    auto put = [&](std::uint64_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(r.shape.numel() < (std::int64_t{1} << 31));
+    for (auto& in : r.inputs) put(static_cast<std::uint64_t>(in->dtype));
+    for (std::size_t k = 0; k < access.size(); ++k) {
+        put(static_cast<std::uint64_t>(access[k]) << 32 | walk_letters(walks[k]).size());
+        s += walks[k];
+    }
+    auto instructions = [&](const std::vector<Instr>& program, std::uint64_t tag) {
+        for (const Instr& ins : program) {
+            put(static_cast<std::uint64_t>(ins.op) | static_cast<std::uint64_t>(ins.dtype) << 8 |
+                static_cast<std::uint64_t>(ins.compute) << 16 | tag << 32);
+            for (int k = 0; k < op_info(ins.op).arity; ++k) {
+                const Arg& a = ins.args[static_cast<std::size_t>(k)];
+                put(static_cast<std::uint64_t>(a.kind) | static_cast<std::uint64_t>(a.dtype) << 8 |
+                    static_cast<std::uint64_t>(a.kind == Arg::Kind::Scalar ? 0 : a.index) << 16);
+            }
+        }
+    };
+    instructions(r.program, 0);
+    for (auto& o : r.outputs) put(o.value | static_cast<std::uint64_t>(o.node->dtype) << 32);
+    if (r.is_reduce()) {
+        put(0x5245445543450000ull | reduce_variant);
+        for (const Reduction& red : r.reductions) put(static_cast<std::uint64_t>(red.op) << 32 | red.value);
+        instructions(r.tail, 0x7A11);  // tagged: the tail's instructions are never the program's
+    }
+    return s;
+}
+
+namespace {
+
+/// The second pass of a split reduction, as a kernel of its own.
+Kernel combine_kernel(const Kernel& k) {
+    Kernel second = k;
+    second.glsl = k.combine_glsl;
+    second.key = k.combine_key;
+    return second;
+}
+
+}  // namespace
+
+KernelBuilder::KernelBuilder(PipelineCache& pipelines, const CodegenOptions& codegen, double expected_build_s,
+                             double expected_load_s, double expected_fixed_s)
+    : pipelines_(pipelines),
+      codegen_(codegen),
+      expected_build_s_(expected_build_s),
+      expected_load_s_(expected_load_s),
+      expected_fixed_s_(expected_fixed_s) {}
+
+KernelBuilder::~KernelBuilder() { stop(); }
+
+void KernelBuilder::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard lock(mutex_);
+    queue_.clear();  // not begun: a recording that needs one builds it itself
+}
+
+KernelBuilder::Slot& KernelBuilder::slot(std::string sig, const Region& r, const std::vector<InputAccess>& access,
+                                         const std::vector<InputWalk>& walks, bool& fresh) {
+    fresh = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = slots_.find(sig); it != slots_.end()) return *it->second;
+    }
+    // Generated outside the lock (tens of microseconds); a thread that raced us keeps its own.
+    auto s = std::make_unique<Slot>();
+    s->entry.kernel = generate(r, access, walks, codegen_);
+    s->entry.pipeline = s->promise.get_future().share();
+    s->cached = pipelines_.cached(s->entry.kernel);
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = slots_.try_emplace(std::move(sig), std::move(s));
+    fresh = inserted;
+    return *it->second;
+}
+
+void KernelBuilder::build(Slot& s, bool with_combine) {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        const ComputePipeline& p = pipelines_.get(s.entry.kernel);
+        if (with_combine && !s.entry.kernel.combine_glsl.empty()) {
+            try {
+                combine(s.entry);
+            } catch (const std::exception&) {
+                // The recording that needs it builds it again, and fails then.
+            }
+        }
+        s.promise.set_value(&p);
+    } catch (...) {
+        s.promise.set_exception(std::current_exception());
+        return;
+    }
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard lock(mutex_);
+    double& expected = s.cached ? expected_load_s_ : expected_build_s_;
+    expected = 0.75 * expected + 0.25 * took;  // recent builds count most
+}
+
+KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<InputAccess>& access,
+                                         const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
+    bool fresh = false;
+    Slot& s = slot(signature(r, access, walks, reduce_variant), r, access, walks, fresh);
+    bool mine = fresh;
+    {
+        std::lock_guard lock(mutex_);
+        if (!fresh && !s.started_set) {
+            // Queued ahead of time but not begun (or dropped by stop()): built here rather than
+            // behind the queue.
+            if (auto it = std::find(queue_.begin(), queue_.end(), &s); it != queue_.end()) queue_.erase(it);
+            mine = true;
+        }
+        if (mine) {
+            s.started = std::chrono::steady_clock::now();
+            s.started_set = true;
+        }
+    }
+    if (mine) build(s, false);  // (a split reduction's combine pass: when first needed)
+    s.entry.pipeline.get();  // waits for a build under way; throws what it threw
+    return s.entry;
+}
+
+const ComputePipeline& KernelBuilder::combine(Entry& e) {
+    // Built once, outside the builder's lock: a compile takes long (1.6 s seen on the H100), and
+    // placement asks the builder about other kernels meanwhile.
+    std::call_once(e.combine_once, [&] { e.combine.store(&pipelines_.get(combine_kernel(e.kernel))); });
+    return *e.combine.load();
+}
+
+double KernelBuilder::wait_s(const Region& r, const std::vector<InputAccess>& access,
+                             const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
+    bool fresh = false;
+    const Slot& s = slot(signature(r, access, walks, reduce_variant), r, access, walks, fresh);
+    std::lock_guard lock(mutex_);
+    if (s.entry.pipeline.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return 0.0;
+    if (!s.started_set) return expected_s(s);  // not begun
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+    return std::max(0.0, expected_s(s) - elapsed);
+}
+
+void KernelBuilder::prepare(const Region& r, const std::vector<InputAccess>& access,
+                            const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return;
+    }
+    bool fresh = false;
+    Slot& s = slot(signature(r, access, walks, reduce_variant), r, access, walks, fresh);
+    {
+        std::lock_guard lock(mutex_);
+        // Stopped meanwhile (built when first recorded, as without prepare()), begun, or queued.
+        if (stopping_ || s.started_set || std::find(queue_.begin(), queue_.end(), &s) != queue_.end()) return;
+        prepared_.fetch_add(1, std::memory_order_relaxed);
+        queue_.push_back(&s);
+        if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    }
+    cv_.notify_one();
+}
+
+namespace {
+std::string fixed_slot_key(const std::string& key) { return std::string("\x01fixed:") + key; }
+}  // namespace
+
+double KernelBuilder::fixed_wait_s(const std::string& key) const {
+    std::lock_guard lock(mutex_);
+    auto it = slots_.find(fixed_slot_key(key));
+    if (it == slots_.end() || !it->second->started_set) return expected_fixed_s_;
+    const Slot& s = *it->second;
+    if (s.entry.pipeline.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return 0.0;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started).count();
+    return std::max(0.0, expected_fixed_s_ - elapsed);
+}
+
+void KernelBuilder::prepare_fixed(const std::string& key, std::function<void()> build) {
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return;
+        auto [it, fresh] = slots_.try_emplace(fixed_slot_key(key));
+        if (!fresh) return;
+        it->second = std::make_unique<Slot>();
+        Slot& s = *it->second;
+        s.fixed = std::move(build);
+        s.entry.pipeline = s.promise.get_future().share();
+        prepared_.fetch_add(1, std::memory_order_relaxed);
+        queue_.push_back(&s);
+        if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    }
+    cv_.notify_one();
+}
+
+double KernelBuilder::expected_build_s() const {
+    std::lock_guard lock(mutex_);
+    return expected_build_s_;
+}
+
+void KernelBuilder::run() {
+    for (;;) {
+        Slot* s = nullptr;
+        {
+            std::unique_lock lock(mutex_);
+            cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            if (stopping_) return;
+            s = queue_.front();
+            queue_.pop_front();
+            s->started = std::chrono::steady_clock::now();
+            s->started_set = true;
+        }
+        if (!s->fixed) {
+            build(*s, true);  // ahead of time: a reduction's combine pass too
+            continue;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            s->fixed();
+        } catch (const std::exception&) {
+            // The recording that needs it builds it again, and fails then.
+        }
+        s->promise.set_value(nullptr);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::lock_guard lock(mutex_);
+        expected_fixed_s_ = 0.75 * expected_fixed_s_ + 0.25 * took;
+    }
+}
+
+}  // namespace tandem::detail::vk

@@ -1,0 +1,116 @@
+// Generated kernels by region signature, and their pipelines. A pipeline is built on the
+// recording thread when first needed, or ahead of time on the builder's own thread (prepare()):
+// a region that placement sent to the CPU because its pipeline was cold finds it ready the next
+// time. Placement asks how long a region would wait for its pipeline (wait_s()) and prices it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/vulkan/arguments.hpp"
+#include "backends/vulkan/codegen.hpp"
+#include "backends/vulkan/pipeline_cache.hpp"
+#include "graph/region.hpp"
+
+namespace tandem::detail::vk {
+
+/// The identity of a region's generated kernel: its structure, not its extents or constants (a
+/// region seen before skips code generation and the pipeline cache's hashing of the source).
+std::string signature(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
+                      std::uint64_t reduce_variant);
+
+class KernelBuilder {
+public:
+    /// A kernel and its pipeline (and a reduce region's combine pass, made when first needed).
+    struct Entry {
+        Kernel kernel;
+        std::shared_future<const ComputePipeline*> pipeline;  ///< ready once built (or failed)
+        std::once_flag combine_once;
+        std::atomic<const ComputePipeline*> combine{nullptr};  ///< set once, by combine()
+    };
+
+    /// `expected_build_s`: what a compile is taken to cost until one has been timed
+    /// (`expected_load_s` likewise for a pipeline made from SPIR-V on disk).
+    /// `expected_fixed_s` likewise for a fixed kernel.
+    KernelBuilder(PipelineCache& pipelines, const CodegenOptions& codegen, double expected_build_s,
+                  double expected_load_s, double expected_fixed_s = 0.2);
+    /// stop().
+    ~KernelBuilder();
+    /// Stops the thread after the build in progress; builds not begun are dropped (a recording
+    /// that needs one builds it). prepare() does nothing after it.
+    void stop();
+    KernelBuilder(const KernelBuilder&) = delete;
+    KernelBuilder& operator=(const KernelBuilder&) = delete;
+
+    /// The kernel for `r` (of these input accesses), with its pipeline built: now, on this
+    /// thread, or by waiting for a build already under way. Throws ShaderCompileError or
+    /// DeviceError; the entry stays (a later get() throws the same).
+    Entry& get(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
+               std::uint64_t reduce_variant);
+    /// The combine pass of a split reduction, built on first use (a failed build throws, and a
+    /// later call tries again).
+    const ComputePipeline& combine(Entry& e);
+    /// Seconds `r` would wait for its pipeline if recorded now: 0 once built; what is left of a
+    /// build under way; else the expected compile time, or the expected load time when the
+    /// pipeline cache has its SPIR-V (a kernel never seen is generated for that, once).
+    double wait_s(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
+                  std::uint64_t reduce_variant);
+    /// Starts building `r`'s pipeline on the builder's thread (nothing if it is built or under way).
+    void prepare(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
+                 std::uint64_t reduce_variant);
+
+    // ---- Fixed kernels (the GEMM's variants): not generated from a region; `key` names one and
+    // `build` makes its pipelines (through the pipeline cache, which a recording that needs the
+    // same kernel meanwhile waits on rather than compiling it again).
+    /// Seconds a recording would wait for the fixed kernel `key` that is not built yet: what is
+    /// left of its build under way, else the expected build of a fixed kernel.
+    double fixed_wait_s(const std::string& key) const;
+    /// Starts `build` on the builder's thread (nothing if `key` was prepared before).
+    void prepare_fixed(const std::string& key, std::function<void()> build);
+
+    /// Builds started ahead of time.
+    std::uint64_t prepared() const noexcept { return prepared_.load(std::memory_order_relaxed); }
+    /// Running mean of the seconds a compile took (code generation excluded).
+    double expected_build_s() const;
+
+private:
+    struct Slot {
+        Entry entry;
+        std::promise<const ComputePipeline*> promise;
+        std::chrono::steady_clock::time_point started{};  ///< when its build began (under the lock)
+        bool started_set = false;
+        bool cached = false;  ///< the pipeline cache had it when the slot was made (a load, not a compile)
+        std::function<void()> fixed;  ///< a fixed kernel's build (no generated kernel)
+    };
+    double expected_s(const Slot& s) const { return s.cached ? expected_load_s_ : expected_build_s_; }
+    /// The slot for `sig`, made (with its kernel generated) if new; `fresh` says so.
+    Slot& slot(std::string sig, const Region& r, const std::vector<InputAccess>& access,
+               const std::vector<InputWalk>& walks, bool& fresh);
+    /// On the calling thread; sets the promise (after the combine pass too, `with_combine`).
+    void build(Slot& s, bool with_combine);
+    void run();           ///< the builder thread
+
+    PipelineCache& pipelines_;
+    CodegenOptions codegen_;
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::unordered_map<std::string, std::unique_ptr<Slot>> slots_;
+    std::deque<Slot*> queue_;
+    bool stopping_ = false;
+    double expected_build_s_, expected_load_s_;  ///< under mutex_
+    double expected_fixed_s_;                     ///< under mutex_: a fixed kernel's build
+    std::atomic<std::uint64_t> prepared_{0};
+    std::thread thread_;       ///< started with the first prepare()
+};
+
+}  // namespace tandem::detail::vk
