@@ -154,7 +154,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const LinkProfile& link = profile_.devices[d].link;
         const double device_compute = compute_s(region, static_cast<int>(d));
         double to_device = 0, from_others = 0, host_only_uploads = 0, others_sync = 0, links_free = link_free(d);
-        std::int64_t here = 0;
+        std::int64_t here = 0, host_only_bytes = 0;
         for (const InputSite& in : q.inputs) {
             if (in.devices >> d & 1u) {
                 here += in.bytes;
@@ -162,10 +162,14 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             }
             const double up = upload_s(d, in.bytes);
             const bool host_only = in.on_host && in.devices == 0;
-            // An upload its readers' losses have paid for already (ski rental): free to use.
-            if (host_only && in.regret_s >= up) continue;
+            // An upload its readers' losses have paid for already (ski rental): free to use, and
+            // then on the device (a chain may go on there).
+            if (host_only && in.regret_s >= up) {
+                here += in.bytes;
+                continue;
+            }
             to_device += up;
-            if (host_only) host_only_uploads += up;
+            if (host_only) host_only_uploads += up, host_only_bytes += in.bytes;
             if (!in.on_host) {  // on another device: down to the host first
                 from_others += download_s(holder(in), in.bytes);
                 others_sync = std::max(others_sync, profile_.devices[holder(in)].link.sync_s);
@@ -183,8 +187,12 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         double tail = 0;  // after the compute: results the host or the plan's host side wants
         if (q.bytes_to_host > 0) tail += link.sync_s + download_s(d, q.bytes_to_host);
         // Inputs only on the host, outputs read later in the plan: the chain goes on on the host.
+        // (Not had the host-only inputs been on the device: then it would go on there.)
+        double consumers_back = 0;
         if (here == 0 && bytes_on_host > 0 && q.bytes_to_consumers > 0)
-            tail += link.sync_s + download_s(d, q.bytes_to_consumers);
+            consumers_back = link.sync_s + download_s(d, q.bytes_to_consumers);
+        const double resident_tail = host_only_bytes > 0 ? tail : tail + consumers_back;
+        tail += consumers_back;
         const double warm = start_after(moved) + device_compute + tail;
         // Its kernel builds on the host meanwhile (transfers go on): it starts after both. Asked
         // only where the device could win or be explored (the question may generate the kernel).
@@ -192,7 +200,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
                                 ? q.pipeline_wait_s(d)
                                 : 0.0;
         const double finish = std::max(start_after(moved), wait) + device_compute + tail;
-        const double resident = std::max(start_after(moved - host_only_uploads), wait) + device_compute + tail;
+        const double resident = std::max(start_after(moved - host_only_uploads), wait) + device_compute + resident_tail;
         if (wait > 0 && (warm_finish < 0 || warm < warm_finish)) {
             warm_finish = warm;
             warm_device = devices_[d];

@@ -521,6 +521,37 @@ TEST(Placement, ReadersThatLoseTimeOnTheHostPayForTheUploadOfTheirInput) {
     EXPECT_GE(regret, upload_seconds(q.inputs[0].bytes, fixed_profile().devices[0].link));
 }
 
+// The head of a chain (its result read by the next region of the plan, as each step of a time
+// loop reads the last) that reads data living on the host: it stays with the data, and its
+// readers with it... until the losses pay for the upload. Had the data been on the device, the
+// chain would have gone on there: the loss counts against that, not against a round trip.
+TEST(Placement, AChainReadingHostDataMovesToTheDeviceOnceItsLossesPayTheUpload) {
+    Runtime rt = cpu_runtime();
+    // A host of many cores: its pass over 80 MB (1.6 ms) is quicker than sending the result
+    // back for the next step (8 ms), so a step alone on the device never pays.
+    MachineProfile profile = fixed_profile();
+    profile.cpu.bytes_per_s = 100e9;
+    FakeBackend cpu{true}, device{false};
+    Placement automatic{cpu, {&device}, PlacementMode::automatic, 0, profile};
+    const std::int64_t n = 10'000'000;
+    const Region step = region_of(data(rt, n) * 2.0 + 1.0);
+    PlacementQuery q = query(step, false, false);
+    q.bytes_to_consumers = step.cost.bytes_written();
+    auto first = automatic.place(q, 0, 0);
+    ASSERT_EQ(first.backend, &cpu) << first.reason;
+    EXPECT_GT(first.regret_s, 0.0) << "the chain on the device would have been sooner";
+    double regret = 0;
+    int runs = 0;
+    for (; runs < 10; ++runs) {
+        q.inputs[0].regret_s = regret;
+        auto d = automatic.place(q, 0, 0);
+        if (d.backend == &device) break;
+        regret += d.regret_s;
+    }
+    EXPECT_GE(runs, 1) << "not at once";
+    EXPECT_LT(runs, 10) << "but soon";
+}
+
 TEST(Placement, AKernelNotBuiltYetIsPricedAndBuiltInTheBackground) {
     Runtime rt = cpu_runtime();
     Fixture f;
