@@ -200,7 +200,8 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
                                 ? q.pipeline_wait_s(d)
                                 : 0.0;
         const double finish = std::max(start_after(moved), wait) + device_compute + tail;
-        const double resident = std::max(start_after(moved - host_only_uploads), wait) + device_compute + resident_tail;
+        // (Its kernel's build aside: that is paid once, and built ahead when the CPU takes it.)
+        const double resident = start_after(moved - host_only_uploads) + device_compute + resident_tail;
         if (wait > 0 && (warm_finish < 0 || warm < warm_finish)) {
             warm_finish = warm;
             warm_device = devices_[d];

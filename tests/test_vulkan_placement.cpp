@@ -5,6 +5,7 @@
 // records the regions of both executors, the copies and the kernel builds.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -130,6 +131,61 @@ TEST(VulkanTrace, RegionsOfBothExecutorsAreTraced) {
     EXPECT_TRUE(upload && download) << doc.dump();
     EXPECT_TRUE(compile) << doc.dump();
     fs::remove(file);
+}
+
+// A product whose GEMM variant was never built on the device: the build (priced at what fixed
+// kernels are expected to take) costs more than the CPU's product, so the CPU runs it while the
+// device builds the GEMM in the background; once it is built, the device takes the product. The
+// same value on both.
+TEST(VulkanCalibration, AColdProductRunsOnTheCpuWhileItsGemmBuilds) {
+    const fs::path dir = fs::temp_directory_path() / ("tandem-vk-coldgemm-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string path = (dir / "calibration.json").string();
+    tandem::Config c = tvk::gpu_config();
+    c.placement = "auto";
+    c.calibration_file = path;
+    c.placement_learning = false;  // the rates below decide, not lavapipe's real speed
+    MachineKey key;
+    std::string identity;
+    {
+        auto probe = tvk::open_gpu(c);
+        key = machine_key(probe->impl().topology(), probe->impl().threads());
+        identity = probe->impl().device()->identity();
+    }
+    Calibration cal;
+    cal.machine = key;
+    cal.created_unix_s = 1'790'000'000;
+    cal.profile = default_machine_profile(key.cpu_threads, {DeviceClass::discrete_gpu});
+    cal.profile.devices[0].identity = identity;
+    cal.profile.devices[0].link.sync_s = 1e-6;
+    cal.profile.devices[0].link.latency_s = 1e-7;
+    cal.profile.devices[0].rates.flops_per_s = {1e13, 1e13};
+    cal.profile.cpu.flops_per_s = {3e10, 3e10};  // 256^3 x 2: 1.1 ms on the CPU
+    write_calibration(cal, path);
+    {
+        auto rt = tvk::open_gpu(c);
+        const std::int64_t n = 256;
+        std::vector<double> av(static_cast<std::size_t>(n * n)), bv(av.size());
+        for (std::size_t i = 0; i < av.size(); ++i) {
+            av[i] = std::sin(0.37 * static_cast<double>(i));
+            bv[i] = std::cos(0.11 * static_cast<double>(i));
+        }
+        auto a = rt->array(std::span<const double>(av), tandem::Shape{n, n});
+        auto b = rt->array(std::span<const double>(bv), tandem::Shape{n, n});
+        const auto first = tandem::matmul(a, b).gather().get();
+        EXPECT_EQ(rt->metrics().device_regions, 0u) << "the GEMM's build costs more than the CPU's product";
+        EXPECT_EQ(rt->metrics().pipelines_built_ahead, 1u) << "built in the background meanwhile";
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (rt->metrics().device_regions == 0 && std::chrono::steady_clock::now() < until) {
+            const auto again = tandem::matmul(a, b).gather().get();
+            ASSERT_EQ(again.numel(), first.numel());
+            for (std::int64_t i = 0; i < first.numel(); ++i)
+                ASSERT_EQ(std::bit_cast<std::uint64_t>(again.at(i)), std::bit_cast<std::uint64_t>(first.at(i))) << i;
+        }
+        EXPECT_GT(rt->metrics().device_regions, 0u) << "once built, the device takes it";
+        EXPECT_EQ(rt->metrics().pipelines_built_ahead, 1u);
+    }
+    fs::remove_all(dir);
 }
 
 TEST(VulkanCalibration, WhatARuntimeLearnsIsKeptForTheNext) {

@@ -61,7 +61,7 @@ public:
     /// later call tries again).
     const ComputePipeline& combine(Entry& e);
     /// Seconds `r` would wait for its pipeline if recorded now: 0 once built; what is left of a
-    /// build under way; else the expected compile time, or the expected load time when the
+    /// build under way (at least as long as it has run); else the expected compile time, or the expected load time when the
     /// pipeline cache has its SPIR-V (a kernel never seen is generated for that, once).
     double wait_s(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
                   std::uint64_t reduce_variant);
@@ -93,6 +93,8 @@ private:
         std::function<void()> fixed;  ///< a fixed kernel's build (no generated kernel)
     };
     double expected_s(const Slot& s) const { return s.cached ? expected_load_s_ : expected_build_s_; }
+    /// What is left of s's build under way, begun at s.started.
+    static double remaining_s(const Slot& s, double expected);
     /// The slot for `sig`, made (with its kernel generated) if new; `fresh` says so.
     Slot& slot(std::string sig, const Region& r, const std::vector<InputAccess>& access,
                const std::vector<InputWalk>& walks, bool& fresh);

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -105,6 +106,11 @@ private:
     /// it is built.
     std::string matmul_kernel_key(const Region& r, bool& built) const;
     void prepare_matmul(const Region& r);  // its GEMM variant built ahead of time
+    /// The fixed kernels a region of a fixed kind records (none for generated kernels and
+    /// GEMMs), and the key naming them together for the KernelBuilder ("" for none).
+    static std::vector<Kernel> fixed_kernels(const Region& r);
+    static std::string fixed_key(const Region& r);
+    double fixed_wait_s(const Region& r);  // pipeline_wait_s of such a region
     void submit_transpose(Submission s);
     void submit_scan(Submission s);
     void submit_cat(Submission s);
@@ -155,6 +161,8 @@ private:
     bool copy_timestamps_ = false;
     std::chrono::microseconds completion_spin_{0};  // polling before a blocking wait
 
+    std::mutex fixed_ready_mutex_;
+    std::unordered_set<std::string> fixed_ready_;  // fixed_kernels() keys found built: no more lookups
     // Generated kernels by signature, built when first recorded or ahead of time (prepare).
     std::unique_ptr<KernelBuilder> kernels_;
 
