@@ -228,9 +228,11 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
     if (resident_finish >= 0) cpu.regret_s = std::max(0.0, cpu.cpu_s - resident_finish);
 
-    // A device that would have won had its kernel been built: if the CPU takes it, the kernel
-    // builds in the background meanwhile (so that the next time it is priced warm).
-    if (warm_device && warm_finish < cpu.cpu_s) cpu.warm_up = warm_device;
+    // A device that would have won, or come close (kExploreFactor), had its kernel been built:
+    // if the CPU takes the region, the kernel builds in the background meanwhile, so that the next
+    // time the device is priced warm (a build costs background time only; a kernel never built
+    // would keep a region that is a close call off the device for good).
+    if (warm_device && warm_finish <= kExploreFactor * cpu.cpu_s) cpu.warm_up = warm_device;
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
     // stay with the inputs (no flip-flopping along a chain).
     const double lo = std::min(cpu.cpu_s, dev.device_s) - ready, hi = std::max(cpu.cpu_s, dev.device_s) - ready;
@@ -252,14 +254,12 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const int loser = on_device ? kHost : d;
         const bool loser_unknown = on_device ? cpu_runs < known : dev_runs < known;
         const bool winner_known = on_device ? dev_runs >= known : cpu_runs >= known;
-        // A device whose kernel is not built yet is explored once it is: meanwhile it builds.
+        // A device whose kernel is not built yet is explored once it is (meanwhile it builds).
         const bool loser_cold = !on_device && dev_wait > 0;
         const double loser_s = (on_device ? cpu.cpu_s : loser_cold ? dev_warm : dev.device_s) - ready;
         const double winner_s = (on_device ? dev.device_s : cpu.cpu_s) - ready;
         const bool explore = loser_unknown && winner_known && loser_s <= kExploreFactor * winner_s;
-        if (explore && loser_cold) {
-            cpu.warm_up = dev.backend;
-        } else if (explore && exploring_.insert(explore_key(sig, loser)).second) {
+        if (explore && !loser_cold && exploring_.insert(explore_key(sig, loser)).second) {
             PlacementDecision& e = on_device ? cpu : dev;
             e.exploring = true;
             ++exploring_started_;
@@ -269,7 +269,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         }
     }
     if (on_device) return dev.reason = why, dev;
-    if (cpu.warm_up) why = "earliest predicted finish: the device's kernel is not built yet (building it)";
+    if (cpu.warm_up) why = "earliest predicted finish: the device's kernel is not built yet (it builds meanwhile)";
     return cpu.reason = why, cpu;
 }
 

@@ -112,7 +112,12 @@ private:
     double expected_build_s_, expected_load_s_;  ///< under mutex_
     double expected_fixed_s_;                     ///< under mutex_: a fixed kernel's build
     std::atomic<std::uint64_t> prepared_{0};
-    std::thread thread_;       ///< started with the first prepare()
+    std::vector<std::thread> threads_;  ///< started as builds are queued, up to max_threads_
+    std::size_t max_threads_;           ///< a quarter of the host's cores, 1 to 4
+    std::size_t idle_threads_ = 0;      ///< waiting for a build (under mutex_)
+    void start_thread_locked();         ///< another thread if every one is busy and builds wait
+    /// A build not begun: its expected time, times the rounds of builds queued before it.
+    double queued_s(const Slot& s, double expected) const;
 };
 
 }  // namespace tandem::detail::vk
