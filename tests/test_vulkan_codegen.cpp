@@ -570,7 +570,14 @@ TEST_F(VulkanDevice, KernelBuilderBuildsFixedKernelsAheadOnce) {
     while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_GE(slow.fixed_wait_s("slow"), 0.05);
+    // A runtime going away waits for what it began, within a budget: not done within 20 ms ...
+    EXPECT_FALSE(slow.finish(std::chrono::milliseconds(20)));
+    // ... and done once it may finish; builds queued behind it are waited for too.
+    std::atomic<int> after{0};
+    slow.prepare_fixed("queued", [&] { after = 1; });
     release = true;
+    EXPECT_TRUE(slow.finish(std::chrono::seconds(60)));
+    EXPECT_EQ(after.load(), 1);
     slow.stop();
     EXPECT_EQ(slow.fixed_wait_s("slow"), 0.0);
 }

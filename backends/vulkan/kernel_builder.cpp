@@ -252,22 +252,33 @@ void KernelBuilder::run() {
             queue_.pop_front();
             s->started = std::chrono::steady_clock::now();
             s->started_set = true;
+            ++building_;
         }
         if (!s->fixed) {
             build(*s, true);  // ahead of time: a reduction's combine pass too
-            continue;
+        } else {
+            const auto t0 = std::chrono::steady_clock::now();
+            try {
+                s->fixed();
+            } catch (const std::exception&) {
+                // The recording that needs it builds it again, and fails then.
+            }
+            s->promise.set_value(nullptr);
+            const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            std::lock_guard lock(mutex_);
+            expected_fixed_s_ = 0.75 * expected_fixed_s_ + 0.25 * took;
         }
-        const auto t0 = std::chrono::steady_clock::now();
-        try {
-            s->fixed();
-        } catch (const std::exception&) {
-            // The recording that needs it builds it again, and fails then.
+        {
+            std::lock_guard lock(mutex_);
+            --building_;
         }
-        s->promise.set_value(nullptr);
-        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::lock_guard lock(mutex_);
-        expected_fixed_s_ = 0.75 * expected_fixed_s_ + 0.25 * took;
+        idle_cv_.notify_all();
     }
+}
+
+bool KernelBuilder::finish(std::chrono::milliseconds budget) {
+    std::unique_lock lock(mutex_);
+    return idle_cv_.wait_for(lock, budget, [&] { return queue_.empty() && building_ == 0; });
 }
 
 }  // namespace tandem::detail::vk

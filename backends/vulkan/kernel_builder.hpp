@@ -46,9 +46,11 @@ public:
                   double expected_load_s, double expected_fixed_s = 0.2);
     /// stop().
     ~KernelBuilder();
-    /// Stops the thread after the build in progress; builds not begun are dropped (a recording
+    /// Stops the threads after the builds in progress; builds not begun are dropped (a recording
     /// that needs one builds it). prepare() does nothing after it.
     void stop();
+    /// Waits until every build queued is done, or `budget` has passed; true if all are.
+    bool finish(std::chrono::milliseconds budget);
     KernelBuilder(const KernelBuilder&) = delete;
     KernelBuilder& operator=(const KernelBuilder&) = delete;
 
@@ -115,6 +117,8 @@ private:
     std::vector<std::thread> threads_;  ///< started as builds are queued, up to max_threads_
     std::size_t max_threads_;           ///< a quarter of the host's cores, 1 to 4
     std::size_t idle_threads_ = 0;      ///< waiting for a build (under mutex_)
+    std::size_t building_ = 0;          ///< builds under way (under mutex_)
+    std::condition_variable idle_cv_;   ///< a build finished (finish() waits on it)
     void start_thread_locked();         ///< another thread if every one is busy and builds wait
     /// A build not begun: its expected time, times the rounds of builds queued before it.
     double queued_s(const Slot& s, double expected) const;

@@ -425,6 +425,13 @@ double VulkanBackend::fixed_wait_s(const Region& r) {
     return 0.0;
 }
 
+void VulkanBackend::quiesce() {
+    // With a disk cache, the builds queued are worth finishing: the next process finds them
+    // there. Without one they die with the process.
+    if (!options_.pipeline_cache_dir.empty() && !lost_) kernels_->finish(kExitBuildBudget);
+    kernels_->stop();
+}
+
 double VulkanBackend::pipeline_wait_s(const Region& r) {
     if (lost_) return 0.0;
     std::vector<InputAccess> access;

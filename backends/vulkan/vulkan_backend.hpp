@@ -39,6 +39,10 @@ inline constexpr std::uint32_t kEarlySubmitDispatches = 4;
 inline constexpr double kExpectedBuildSeconds = 0.05;
 /// Likewise a pipeline made from SPIR-V in the on-disk cache (no compile).
 inline constexpr double kExpectedLoadSeconds = 0.002;
+/// How long a runtime going away waits for the kernels it began building ahead of time: what a
+/// short program saved by not waiting for them at first, given back at most once (their SPIR-V
+/// is on disk for the next process), and bounded.
+inline constexpr std::chrono::milliseconds kExitBuildBudget{2000};
 
 struct VulkanOptions {
     ContextOptions context;
@@ -82,7 +86,9 @@ public:
     void set_activity_sink(ActivitySink sink) override;
     double pipeline_wait_s(const Region& r) override;
     void prepare(const Region& r) override;
-    void quiesce() override { kernels_->stop(); }
+    /// Finishes the builds begun ahead of time, within kExitBuildBudget (their SPIR-V goes to
+    /// the disk cache: the next process starts warm), then stops the builder.
+    void quiesce() override;
 
     const Context& context() const noexcept { return *context_; }
     DeviceStats stats() const;
