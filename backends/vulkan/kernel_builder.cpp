@@ -102,23 +102,26 @@ KernelBuilder::Slot& KernelBuilder::slot(std::string sig, const Region& r, const
 void KernelBuilder::build(Slot& s, bool with_combine) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        const ComputePipeline& p = pipelines_.get(s.entry.kernel);
-        if (with_combine && !s.entry.kernel.combine_glsl.empty()) {
-            try {
-                combine(s.entry);
-            } catch (const std::exception&) {
-                // The recording that needs it builds it again, and fails then.
-            }
-        }
-        s.promise.set_value(&p);
+        s.promise.set_value(&pipelines_.get(s.entry.kernel));
     } catch (...) {
         s.promise.set_exception(std::current_exception());
         return;
     }
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::lock_guard lock(mutex_);
-    double& expected = s.cached ? expected_load_s_ : expected_build_s_;
-    expected = 0.75 * expected + 0.25 * took;  // recent builds count most
+    {
+        std::lock_guard lock(mutex_);
+        double& expected = s.cached ? expected_load_s_ : expected_build_s_;
+        expected = 0.75 * expected + 0.25 * took;  // recent builds count most
+    }
+    // A split reduction's second pass, after the kernel is ready (a region that needs no split,
+    // the common case, is not kept waiting for it; one that does waits for this build).
+    if (with_combine && !s.entry.kernel.combine_glsl.empty()) {
+        try {
+            combine(s.entry);
+        } catch (const std::exception&) {
+            // The recording that needs it builds it again, and fails then.
+        }
+    }
 }
 
 KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<InputAccess>& access,
