@@ -24,6 +24,27 @@
 namespace fs = std::filesystem;
 using namespace tandem::detail;
 
+namespace {
+
+/// A calibration of this machine (the key and device identity of a runtime opened with `c`, which
+/// has no file yet: `probe_placement` gets its placement text) with a discrete GPU's default rates
+/// and a link of next to no latency.
+Calibration discrete_gpu_calibration(const tandem::Config& c, std::string* probe_placement = nullptr) {
+    auto probe = tvk::open_gpu(c);
+    if (probe_placement) *probe_placement = probe->info().placement;
+    RuntimeImpl& impl = probe->impl();
+    Calibration cal;
+    cal.machine = machine_key(impl.topology(), impl.threads());
+    cal.created_unix_s = 1'790'000'000;
+    cal.profile = default_machine_profile(cal.machine.cpu_threads, {DeviceClass::discrete_gpu});
+    cal.profile.devices[0].identity = impl.device()->identity();
+    cal.profile.devices[0].link.sync_s = 1e-6;
+    cal.profile.devices[0].link.latency_s = 1e-7;
+    return cal;
+}
+
+}  // namespace
+
 TEST(VulkanCalibration, TheRuntimeReadsItsMachinesCalibration) {
     const fs::path dir = fs::temp_directory_path() / ("tandem-vk-calibration-" + std::to_string(::getpid()));
     fs::create_directories(dir);
@@ -31,23 +52,10 @@ TEST(VulkanCalibration, TheRuntimeReadsItsMachinesCalibration) {
     tandem::Config c = tvk::gpu_config();
     c.placement = "auto";
     c.calibration_file = path;
-    MachineKey key;
-    std::string identity;
-    {
-        auto probe = tvk::open_gpu(c);  // no file yet: the defaults
-        EXPECT_NE(probe->info().placement.find("built-in defaults"), std::string::npos) << probe->info().placement;
-        RuntimeImpl& impl = probe->impl();
-        key = machine_key(impl.topology(), impl.threads());
-        identity = impl.device()->identity();
-    }
     // A calibration that makes the device far faster than the CPU: even a small region goes there.
-    Calibration cal;
-    cal.machine = key;
-    cal.created_unix_s = 1'790'000'000;
-    cal.profile = default_machine_profile(key.cpu_threads, {DeviceClass::discrete_gpu});
-    cal.profile.devices[0].identity = identity;
-    cal.profile.devices[0].link.sync_s = 1e-6;
-    cal.profile.devices[0].link.latency_s = 1e-7;
+    std::string defaults;
+    Calibration cal = discrete_gpu_calibration(c, &defaults);
+    EXPECT_NE(defaults.find("built-in defaults"), std::string::npos) << "no file yet: " << defaults;
     // and a CPU far slower than any (a host of many cores would otherwise win a small region),
     // though faster than a kernel's build (the first run's CPU time: 1 ms, the build's 50 ms)
     cal.profile.cpu.ops_per_s[static_cast<std::size_t>(CostClass::transcendental)] = {1e8, 1e8};
@@ -145,20 +153,7 @@ TEST(VulkanCalibration, AColdProductRunsOnTheCpuWhileItsGemmBuilds) {
     c.placement = "auto";
     c.calibration_file = path;
     c.placement_learning = false;  // the rates below decide, not lavapipe's real speed
-    MachineKey key;
-    std::string identity;
-    {
-        auto probe = tvk::open_gpu(c);
-        key = machine_key(probe->impl().topology(), probe->impl().threads());
-        identity = probe->impl().device()->identity();
-    }
-    Calibration cal;
-    cal.machine = key;
-    cal.created_unix_s = 1'790'000'000;
-    cal.profile = default_machine_profile(key.cpu_threads, {DeviceClass::discrete_gpu});
-    cal.profile.devices[0].identity = identity;
-    cal.profile.devices[0].link.sync_s = 1e-6;
-    cal.profile.devices[0].link.latency_s = 1e-7;
+    Calibration cal = discrete_gpu_calibration(c);
     cal.profile.devices[0].rates.flops_per_s = {1e13, 1e13};
     cal.profile.cpu.flops_per_s = {3e10, 3e10};  // 256^3 x 2: 1.1 ms on the CPU
     write_calibration(cal, path);
