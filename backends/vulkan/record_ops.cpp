@@ -43,27 +43,6 @@ GemmArgs VulkanBackend::matmul_args(const Region& r) {
     return g;
 }
 
-std::string VulkanBackend::matmul_kernel_key(const Region& r, bool& built) const {
-    built = true;
-    if (matmul_precision_of(r) != MatmulPrecision::full) return "";  // rounding and tensor-core kernels: not priced
-    const GemmArgs g = matmul_args(r);
-    const bool split = gemm_->split_parts(g) > 1;
-    built = gemm_->built(g, split) && (!split || pipelines_->cached(Gemm::split_sum_kernel(g.dtype)));
-    return "gemm " + std::to_string(gemm_->variant(g, split));
-}
-
-void VulkanBackend::prepare_matmul(const Region& r) {
-    bool built = true;
-    const std::string key = matmul_kernel_key(r, built);
-    if (built) return;
-    const GemmArgs g = matmul_args(r);
-    kernels_->prepare_fixed(key, [this, g] {
-        const bool split = gemm_->split_parts(g) > 1;
-        gemm_->pipeline(g, split);
-        if (split) pipelines_->get(Gemm::split_sum_kernel(g.dtype));
-    });
-}
-
 void VulkanBackend::submit_matmul(Submission s) {
     const Region& r = *s.region;
     const Region::Epilogue& ep = r.epilogue;
