@@ -30,6 +30,7 @@
 #include "backends/vulkan/memory.hpp"
 #include "backends/vulkan/pipeline_cache.hpp"
 #include "op_rows.hpp"
+#include "plan_helper.hpp"
 #include "region_builder.hpp"
 
 namespace {
@@ -514,6 +515,42 @@ TEST_F(VulkanDevice, KernelBuilderBuildsAheadAndPricesTheWait) {
         EXPECT_EQ(disk.stats().misses, 0u);
     }
     fs::remove_all(dir);
+}
+
+// A reduction its size splits needs a second pass, a kernel of its own: it is priced too until
+// both are built, and prepare() builds both (a recording then compiles nothing).
+TEST_F(VulkanDevice, KernelBuilderPricesASplitReductionsSecondPass) {
+    ASSERT_NE(ctx_, nullptr);
+    tandem::Config cpu;
+    cpu.device = "cpu";
+    tandem::Runtime rt(cpu);
+    const std::int64_t n = 1 << 20;
+    std::vector<double> v(static_cast<std::size_t>(n), 0.5);
+    auto x = rt.array(std::span<const double>(v), tandem::Shape{n, 1});
+    const std::vector<Region> regions = plan_helper::plan({tandem::sum(tandem::exp(x))});
+    ASSERT_EQ(regions.size(), 1u);
+    const Region& r = regions[0];
+    const CodegenOptions options;
+    std::vector<InputAccess> access;
+    std::vector<InputWalk> walks;
+    access_for(r, access, walks);
+    const ReducePlan rp = plan_reduce(r, options.reduction_threads, options.reduction_workgroup_size);
+    const std::uint64_t variant = !rp.contiguous ? rp.per_invocation : rp.whole_outputs ? 1024 : 0;
+    PipelineCache pc(*ctx_, "", [](const std::string&) {});
+    KernelBuilder kb(pc, options, 0.05, 0.002);
+    ASSERT_GT(reduce_partial_bytes(r, kernel_for(r, options)), 0u) << "a sum this long is split";
+    EXPECT_DOUBLE_EQ(kb.wait_s(r, access, walks, variant), 0.05 + 0.05) << "the kernel and its second pass";
+    kb.prepare(r, access, walks, variant);
+    EXPECT_EQ(kb.prepared(), 2u);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (kb.wait_s(r, access, walks, variant) > 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(kb.wait_s(r, access, walks, variant), 0.0);
+    const std::uint64_t built = pc.stats().misses;
+    EXPECT_EQ(built, 2u);
+    KernelBuilder::Entry& e = kb.get(r, access, walks, variant);
+    EXPECT_NE(kb.combine(e).pipeline, VK_NULL_HANDLE);
+    EXPECT_EQ(pc.stats().misses, built) << "the recording compiles nothing";
 }
 
 // Threads that need the same kernel at once (a recording, and the builder making it ahead of

@@ -48,6 +48,10 @@ std::string signature(const Region& r, const std::vector<InputAccess>& access, c
 
 namespace {
 
+std::string fixed_slot_key(const std::string& key) { return std::string("\x01fixed:") + key; }
+/// A split reduction's second pass, built ahead as a task of its own.
+std::string combine_key(const std::string& signature) { return "combine " + signature; }
+
 /// The second pass of a split reduction, as a kernel of its own.
 Kernel combine_kernel(const Kernel& k) {
     Kernel second = k;
@@ -93,13 +97,14 @@ KernelBuilder::Slot& KernelBuilder::slot(std::string sig, const Region& r, const
     s->entry.kernel = generate(r, access, walks, codegen_);
     s->entry.pipeline = s->promise.get_future().share();
     s->cached = pipelines_.cached(s->entry.kernel);
+    s->combine_cached = !s->entry.kernel.combine_glsl.empty() && pipelines_.cached(combine_kernel(s->entry.kernel));
     std::lock_guard lock(mutex_);
     auto [it, inserted] = slots_.try_emplace(std::move(sig), std::move(s));
     fresh = inserted;
     return *it->second;
 }
 
-void KernelBuilder::build(Slot& s, bool with_combine) {
+void KernelBuilder::build(Slot& s) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
         s.promise.set_value(&pipelines_.get(s.entry.kernel));
@@ -108,20 +113,9 @@ void KernelBuilder::build(Slot& s, bool with_combine) {
         return;
     }
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    {
-        std::lock_guard lock(mutex_);
-        double& expected = s.cached ? expected_load_s_ : expected_build_s_;
-        expected = 0.75 * expected + 0.25 * took;  // recent builds count most
-    }
-    // A split reduction's second pass, after the kernel is ready (a region that needs no split,
-    // the common case, is not kept waiting for it; one that does waits for this build).
-    if (with_combine && !s.entry.kernel.combine_glsl.empty()) {
-        try {
-            combine(s.entry);
-        } catch (const std::exception&) {
-            // The recording that needs it builds it again, and fails then.
-        }
-    }
+    std::lock_guard lock(mutex_);
+    double& expected = s.cached ? expected_load_s_ : expected_build_s_;
+    expected = 0.75 * expected + 0.25 * took;  // recent builds count most
 }
 
 KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<InputAccess>& access,
@@ -142,7 +136,7 @@ KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<Inpu
             s.started_set = true;
         }
     }
-    if (mine) build(s, false);  // (a split reduction's combine pass: when first needed)
+    if (mine) build(s);  // (a split reduction's combine pass: when first needed)
     s.entry.pipeline.get();  // waits for a build under way; throws what it threw
     return s.entry;
 }
@@ -157,11 +151,16 @@ const ComputePipeline& KernelBuilder::combine(Entry& e) {
 double KernelBuilder::wait_s(const Region& r, const std::vector<InputAccess>& access,
                              const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
     bool fresh = false;
-    const Slot& s = slot(signature(r, access, walks, reduce_variant), r, access, walks, fresh);
+    std::string sig = signature(r, access, walks, reduce_variant);
+    const Slot& s = slot(sig, r, access, walks, fresh);
+    // A split reduction also waits for its second pass (when not built with it).
+    const bool combine_cold = !s.entry.combine.load() && reduce_partial_bytes(r, s.entry.kernel) > 0;
     std::lock_guard lock(mutex_);
-    if (s.entry.pipeline.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return 0.0;
-    if (!s.started_set) return queued_s(s, expected_s(s));  // not begun
-    return remaining_s(s, expected_s(s));
+    const double combine_s =
+        combine_cold ? task_wait_s(combine_key(sig), s.combine_cached ? expected_load_s_ : expected_build_s_) : 0.0;
+    if (s.entry.pipeline.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return combine_s;
+    if (!s.started_set) return queued_s(s, expected_s(s)) + combine_s;  // not begun
+    return remaining_s(s, expected_s(s)) + combine_s;
 }
 
 void KernelBuilder::prepare(const Region& r, const std::vector<InputAccess>& access,
@@ -171,21 +170,22 @@ void KernelBuilder::prepare(const Region& r, const std::vector<InputAccess>& acc
         if (stopping_) return;
     }
     bool fresh = false;
-    Slot& s = slot(signature(r, access, walks, reduce_variant), r, access, walks, fresh);
+    std::string sig = signature(r, access, walks, reduce_variant);
+    Slot& s = slot(sig, r, access, walks, fresh);
+    // A reduction this large is split: its second pass is built too (a kernel of its own, after).
+    if (reduce_partial_bytes(r, s.entry.kernel) > 0 && !s.entry.combine.load())
+        prepare_fixed(combine_key(sig), [this, &s] { combine(s.entry); });
     {
         std::lock_guard lock(mutex_);
         // Stopped meanwhile (built when first recorded, as without prepare()), begun, or queued.
         if (stopping_ || s.started_set || std::find(queue_.begin(), queue_.end(), &s) != queue_.end()) return;
         prepared_.fetch_add(1, std::memory_order_relaxed);
-        queue_.push_back(&s);
+        // Ahead of a combine pass queued just now: it is of no use before the kernel.
+        queue_.insert(std::find_if(queue_.begin(), queue_.end(), [](const Slot* q) { return q->fixed != nullptr; }), &s);
         start_thread_locked();
     }
     cv_.notify_one();
 }
-
-namespace {
-std::string fixed_slot_key(const std::string& key) { return std::string("\x01fixed:") + key; }
-}  // namespace
 
 void KernelBuilder::start_thread_locked() {
     // Builds run side by side (glslang and the driver compile concurrently): a program's kernels
@@ -210,14 +210,18 @@ double KernelBuilder::remaining_s(const Slot& s, double expected) {
     return std::max(expected - elapsed, elapsed);
 }
 
-double KernelBuilder::fixed_wait_s(const std::string& key) const {
-    std::lock_guard lock(mutex_);
+double KernelBuilder::task_wait_s(const std::string& key, double expected) const {
     auto it = slots_.find(fixed_slot_key(key));
-    if (it == slots_.end()) return expected_fixed_s_;
-    if (!it->second->started_set) return queued_s(*it->second, expected_fixed_s_);
+    if (it == slots_.end()) return expected;
+    if (!it->second->started_set) return queued_s(*it->second, expected);
     const Slot& s = *it->second;
     if (s.entry.pipeline.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return 0.0;
-    return remaining_s(s, expected_fixed_s_);
+    return remaining_s(s, expected);
+}
+
+double KernelBuilder::fixed_wait_s(const std::string& key) const {
+    std::lock_guard lock(mutex_);
+    return task_wait_s(key, expected_fixed_s_);
 }
 
 void KernelBuilder::prepare_fixed(const std::string& key, std::function<void()> build) {
@@ -258,7 +262,7 @@ void KernelBuilder::run() {
             ++building_;
         }
         if (!s->fixed) {
-            build(*s, true);  // ahead of time: a reduction's combine pass too
+            build(*s);
         } else {
             const auto t0 = std::chrono::steady_clock::now();
             try {

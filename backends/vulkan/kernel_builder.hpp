@@ -62,12 +62,13 @@ public:
     /// The combine pass of a split reduction, built on first use (a failed build throws, and a
     /// later call tries again).
     const ComputePipeline& combine(Entry& e);
-    /// Seconds `r` would wait for its pipeline if recorded now: 0 once built; what is left of a
-    /// build under way (at least as long as it has run); else the expected compile time, or the expected load time when the
+    /// Seconds `r` would wait for its pipeline (and a split reduction's second pass) if recorded
+    /// now: 0 once built; what is left of a build under way (at least as long as it has run); else the expected compile time, or the expected load time when the
     /// pipeline cache has its SPIR-V (a kernel never seen is generated for that, once).
     double wait_s(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
                   std::uint64_t reduce_variant);
-    /// Starts building `r`'s pipeline on the builder's thread (nothing if it is built or under way).
+    /// Starts building `r`'s pipeline on the builder's threads (nothing if it is built or under
+    /// way), and the second pass of a reduction that `r`'s size splits (a kernel of its own).
     void prepare(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
                  std::uint64_t reduce_variant);
 
@@ -92,6 +93,7 @@ private:
         std::chrono::steady_clock::time_point started{};  ///< when its build began (under the lock)
         bool started_set = false;
         bool cached = false;  ///< the pipeline cache had it when the slot was made (a load, not a compile)
+        bool combine_cached = false;  ///< likewise a split reduction's second pass
         std::function<void()> fixed;  ///< a fixed kernel's build (no generated kernel)
     };
     double expected_s(const Slot& s) const { return s.cached ? expected_load_s_ : expected_build_s_; }
@@ -100,8 +102,10 @@ private:
     /// The slot for `sig`, made (with its kernel generated) if new; `fresh` says so.
     Slot& slot(std::string sig, const Region& r, const std::vector<InputAccess>& access,
                const std::vector<InputWalk>& walks, bool& fresh);
-    /// On the calling thread; sets the promise (after the combine pass too, `with_combine`).
-    void build(Slot& s, bool with_combine);
+    void build(Slot& s);  ///< on the calling thread; sets the promise
+    /// What waiting for the task `key` (prepare_fixed's) would cost, `expected` if not queued.
+    /// Under mutex_.
+    double task_wait_s(const std::string& key, double expected) const;
     void run();           ///< the builder thread
 
     PipelineCache& pipelines_;
