@@ -148,7 +148,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     double resident_finish = -1;  // the best device's finish had the host-only inputs been there
     double warm_finish = -1;      // the best device's finish had its kernel been built
     Backend* warm_device = nullptr;
-    double dev_wait = 0, dev_warm = 0;  // the chosen device's wait for its kernel, and its finish without
+    double dev_wait = 0;  // the chosen device's wait for its kernel
     for (std::size_t d = 0; d < devices_.size(); ++d) {
         if (!device_enabled(d) || !fits(d)) continue;
         const LinkProfile& link = profile_.devices[d].link;
@@ -220,7 +220,6 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             dev.link = static_cast<int>(d);
             bytes_on_dev = here;
             dev_wait = wait;
-            dev_warm = warm;
         }
     }
     dev.cpu_s = cpu.cpu_s;
@@ -256,7 +255,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const bool winner_known = on_device ? dev_runs >= known : cpu_runs >= known;
         // A device whose kernel is not built yet is explored once it is (meanwhile it builds).
         const bool loser_cold = !on_device && dev_wait > 0;
-        const double loser_s = (on_device ? cpu.cpu_s : loser_cold ? dev_warm : dev.device_s) - ready;
+        const double loser_s = (on_device ? cpu.cpu_s : dev.device_s) - ready;
         const double winner_s = (on_device ? dev.device_s : cpu.cpu_s) - ready;
         const bool explore = loser_unknown && winner_known && loser_s <= kExploreFactor * winner_s;
         if (explore && !loser_cold && exploring_.insert(explore_key(sig, loser)).second) {

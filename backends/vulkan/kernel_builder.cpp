@@ -106,15 +106,24 @@ KernelBuilder::Slot& KernelBuilder::slot(std::string sig, const Region& r, const
 
 void KernelBuilder::build(Slot& s) {
     const auto t0 = std::chrono::steady_clock::now();
-    try {
-        s.promise.set_value(&pipelines_.get(s.entry.kernel));
-    } catch (...) {
-        s.promise.set_exception(std::current_exception());
-        return;
+    if (s.fixed) {
+        try {
+            s.fixed();
+        } catch (const std::exception&) {
+            // The recording that needs it builds it again, and fails then.
+        }
+        s.promise.set_value(nullptr);
+    } else {
+        try {
+            s.promise.set_value(&pipelines_.get(s.entry.kernel));
+        } catch (...) {
+            s.promise.set_exception(std::current_exception());
+            return;
+        }
     }
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::lock_guard lock(mutex_);
-    double& expected = s.cached ? expected_load_s_ : expected_build_s_;
+    double& expected = s.fixed ? expected_fixed_s_ : s.cached ? expected_load_s_ : expected_build_s_;
     expected = 0.75 * expected + 0.25 * took;  // recent builds count most
 }
 
@@ -172,19 +181,19 @@ void KernelBuilder::prepare(const Region& r, const std::vector<InputAccess>& acc
     bool fresh = false;
     std::string sig = signature(r, access, walks, reduce_variant);
     Slot& s = slot(sig, r, access, walks, fresh);
-    // A reduction this large is split: its second pass is built too (a kernel of its own, after).
-    if (reduce_partial_bytes(r, s.entry.kernel) > 0 && !s.entry.combine.load())
-        prepare_fixed(combine_key(sig), [this, &s] { combine(s.entry); });
     {
         std::lock_guard lock(mutex_);
-        // Stopped meanwhile (built when first recorded, as without prepare()), begun, or queued.
-        if (stopping_ || s.started_set || std::find(queue_.begin(), queue_.end(), &s) != queue_.end()) return;
-        prepared_.fetch_add(1, std::memory_order_relaxed);
-        // Ahead of a combine pass queued just now: it is of no use before the kernel.
-        queue_.insert(std::find_if(queue_.begin(), queue_.end(), [](const Slot* q) { return q->fixed != nullptr; }), &s);
-        start_thread_locked();
+        // Not stopped meanwhile (then built when first recorded), begun or queued already.
+        if (!stopping_ && !s.started_set && std::find(queue_.begin(), queue_.end(), &s) == queue_.end()) {
+            prepared_.fetch_add(1, std::memory_order_relaxed);
+            queue_.push_back(&s);
+            start_thread_locked();
+        }
     }
     cv_.notify_one();
+    // A reduction this large is split: its second pass too, a kernel of its own, after it.
+    if (reduce_partial_bytes(r, s.entry.kernel) > 0 && !s.entry.combine.load())
+        prepare_fixed(combine_key(sig), [this, &s] { combine(s.entry); });
 }
 
 void KernelBuilder::start_thread_locked() {
@@ -261,20 +270,7 @@ void KernelBuilder::run() {
             s->started_set = true;
             ++building_;
         }
-        if (!s->fixed) {
-            build(*s);
-        } else {
-            const auto t0 = std::chrono::steady_clock::now();
-            try {
-                s->fixed();
-            } catch (const std::exception&) {
-                // The recording that needs it builds it again, and fails then.
-            }
-            s->promise.set_value(nullptr);
-            const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            std::lock_guard lock(mutex_);
-            expected_fixed_s_ = 0.75 * expected_fixed_s_ + 0.25 * took;
-        }
+        build(*s);
         {
             std::lock_guard lock(mutex_);
             --building_;
