@@ -18,7 +18,9 @@
 //       circshift(u,-1,2) - 4*u); sum(u(:).^2)                                  u: n x n double
 //   W7  softmax of each row, rows reduced and broadcast back: E = exp(X - max(X, [], 2));
 //       P = E ./ sum(E, 2); sum(P(:) .* X(:))                                   X: n x d double
-// --size is n, B, M, n, "nxd" for W5 and W7, and n.
+//   W8  eight independent pipelines: for i = 1..8, s_i = sum(exp(-x_i.^2 / 2) .* cos(3 x_i) + x_i / i);
+//       sum of the s_i                                            x_i: (n + i - 1) x 1 double
+// --size is n, B, M, n, "nxd" for W5 and W7, n, and n for W8.
 //
 // The inputs are one formula every peer computes exactly (bench/workload_peers.py and
 // bench/workloads.m use the same): u(k, p) = t - floor(t), t = (k * p) * 2^-24, k the 0-based
@@ -190,6 +192,24 @@ TandemWorkload tandem_workload(tandem::Runtime& rt, int w, Size s, int steps, in
         };
         break;
     }
+    case 8: {
+        // Lengths apart, so that fusion keeps the pipelines apart (one region each).
+        for (int i = 0; i < 8; ++i) {
+            const Array k = indices(rt, s.a + i);
+            t.inputs.push_back(2.0 * (weyl(k, kP1) + weyl(k, kP2) - 1.0));
+        }
+        t.run = [xs = t.inputs] {
+            Array total;
+            for (std::size_t i = 0; i < xs.size(); ++i) {
+                const Array& x = xs[i];
+                const Array si = tandem::sum(tandem::exp(-tandem::power(x, 2.0) / 2.0) * tandem::cos(3.0 * x) +
+                                             x / static_cast<double>(i + 1));
+                total = i == 0 ? si : total + si;
+            }
+            return total;
+        };
+        break;
+    }
     default: throw std::invalid_argument("no workload " + std::to_string(w));
     }
     return t;
@@ -304,6 +324,22 @@ std::function<double()> eigen_workload(int w, Size s, int steps, int iters) {
             return (P * *X).sum();
         };
     }
+    case 8: {
+        auto xs = std::make_shared<std::vector<Eigen::ArrayXd>>();
+        for (std::int64_t i = 0; i < 8; ++i) {
+            Eigen::ArrayXd x(s.a + i);
+            for (std::int64_t k = 0; k < s.a + i; ++k) x(k) = 2.0 * (weyl(k, kP1) + weyl(k, kP2) - 1.0);
+            xs->push_back(std::move(x));
+        }
+        return [xs] {
+            double total = 0;
+            for (std::size_t i = 0; i < xs->size(); ++i) {
+                const Eigen::ArrayXd& x = (*xs)[i];
+                total += ((-x.square() / 2.0).exp() * (3.0 * x).cos() + x / static_cast<double>(i + 1)).sum();
+            }
+            return total;
+        };
+    }
     default: throw std::invalid_argument("no workload " + std::to_string(w));
     }
 }
@@ -336,7 +372,9 @@ json metrics_delta(const tandem::Metrics& a, const tandem::Metrics& b) {
             {"download_MB", static_cast<double>(b.download_bytes - a.download_bytes) / 1e6},
             {"kernel_ms", b.kernel_ms - a.kernel_ms},
             {"pipeline_misses", b.pipeline_misses - a.pipeline_misses},
-            {"pipelines_built_ahead", b.pipelines_built_ahead - a.pipelines_built_ahead}};
+            {"pipelines_built_ahead", b.pipelines_built_ahead - a.pipelines_built_ahead},
+            {"split_regions", b.split_regions - a.split_regions},
+            {"split_values_assembled", b.split_values_assembled - a.split_values_assembled}};
 }
 
 struct Args {
@@ -376,18 +414,19 @@ tandem::Config config_for(const std::string& mode) {
     if (mode == "cpu") {
         c.device = "cpu";
     } else if (mode == "gpu") {
-        // Forced GPU: a Vulkan device (TANDEM_DEVICE may name which), and every region on it
+        // Forced GPU: a Vulkan device (TANDEM_DEVICE may name which, or several, or "all"), and every region on it
         // however small (placement keeps only views, long concatenations and short scans on the CPU).
-        if (c.device.rfind("vulkan", 0) != 0) c.device = "vulkan";
+        if (c.device.rfind("vulkan", 0) != 0 && c.device != "all") c.device = "vulkan";
         c.placement = "gpu";
     }  // auto: the runtime's own choice (TANDEM_DEVICE, default "auto")
     return c;
 }
 
 std::string device_in_use(const tandem::RuntimeInfo& info) {
+    std::string in_use;  // every device in use, "; " between them
     for (const auto& d : info.devices)
-        if (d.find("[in use]") != std::string::npos) return d;
-    return "none: " + info.devices_note;
+        if (d.find("[in use") != std::string::npos) in_use += (in_use.empty() ? "" : "; ") + d;
+    return in_use.empty() ? "none: " + info.devices_note : in_use;
 }
 
 json run_tandem(const Args& a, Size s, json& context) {
@@ -466,7 +505,7 @@ int main(int argc, char** argv) {
     app.add_option("--system", a.system, "tandem or eigen")->check(CLI::IsMember({"tandem", "eigen"}));
     app.add_option("--mode", a.mode, "Tandem's placement: cpu, gpu (forced) or auto")
         ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
-    app.add_option("--workload", a.workload, "1..7")->check(CLI::Range(1, 7));
+    app.add_option("--workload", a.workload, "1..8")->check(CLI::Range(1, 8));
     app.add_option("--size", a.size, "n (W1, W4, W6), B (W2), M (W3), NxD (W5, W7)")->required();
     app.add_option("--warmup", a.warmup, "untimed runs first")->check(CLI::Range(0, 100));
     app.add_option("--min-warmup-ms", a.min_warmup_ms, "more warm-up runs until those after the first took this long (GPU clocks)")

@@ -47,6 +47,7 @@ Config Config::from_environment() {
         c.region_records = parse_int("TANDEM_REGION_RECORDS", v, 0, std::int64_t{1} << 24);
     if (const char* v = env("TANDEM_DEVICE")) c.device = v;
     if (const char* v = env("TANDEM_PLACEMENT")) c.placement = v;
+    if (const char* v = env("TANDEM_SPLIT")) c.split = v;
     if (const char* v = env("TANDEM_CALIBRATION")) c.calibration_file = v;
     if (const char* v = env("TANDEM_PLACEMENT_LEARNING"))
         c.placement_learning = parse_int("TANDEM_PLACEMENT_LEARNING", v, 0, 1) != 0;
@@ -115,14 +116,17 @@ void Config::validate() const {
     if (cpu_isa != "auto" && cpu_isa != "avx512" && cpu_isa != "avx2" && cpu_isa != "baseline")
         throw ConfigError("Config::cpu_isa = '" + cpu_isa + "': expected auto, avx512, avx2 or baseline");
     // One device, or a comma-separated list of Vulkan devices (the same one twice: two queues).
-    bool device_ok = device == "auto" || device == "cpu";
+    bool device_ok = device == "auto" || device == "all" || device == "cpu";
     if (!device_ok) {
         std::size_t count = 0, at = 0;
         device_ok = true;
         for (;;) {
             const std::size_t comma = device.find(',', at);
             const std::string part = device.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-            device_ok = device_ok && (part == "vulkan" || (part.rfind("vulkan:", 0) == 0 && part.size() > 7));
+            // After the first, "1" is short for "vulkan:1" (vulkan:0,1).
+            const bool shorthand = count > 0 && !part.empty() && part.rfind("vulkan", 0) != 0 && part != "auto" &&
+                                   part != "all" && part != "cpu";
+            device_ok = device_ok && (shorthand || part == "vulkan" || (part.rfind("vulkan:", 0) == 0 && part.size() > 7));
             ++count;
             if (comma == std::string::npos) break;
             at = comma + 1;
@@ -131,8 +135,10 @@ void Config::validate() const {
     }
     if (!device_ok)
         throw ConfigError("device (TANDEM_DEVICE / Config::device) = '" + device +
-                          "': expected auto, cpu, vulkan, vulkan:<index>, vulkan:<name substring>, or up to 8 of the "
-                          "vulkan ones separated by commas");
+                          "': expected auto (every GPU of the best kind), all (every GPU), cpu, vulkan, vulkan:<index>, "
+                          "vulkan:<name substring>, or up to 8 of the vulkan ones separated by commas (vulkan:0,1)");
+    if (split != "auto" && split != "always" && split != "off")
+        throw ConfigError("split (TANDEM_SPLIT / Config::split) = '" + split + "': expected auto, always or off");
     if (placement != "auto" && placement != "cpu" && placement != "gpu")
         throw ConfigError("placement (TANDEM_PLACEMENT / Config::placement) = '" + placement +
                           "': expected auto, cpu or gpu");
@@ -148,13 +154,19 @@ void Config::validate() const {
     if (reduction_threads < 0)
         throw ConfigError("Config::reduction_threads (TANDEM_REDUCTION_THREADS) = " + std::to_string(reduction_threads) +
                           ": expected 0 (the default) or a positive count");
-    const bool lost_later = test_fault == "device_lost_later" ||
-                            (test_fault.rfind("device_lost_later:", 0) == 0 && test_fault.size() > 18 && test_fault.size() < 24 &&
-                             test_fault.find_first_not_of("0123456789", 18) == std::string::npos &&
-                             std::stoi(test_fault.substr(18)) > 0);
-    if (!test_fault.empty() && test_fault != "compile" && test_fault != "oom" && test_fault != "oom_later" &&
-        test_fault != "device_lost" && !lost_later && test_fault != "device_lost_in_download" &&
-        test_fault != "submit_failed")
+    // "<fault>@<d>": only the device at position d of the list (0-7) has it.
+    const std::size_t at_sign = test_fault.find('@');
+    if (at_sign != std::string::npos &&
+        (at_sign + 2 != test_fault.size() || test_fault[at_sign + 1] < '0' || test_fault[at_sign + 1] > '7'))
+        throw ConfigError("Config::test_fault = '" + test_fault + "': expected <fault>@<device 0-7>");
+    const std::string fault = test_fault.substr(0, at_sign);
+    const bool lost_later = fault == "device_lost_later" ||
+                            (fault.rfind("device_lost_later:", 0) == 0 && fault.size() > 18 && fault.size() < 24 &&
+                             fault.find_first_not_of("0123456789", 18) == std::string::npos &&
+                             std::stoi(fault.substr(18)) > 0);
+    if (!fault.empty() && fault != "compile" && fault != "oom" && fault != "oom_later" &&
+        fault != "device_lost" && !lost_later && fault != "device_lost_in_download" &&
+        fault != "submit_failed")
         throw ConfigError("Config::test_fault = '" + test_fault +
                           "': expected compile, oom, oom_later, device_lost, device_lost_later[:N], device_lost_in_download or submit_failed");
     std::string rest = log;

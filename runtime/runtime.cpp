@@ -63,6 +63,7 @@ SchedulerOptions scheduler_options(const Config& c, int threads, const std::vect
                   : c.placement == "gpu" ? PlacementMode::device
                                          : PlacementMode::automatic;
     o.min_device_elements = c.device_min_elements;
+    o.split = c.split == "always" ? SplitMode::always : c.split == "off" ? SplitMode::off : SplitMode::automatic;
     o.learn = c.placement_learning && o.placement == PlacementMode::automatic && device != nullptr;
     return o;
 }
@@ -87,17 +88,60 @@ std::vector<Backend*> RuntimeImpl::devices() const {
 
 std::vector<std::unique_ptr<Backend>> RuntimeImpl::open_devices() {
     std::vector<std::unique_ptr<Backend>> out;
-    std::size_t at = 0;
-    for (;;) {  // Config::validate checked the list
-        const std::size_t comma = config_.device.find(',', at);
-        if (auto d = open_device(config_.device.substr(at, comma == std::string::npos ? std::string::npos : comma - at))) {
+    for (const std::string& request : device_requests()) {
+        if (auto d = open_device(request, out.size())) {
             d->set_ordinal(out.size());
             out.push_back(std::move(d));
         }
+    }
+    return out;
+}
+
+#if TANDEM_WITH_VULKAN
+const std::vector<vk::DeviceDescription>& vulkan_devices(std::string* why);
+#endif
+
+std::vector<std::string> RuntimeImpl::device_requests() {
+    // Config::validate checked the list. "vulkan:0,1" is short for "vulkan:0,vulkan:1".
+    std::vector<std::string> requests;
+    std::size_t at = 0;
+    for (;;) {
+        const std::size_t comma = config_.device.find(',', at);
+        std::string part = config_.device.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        if (part != "auto" && part != "all" && part != "cpu" && part.rfind("vulkan", 0) != 0) part = "vulkan:" + part;
+        requests.push_back(std::move(part));
         if (comma == std::string::npos) break;
         at = comma + 1;
     }
-    return out;
+    if (requests.size() != 1 || (requests[0] != "auto" && requests[0] != "all")) return requests;
+#if TANDEM_WITH_VULKAN
+    // "auto": every usable GPU of the best kind (two discrete GPUs: both; an integrated one beside
+    // them: not); "all": every usable GPU. A Vulkan driver that runs on the CPU (lavapipe) is
+    // slower than the CPU executor: neither uses it.
+    const bool automatic = requests[0] == "auto";
+    std::string why;
+    const auto& devices = vulkan_devices(&why);
+    const vk::DeviceDescription* best = nullptr;
+    for (auto& d : devices)
+        if (d.unusable_reason.empty() && (!best || d.preference() > best->preference())) best = &d;
+    requests.clear();
+    if (!best) {
+        device_note_ = devices.empty() ? "no Vulkan device: " + why : "no usable Vulkan device";
+        return requests;
+    }
+    if (best->type == "cpu") {
+        device_note_ = "only a CPU-based Vulkan device (" + best->name +
+                       "); the CPU executor is faster (TANDEM_DEVICE=vulkan uses it anyway)";
+        return requests;
+    }
+    for (auto& d : devices)
+        if (d.unusable_reason.empty() && d.type != "cpu" && (!automatic || d.type == best->type) &&
+            requests.size() < kMaxDevices)
+            requests.push_back((automatic ? "auto:" : "all:") + std::to_string(d.index));
+    return requests;
+#else
+    return requests;
+#endif
 }
 
 RuntimeImpl::~RuntimeImpl() {
@@ -119,39 +163,26 @@ const std::vector<vk::DeviceDescription>& vulkan_devices(std::string* why) {
 }
 #endif
 
-std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request) {
+std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request, std::size_t ordinal) {
     if (request == "cpu") {
         device_note_ = "TANDEM_DEVICE=cpu: all work runs on the CPU";
         return nullptr;
     }
 #if TANDEM_WITH_VULKAN
-    const bool automatic = request == "auto";
+    // "auto:<index>" and "all:<index>": a device device_requests() chose (a failure to open one
+    // leaves a note, not an error).
+    const bool automatic = request.rfind("auto:", 0) == 0 || request.rfind("all:", 0) == 0;
     try {
-        if (automatic) {
-            // A Vulkan driver that runs on the CPU (lavapipe) is slower than the CPU executor:
-            // "auto" uses only real GPUs.
-            std::string why;
-            const auto& devices = vulkan_devices(&why);
-            const vk::DeviceDescription* best = nullptr;
-            for (auto& d : devices)
-                if (d.unusable_reason.empty() && (!best || d.preference() > best->preference())) best = &d;
-            if (!best) {
-                device_note_ = devices.empty() ? "no Vulkan device: " + why : "no usable Vulkan device";
-                return nullptr;
-            }
-            if (best->type == "cpu") {
-                device_note_ = "only a CPU-based Vulkan device (" + best->name +
-                               "); the CPU executor is faster (TANDEM_DEVICE=vulkan uses it anyway)";
-                return nullptr;
-            }
-        }
         vk::VulkanOptions o;
-        o.context.device = automatic ? "auto" : request;
+        o.context.device = automatic ? "vulkan:" + request.substr(request.find(':') + 1) : request;
         o.context.validation = config_.vulkan_validation;
         o.pipeline_cache_dir = config_.pipeline_cache_dir == "none"  ? std::string()
                                : config_.pipeline_cache_dir.empty() ? vk::PipelineCache::default_directory()
                                                                      : config_.pipeline_cache_dir;
-        o.test_fault = config_.test_fault;
+        // A fault for one device ("device_lost@1") goes to that one alone.
+        const std::size_t at_sign = config_.test_fault.find('@');
+        if (at_sign == std::string::npos) o.test_fault = config_.test_fault;
+        else if (std::to_string(ordinal) == config_.test_fault.substr(at_sign + 1)) o.test_fault = config_.test_fault.substr(0, at_sign);
         o.reduction_workgroup = config_.reduction_workgroup;
         o.reduction_threads = static_cast<std::uint64_t>(config_.reduction_threads);
         o.subgroups = config_.vulkan_subgroups;
@@ -168,7 +199,8 @@ std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request) {
         return nullptr;
     }
 #else
-    if (request != "auto")
+    (void)ordinal;
+    if (request != "auto" && request != "all")
         throw DeviceError("device '" + request + "': this build of Tandem has no Vulkan backend");
     device_note_ = "this build has no Vulkan backend (configured with TANDEM_WITH_VULKAN=OFF)";
     return nullptr;

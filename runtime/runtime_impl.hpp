@@ -51,7 +51,9 @@ public:
 private:
     /// Opens the devices Config::device asks for; an unavailable "auto" device leaves a note.
     std::vector<std::unique_ptr<Backend>> open_devices();
-    std::unique_ptr<Backend> open_device(const std::string& request);
+    std::unique_ptr<Backend> open_device(const std::string& request, std::size_t ordinal);
+    /// Config::device as a list of devices to open ("auto" and "all" looked up).
+    std::vector<std::string> device_requests();
 
     Runtime& owner_;
     Config config_;

@@ -5,7 +5,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
+#include "graph/reduce_order.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail {
@@ -222,9 +224,23 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             dev_wait = wait;
         }
     }
+    // Several devices: the region in pieces, one on each, when that finishes sooner still (by
+    // kSplitGain: a split costs a submission per device and, for partials, a round trip).
+    if (enabled_devices() >= 2 && split_ != SplitMode::off) {
+        PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready);
+        if (split.backend && (!dev.backend || split_ == SplitMode::always || split.finish_s * kSplitGain < dev.finish_s)) {
+            dev = split;
+            dev_wait = 0;
+            bytes_on_dev = 0;
+            for (const InputSite& in : q.inputs)
+                if (in.parts || in.devices) bytes_on_dev += in.bytes;
+        }
+    }
+    if (!dev.backend) return cpu.reason = "no device it fits", cpu;
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;
-    if (mode_ == PlacementMode::device) return dev.reason = "placement forced to the device", dev;
+    if (mode_ == PlacementMode::device)
+        return dev.reason = dev.split ? "placement forced to the devices: split over them" : "placement forced to the device", dev;
     if (resident_finish >= 0) cpu.regret_s = std::max(0.0, cpu.cpu_s - resident_finish);
 
     // A device that would have won, or come close (kExploreFactor), had its kernel been built:
@@ -267,13 +283,73 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             return e;
         }
     }
-    if (on_device) return dev.reason = why, dev;
+    if (on_device) {
+        if (dev.split && why == std::string_view("earliest predicted finish")) why = "earliest predicted finish: split over the devices";
+        return dev.reason = why, dev;
+    }
     if (cpu.warm_up) why = "earliest predicted finish: the device's kernel is not built yet (it builds meanwhile)";
     return cpu.reason = why, cpu;
 }
 
 void Placement::explored(const Region& r, int executor) {
     exploring_.erase(explore_key(region_signature(r.cost, r.kind), executor));
+}
+
+PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
+                                         std::span<const double> link_free_s, double ready) const {
+    const Region& r = *q.region;
+    std::vector<std::size_t> ds;
+    std::uint64_t working_set = 0;
+    for (const InputSite& in : q.inputs) working_set += static_cast<std::uint64_t>(in.bytes);
+    for (const Region::Output& o : r.outputs) working_set += o.node->bytes();
+    for (std::size_t d = 0; d < devices_.size(); ++d)
+        if (device_enabled(d)) ds.push_back(d);
+    PlacementDecision split{nullptr, ""};
+    std::optional<StreamPlan> plan = plan_split(r, static_cast<std::int64_t>(ds.size()));
+    if (!plan) return split;
+    // Each device's share of the domain (the last piece may be shorter: priced as the others).
+    const double share = std::min(1.0, static_cast<double>(plan->per_piece) / static_cast<double>(plan->extent));
+    for (std::size_t d : ds)
+        if (budget(d) > 0 && static_cast<double>(working_set) * share > static_cast<double>(budget(d))) return split;
+    double finish = 0, transfers = 0, compute = 0;
+    for (std::size_t d : ds) {
+        double moved = 0, links_free = d < link_free_s.size() ? link_free_s[d] : 0.0;
+        for (std::size_t k = 0; k < q.inputs.size(); ++k) {
+            const InputSite& in = q.inputs[k];
+            if ((in.devices >> d & 1u) || (in.parts >> d & 1u)) continue;  // read in place
+            const bool windowed = piece_window(r, *plan, 0, k).has_value();
+            const auto bytes = static_cast<std::int64_t>(windowed ? static_cast<double>(in.bytes) * share : static_cast<double>(in.bytes));
+            moved += upload_s(d, bytes);
+            if (!in.on_host) {  // on another device, or split another way: through the host
+                const std::size_t from = in.devices ? holder(in) : static_cast<std::size_t>(std::countr_zero(in.parts | 1u));
+                moved += download_s(from, in.bytes) + profile_.devices[from].link.sync_s;
+                if (from < link_free_s.size()) links_free = std::max(links_free, link_free_s[from]);
+            }
+        }
+        const double whole = compute_s(r, static_cast<int>(d)), launch = profile_.devices[d].rates.launch_s;
+        const double piece = launch + std::max(0.0, whole - launch) * share;
+        const double free_s = d < device_free_s.size() ? device_free_s[d] : 0.0;
+        const double device_free =
+            devices_[d]->device_class() == DeviceClass::cpu_device ? std::max(free_s, cpu_free_s) : free_s;
+        const double wait = q.pipeline_wait_s && mode_ == PlacementMode::automatic ? q.pipeline_wait_s(d) : 0.0;
+        const double start = std::max({device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved, wait});
+        double tail = 0;
+        const LinkProfile& link = profile_.devices[d].link;
+        if (plan->partials) tail = link.sync_s + download_s(d, 8 * plan->rows * (plan->per_piece / kReduceChunk + 1));
+        else if (q.bytes_to_host > 0)
+            tail = link.sync_s + download_s(d, static_cast<std::int64_t>(static_cast<double>(q.bytes_to_host) * share));
+        finish = std::max(finish, start + piece + tail);
+        transfers += moved;
+        compute = std::max(compute, piece);
+    }
+    split.backend = devices_[ds.front()];
+    for (std::size_t d : ds) split.split |= 1u << d;
+    split.split_plan = *plan;
+    split.finish_s = split.device_s = finish;
+    split.compute_s = compute;
+    split.transfer_s = transfers;
+    split.link = static_cast<int>(ds.front());
+    return split;
 }
 
 PlacementDecision Placement::place_streamed(const PlacementQuery& q, PlacementDecision cpu,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -27,11 +28,22 @@ enum class PlacementMode : std::uint8_t {
     device,     ///< every region the device can take (of at least min_device_elements elements)
 };
 
+/// Whether a region may run split over several devices (Config::split).
+enum class SplitMode : std::uint8_t {
+    automatic,  ///< when it finishes sooner so (by kSplitGain)
+    always,     ///< whenever it can be split
+    off,
+};
+
 /// Where one input of a region is, as placement sees it.
 struct InputSite {
     std::int64_t bytes = 0;
     bool on_host = false;       ///< it has (or its producer will give it) a host copy
     std::uint32_t devices = 0;  ///< bit d: it has (or its producer will give it) a copy on device d
+    /// Split over devices (Value::parts; a region run in pieces gives it so): bit d, a part on
+    /// device d. A region split the same way reads its part in place on each; any other reader
+    /// has it assembled through the host.
+    std::uint32_t parts = 0;
     double ready_s = 0;      ///< predicted seconds from now until it exists (0: it does)
     /// Seconds regions reading it have lost so far by running on the CPU, because only the host
     /// had it (Value::upload_regret_s). Once that reaches its upload's time, the upload counts as
@@ -70,6 +82,13 @@ struct PlacementDecision {
     /// On a device although larger than its memory budget: the pieces it streams in
     /// (scheduler/streaming.hpp); 0 otherwise.
     std::int64_t stream_pieces = 0;
+    /// Split over several devices at once (data parallelism: one piece each, run side by side):
+    /// bit d, device d runs a piece (`backend` is the first of them); 0 otherwise.
+    std::uint32_t split = 0;
+    StreamPlan split_plan{};  ///< the pieces, when split
+    bool resident() const noexcept {  ///< its results stay on the device(s)
+        return !backend->on_host() && stream_pieces == 0 && !(split && split_plan.partials);
+    }
     /// Placed where the model predicts it slower, to learn its time there (Placement's
     /// exploration): the scheduler calls Placement::explored when it finishes.
     bool exploring = false;
@@ -117,7 +136,11 @@ public:
     /// model says is slower (by at most kExploreFactor), until that side has kMinSamples runs of
     /// regions like it, one such run in flight per kind of region at a time.
     void set_exploration(bool on) noexcept { explore_ = on; }
+    void set_split(SplitMode mode) noexcept { split_ = mode; }
     static constexpr double kExploreFactor = 1.5;
+    /// A split over several devices is taken when it finishes in at most 1 / kSplitGain of the
+    /// best single device's time.
+    static constexpr double kSplitGain = 1.15;
     /// An exploring run of `r` on `executor` finished (or was moved): others may explore again.
     void explored(const Region& r, int executor);
     std::uint64_t explorations() const noexcept { return exploring_started_; }
@@ -142,12 +165,18 @@ public:
     /// Sends no more work to device `ordinal` (after it was lost).
     void disable_device(std::size_t ordinal) noexcept { enabled_.fetch_and(~(1u << ordinal)); }
     bool device_enabled(std::size_t ordinal) const noexcept { return (enabled_.load() >> ordinal) & 1u; }
+    int enabled_devices() const noexcept { return std::popcount(enabled_.load()); }
 
 private:
     /// A region too large for every device's budget: streamed on the first enabled device, or
     /// on the CPU when that finishes sooner (automatic mode).
     PlacementDecision place_streamed(const PlacementQuery& q, PlacementDecision cpu,
                                      std::span<const double> device_free_s, double ready) const;
+    /// The region split over every enabled device it fits a share of (plan_split), when it can
+    /// be: each piece's finish on its device, its windows' transfers included; partials come
+    /// back to the host and finish there. backend null: it cannot.
+    PlacementDecision place_split(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
+                                  std::span<const double> link_free_s, double ready) const;
     std::uint64_t budget(std::size_t d) const noexcept { return d < budgets_.size() ? budgets_[d] : 0; }
 
     Backend* cpu_;
@@ -157,6 +186,7 @@ private:
     MachineProfile profile_;
     std::vector<std::uint64_t> budgets_;
     bool explore_ = false;
+    SplitMode split_ = SplitMode::automatic;
     // (signature, executor) of exploring runs in flight; place() is const for its callers' sake
     // but runs under the scheduler's lock, as learn() does.
     static std::uint64_t explore_key(std::uint64_t sig, int executor) noexcept {

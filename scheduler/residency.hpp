@@ -26,6 +26,14 @@ struct DeviceCopy {
 /// Devices a runtime may open at once (a Value keeps a copy slot for each).
 inline constexpr std::size_t kMaxDevices = 8;
 
+class Value;
+
+/// Bytes [offset, offset + value->bytes()) of a value split over devices.
+struct ValuePart {
+    std::size_t offset = 0;
+    std::shared_ptr<Value> value;
+};
+
 class Value {
 public:
     explicit Value(std::size_t bytes) : bytes_(bytes) {}
@@ -58,6 +66,20 @@ public:
         devices_[ordinal] = std::move(d);
     }
 
+    /// A value split over devices (the output of a region run in pieces, one per device): its
+    /// bytes are its parts', in order, each a value with copies of its own; until a whole copy
+    /// is assembled (through the host) it has none. Set before the value is published, then
+    /// read-only.
+    const std::vector<ValuePart>& parts() const noexcept { return parts_; }
+    bool split() const noexcept { return !parts_.empty(); }
+    void set_parts(std::vector<ValuePart> parts) { parts_ = std::move(parts); }
+    /// Bit d: a part has a copy on device d.
+    std::uint32_t part_mask() const {
+        std::uint32_t mask = 0;
+        for (const ValuePart& p : parts_) mask |= p.value->device_mask();
+        return mask;
+    }
+
     /// Seconds the regions that read it lost by running on the CPU because only the host had it
     /// (placement's InputSite::regret_s). The scheduler's lock guards it.
     double upload_regret_s = 0;
@@ -67,6 +89,7 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<Storage> host_;
     std::array<std::shared_ptr<DeviceCopy>, kMaxDevices> devices_;
+    std::vector<ValuePart> parts_;
 };
 
 struct ResidencyCounters {

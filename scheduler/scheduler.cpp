@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -80,6 +81,7 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
       trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
       workers_(options.threads) {
     placement_.set_exploration(options.learn && options.placement == PlacementMode::automatic);
+    placement_.set_split(options.split);
     for (Backend* d : devices) {
         const std::size_t o = d->ordinal();
         residency_.push_back(std::make_unique<ResidencyTable>(
@@ -116,7 +118,12 @@ void Scheduler::learn_link() {
 
 void Scheduler::charge(Job& job, bool on_device, double seconds, double link_seconds) {
     job.charged_s = seconds;
-    (on_device ? device_outstanding_s_[job.placement.backend->ordinal()] : cpu_outstanding_s_) += seconds;
+    if (job.placement.split) {  // a piece on each of its devices
+        for (std::size_t d = 0; d < device_outstanding_s_.size(); ++d)
+            if (job.placement.split >> d & 1u) device_outstanding_s_[d] += seconds;
+    } else {
+        (on_device ? device_outstanding_s_[job.placement.backend->ordinal()] : cpu_outstanding_s_) += seconds;
+    }
     job.charged_link = job.placement.link;
     job.charged_link_s = job.charged_link >= 0 ? link_seconds : 0.0;
     if (job.charged_link >= 0) link_outstanding_s_[static_cast<std::size_t>(job.charged_link)] += link_seconds;
@@ -135,6 +142,12 @@ void Scheduler::discharge(Job& job) {
     job.charged_link = -1;
     job.charged_link_s = 0;
     if (job.charged_s == 0) return;
+    if (job.placement.split) {
+        for (std::size_t d = 0; d < device_outstanding_s_.size(); ++d)
+            if (job.placement.split >> d & 1u) device_outstanding_s_[d] = std::max(0.0, device_outstanding_s_[d] - job.charged_s);
+        job.charged_s = 0;
+        return;
+    }
     double& outstanding = job.placement.backend->on_host() ? cpu_outstanding_s_
                                                            : device_outstanding_s_[job.placement.backend->ordinal()];
     outstanding = std::max(0.0, outstanding - job.charged_s);
@@ -195,7 +208,8 @@ struct Scheduler::ActiveScope {
 bool Scheduler::wire(const JobPtr& job) {
     job->waiting = 0;
     // A streamed region reads host copies: it waits for its inputs to be done, as a CPU one.
-    const bool on_device = !job->placement.backend->on_host() && job->placement.stream_pieces == 0;
+    // (So does a split one: its pieces read windows, on several devices.)
+    const bool on_device = !job->placement.backend->on_host() && job->placement.stream_pieces == 0 && !job->placement.split;
     for (auto& in : job->region.inputs) {
         const std::shared_ptr<Completion>& c = state(*in).eval.pending;
         if (!c) continue;
@@ -215,6 +229,11 @@ bool Scheduler::wire(const JobPtr& job) {
 
 bool Scheduler::lost(const Value& v) {
     if (v.host()) return false;
+    if (v.split()) {  // lost with any of its parts
+        for (const ValuePart& p : v.parts())
+            if (lost(*p.value)) return true;
+        return false;
+    }
     const std::uint32_t mask = v.device_mask();
     bool readable = false;
     for (std::size_t d = 0; d < placement_.devices().size(); ++d) {
@@ -273,10 +292,12 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             if (e.pending) {  // in flight from an earlier plan
                 const Backend* b = e.pending->backend;
                 s.on_host = b->on_host();
-                if (!s.on_host) s.devices = 1u << b->ordinal();
+                if (e.pending->parts) s.parts = e.pending->parts;
+                else if (!s.on_host) s.devices = 1u << b->ordinal();
             } else if (e.value) {
                 s.on_host = e.value->host() != nullptr;
                 s.devices = e.value->device_mask();
+                if (e.value->split()) s.parts = e.value->part_mask();
                 s.regret_s = e.value->upload_regret_s;
             }
             return s;
@@ -313,8 +334,10 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                                   "a view of a device value"};
             }
             const bool on_device = !job->placement.backend->on_host();
-            // Its results stay on the device (a streamed region's come back to the host).
-            const bool resident = on_device && job->placement.stream_pieces == 0;
+            // Its results stay on the device (a streamed region's come back to the host, as a
+            // split one's partials do; a split one's windows stay on its devices, in parts).
+            const bool resident = job->placement.resident();
+            const std::uint32_t split = job->placement.split;
             if (job->placement.regret_s > 0) {
                 // Kept on the host only because its inputs were: their upload draws nearer.
                 for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
@@ -334,15 +357,21 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                 // plan that read them need no transfer of their own.
                 for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
                     InputSite moved = query.inputs[k];
-                    if (resident) moved.devices |= 1u << job->placement.backend->ordinal();
-                    else moved.on_host = true;
+                    if (split) {  // its pieces read windows: one that was not on each device came through the host
+                        if ((split & ~(moved.parts | moved.devices)) != 0) moved.on_host = true;
+                    } else if (resident) {
+                        moved.devices |= 1u << job->placement.backend->ordinal();
+                    } else {
+                        moved.on_host = true;
+                    }
                     site[job->region.inputs[k].get()] = moved;
                 }
                 for (auto& o : job->region.outputs) {
                     InputSite s;
                     s.bytes = static_cast<std::int64_t>(o.node->bytes());
                     s.on_host = !resident;
-                    s.devices = resident ? 1u << job->placement.backend->ordinal() : 0u;
+                    s.devices = resident && !split ? 1u << job->placement.backend->ordinal() : 0u;
+                    s.parts = resident ? split : 0u;
                     s.ready_s = job->placement.finish_s;
                     site[o.node.get()] = s;
                 }
@@ -361,7 +390,8 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                              std::string(d.backend->name()).c_str(), d.reason);
             }
             job->completion = std::make_shared<Completion>();
-            job->completion->backend = job->placement.backend;
+            job->completion->backend = resident || !split ? job->placement.backend : &placement_.cpu();
+            job->completion->parts = resident ? split : 0u;
             job->wanted_on_host.assign(job->region.outputs.size(), false);
             // Device-only results keep their recipe (complete()); past kLineageCheckpoint
             // device regions on a chain, a result also comes back to the host with its
@@ -411,10 +441,17 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                        !it->second.first->placement.backend->on_host())
                     it = producer.find(it->second.first->region.inputs[0].get());
                 if (it == producer.end()) continue;
-                const Backend* from = it->second.first->placement.backend;
-                if (!from->on_host() && (from != job->placement.backend || job->placement.stream_pieces > 0) &&
-                    job->region.kind != RegionKind::view)
-                    it->second.first->wanted_on_host[it->second.second] = true;
+                const PlacementDecision& made = it->second.first->placement;
+                const PlacementDecision& reads = job->placement;
+                const Backend* from = made.backend;
+                // A split value is read in place by a region split the same way; any other reader
+                // has it assembled on the host. A device value read by a split region goes to the
+                // pieces on the other devices through the host.
+                const bool elsewhere =
+                    made.split ? made.resident() && reads.split != made.split
+                               : !from->on_host() && (from != reads.backend || reads.stream_pieces > 0 ||
+                                                      (reads.split && reads.split != 1u << from->ordinal()));
+                if (elsewhere && job->region.kind != RegionKind::view) it->second.first->wanted_on_host[it->second.second] = true;
             }
         }
         make_recipes(jobs, pending, targets, mark);
@@ -437,7 +474,7 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
     // the plan's nodes are in this thread's cache (at completion they are not). One that only
     // this plan references (an intermediate: every reference to it is counted below) dies
     // once its readers are done and needs none; a recipe that reaches it copies its region.
-    auto resident = [](const JobPtr& job) { return !job->placement.backend->on_host() && job->placement.stream_pieces == 0; };
+    auto resident = [](const JobPtr& job) { return job->placement.resident(); };
     if (std::none_of(jobs.begin(), jobs.end(), resident)) return;  // a CPU plan: nothing to count
     for (Node* n : pending) state(*n).plan_refs = 0;
     auto count = [&](const std::shared_ptr<Node>& n) {
@@ -559,6 +596,20 @@ void Scheduler::flush_devices() {
 void Scheduler::ensure_host(const std::vector<std::shared_ptr<Value>>& values) {
     for (auto& v : values) {
         if (v->host()) continue;
+        if (v->split()) {
+            // Its parts come down (each from its device), into one host copy.
+            std::vector<std::shared_ptr<Value>> parts;
+            for (const ValuePart& p : v->parts()) parts.push_back(p.value);
+            ensure_host(parts);
+            auto whole = options_.pool ? options_.pool->allocate(v->bytes(), "a split value, assembled")
+                                       : Storage::adopt(std::vector<std::byte>(v->bytes()));
+            for (const ValuePart& p : v->parts())
+                if (p.value->bytes() > 0)
+                    std::memcpy(static_cast<std::byte*>(whole->data()) + p.offset, p.value->host()->data(), p.value->bytes());
+            v->set_host(std::move(whole));
+            assembled_.fetch_add(1, std::memory_order_relaxed);
+            continue;
+        }
         const std::uint32_t mask = v->device_mask();
         if (mask == 0) throw Error("scheduler: a value has neither a host nor a device copy (bug)");
         placement_.devices()[static_cast<std::size_t>(std::countr_zero(mask))]->download(*v);
@@ -570,6 +621,8 @@ void Scheduler::launch(const JobPtr& job) {
         workers_.enqueue([this, job] { run_on_host(job); });
     } else if (job->placement.stream_pieces > 0) {
         workers_.enqueue([this, job] { run_streamed(job); });
+    } else if (job->placement.split) {
+        workers_.enqueue([this, job] { run_split(job); });
     } else if (job->region.kind == RegionKind::view) {
         record_view(job);
     } else {
@@ -1093,6 +1146,9 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.lineage_checkpoints = checkpoints_.load(std::memory_order_relaxed);
     m.streamed_regions = streamed_.load(std::memory_order_relaxed);
     m.streamed_pieces = pieces_.load(std::memory_order_relaxed);
+    m.split_regions = split_.load(std::memory_order_relaxed);
+    m.split_pieces = split_pieces_.load(std::memory_order_relaxed);
+    m.split_values_assembled = assembled_.load(std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         m.runs_learned = placement_.runs_learned();

@@ -38,6 +38,7 @@ using Deferred = std::vector<std::function<void()>>;
 /// The progress of one region. Guarded by the scheduler lock.
 struct Completion {
     Backend* backend = nullptr;
+    std::uint32_t parts = 0;  ///< split over devices (bit d: a piece on device d), results left there
     bool recorded = false;  ///< in the device's queue: later work on that device may read it
     std::vector<std::function<void(Deferred&)>> on_recorded;
     std::vector<std::function<void(Deferred&)>> on_done;
@@ -53,6 +54,7 @@ struct SchedulerOptions {
     std::size_t region_records = 0;  ///< how many RegionRecords to keep
     PlacementMode placement = PlacementMode::automatic;
     std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
+    SplitMode split = SplitMode::automatic;  ///< regions split over several devices (Config::split)
     MachineProfile profile;                ///< the cost model's rates
     bool learn = true;                     ///< refine the model with observed times (automatic placement)
     /// Bytes of arrays each device may hold, by ordinal (0 or missing: no limit).
@@ -150,6 +152,10 @@ private:
     /// worker thread: each piece's windows go up, its results come back into the region's host
     /// outputs (partials: finished on the host); on a device error the CPU runs it.
     void run_streamed(const JobPtr& job);
+    /// A region split over several devices (data parallelism, scheduler/split_run.cpp), on a
+    /// worker thread: a piece on each, side by side; windows stay on their devices as the parts
+    /// of split values, partials come back and finish on the host.
+    void run_split(const JobPtr& job);
     void record_on_device(const JobPtr& job);
     void record_view(const JobPtr& job);  // a view of a device value, with it
     void finish_view(const JobPtr& job);
@@ -160,7 +166,8 @@ private:
                   bool from_device);
     /// Runs deferred actions, then sends what device backends recorded meanwhile.
     void drain(Deferred& after);
-    /// Host copies for values that only have device copies (blocking downloads).
+    /// Host copies for values that only have device copies (blocking downloads; a split value's
+    /// parts come down and are assembled).
     void ensure_host(const std::vector<std::shared_ptr<Value>>& values);
     /// Sends what every device recorded.
     void flush_devices();
@@ -210,6 +217,7 @@ private:
     std::atomic<std::uint64_t> memory_retries_{0}, budget_waits_{0};
     /// Values computed again after their device was lost; results brought back to bound lineage.
     std::atomic<std::uint64_t> recomputed_{0}, checkpoints_{0}, streamed_{0}, pieces_{0};
+    std::atomic<std::uint64_t> split_{0}, split_pieces_{0}, assembled_{0};  // data-parallel regions, their pieces, split values assembled
     /// Device regions on a chain of device-only results after which a result also comes back
     /// to the host (a checkpoint): the recipes a long loop keeps stay this deep at most.
     static constexpr std::uint32_t kLineageCheckpoint = 1024;

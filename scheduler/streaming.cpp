@@ -33,7 +33,24 @@ DType partial_dtype(const Region& r, std::size_t j) {
     return sums_in_double(r.reductions[j].op) ? DType::f64 : r.outputs[j].node->dtype;
 }
 
-/// Partials: the elements a piece covers ([first, end)): whole chunks, then the rest alone.
+/// Windows along D: the step in positions that starts every input's window where a device can
+/// read it in place and a piece with random numbers on a whole Philox block (4 elements), and
+/// the step for the Philox block alone (a must).
+std::pair<std::int64_t, std::int64_t> window_steps(const Region& r, int D) {
+    const Shape& S = r.shape;
+    std::int64_t align = 1;
+    for (const auto& in : r.inputs)
+        if (in->shape[D] == S[D]) {
+            const auto stride = inner(in->shape, D) * static_cast<std::int64_t>(dtype_size(in->dtype));
+            const auto a = static_cast<std::int64_t>(Backend::kWindowAlignment) / std::gcd(static_cast<std::int64_t>(Backend::kWindowAlignment), stride);
+            align = std::lcm(align, a);
+        }
+    const bool random = std::any_of(r.program.begin(), r.program.end(), [](const Instr& ins) {
+        return ins.op == OpKind::RandU || ins.op == OpKind::RandN;
+    });
+    const std::int64_t block = random ? 4 / std::gcd(inner(S, D), std::int64_t{4}) : 1;
+    return {std::lcm(align, block), block};
+}
 }  // namespace
 
 std::pair<std::int64_t, std::int64_t> partial_range(const StreamPlan& p, std::int64_t index) {
@@ -56,10 +73,8 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
     const bool along_lines = r.kind == RegionKind::scan || r.kind == RegionKind::remap || r.kind == RegionKind::concat;
     if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce && !along_lines) return std::nullopt;
     // Generators number the whole region's elements (each piece from its Region::index_base);
-    // random numbers come in Philox blocks of up to 4: a piece then starts on a multiple of 4.
-    const bool random = std::any_of(r.program.begin(), r.program.end(), [](const Instr& ins) {
-        return ins.op == OpKind::RandU || ins.op == OpKind::RandN;
-    });
+    // random numbers come in Philox blocks of up to 4: a piece then starts on a multiple of 4
+    // (window_steps).
     for (const Reduction& red : r.reductions)
         if (red.op == OpKind::ArgMax || red.op == OpKind::ArgMin) return std::nullopt;
     const Shape& S = r.shape;
@@ -93,18 +108,28 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
         return p;
     }
     if (p.partials) {
-        // Flat windows of every input: each is the whole domain, or one element.
+        // Flat windows of every input: each is the whole domain, or one element; or one value per
+        // position along D (windows of positions) when a position holds whole chunks.
         std::int64_t per_element = 0, fixed = 0;
+        const std::int64_t position = inner(S, D);
         for (std::size_t k = 0; k < r.inputs.size(); ++k) {
             const Node& in = *r.inputs[k];
-            if (in.shape.numel() == 1) fixed += static_cast<std::int64_t>(in.bytes());
-            else if (in.shape == S && !r.has_view(k)) per_element += static_cast<std::int64_t>(dtype_size(in.dtype));
-            else return std::nullopt;
+            if (in.shape.numel() == 1) {
+                fixed += static_cast<std::int64_t>(in.bytes());
+            } else if (in.shape == S && !r.has_view(k)) {
+                per_element += static_cast<std::int64_t>(dtype_size(in.dtype));
+            } else if (!r.has_view(k) && position % kReduceChunk == 0 && in.shape.numel() == S[D] && in.shape[D] == S[D]) {
+                p.position = position;
+                per_element += 1;  // (a value per position: next to nothing per element)
+            } else {
+                return std::nullopt;
+            }
         }
         if (budget <= fixed) return std::nullopt;
         p.extent = S.numel();
-        p.per_piece = (budget - fixed) / std::max<std::int64_t>(per_element, 1) / kReduceChunk * kReduceChunk;
-        if (p.per_piece < kReduceChunk) return std::nullopt;
+        const std::int64_t step = p.position ? p.position : kReduceChunk;
+        p.per_piece = (budget - fixed) / std::max<std::int64_t>(per_element, 1) / step * step;
+        if (p.per_piece < step) return std::nullopt;
         return p;
     }
     std::int64_t per_position = 0, fixed = 0;
@@ -124,26 +149,80 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
     p.extent = S[D];
     p.per_piece = std::min(p.extent, (budget - fixed) / per_position);
     if (p.per_piece < 1) return std::nullopt;
-    // Pieces whose windows start where a device can read them in place, where that leaves some.
-    std::int64_t align = 1;
-    for (const auto& in : r.inputs)
-        if (in->shape[D] == S[D]) {
-            const auto stride = inner(in->shape, D) * static_cast<std::int64_t>(dtype_size(in->dtype));
-            const auto a = static_cast<std::int64_t>(Backend::kWindowAlignment) / std::gcd(static_cast<std::int64_t>(Backend::kWindowAlignment), stride);
-            align = std::lcm(align, a);
-        }
-    // With random numbers, pieces start on whole Philox blocks (4 elements): a must.
-    const std::int64_t block = random ? 4 / std::gcd(inner(S, D), std::int64_t{4}) : 1;
-    if (p.per_piece < p.extent && p.per_piece >= std::lcm(align, block)) p.per_piece = p.per_piece / std::lcm(align, block) * std::lcm(align, block);
+    const auto [aligned, block] = window_steps(r, D);
+    if (p.per_piece < p.extent && p.per_piece >= aligned) p.per_piece = p.per_piece / aligned * aligned;
     else if (p.per_piece < p.extent) p.per_piece = p.per_piece / block * block;
     if (p.per_piece < 1) return std::nullopt;
     return p;
+}
+
+std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices) {
+    if (devices < 2) return std::nullopt;
+    std::optional<StreamPlan> p = plan_stream(r, UINT64_MAX);  // the cut's shape, whole
+    if (!p) return std::nullopt;
+    auto round_up = [](std::int64_t a, std::int64_t step) { return (a + step - 1) / step * step; };
+    if (p->partials) {
+        const std::int64_t aligned = p->extent / kReduceChunk * kReduceChunk;
+        const std::int64_t step = p->position ? p->position : kReduceChunk;  // whole positions
+        if (aligned < 2 * step) return std::nullopt;
+        p->per_piece = round_up((aligned + devices - 1) / devices, step);
+    } else {
+        // Windows of whole chunks of elements where the extent allows (so that a reduction of
+        // the value split so is cut at the same places), else aligned, else on Philox blocks.
+        const auto [aligned, block] = window_steps(r, p->dim);
+        const std::int64_t per_position = inner(r.shape, p->dim);
+        const std::int64_t chunked = std::lcm(aligned, kReduceChunk / std::gcd(kReduceChunk, per_position));
+        const std::int64_t share = (p->extent + devices - 1) / devices;
+        p->per_piece = 0;
+        for (std::int64_t step : {chunked, aligned, block})
+            if (round_up(share, step) < p->extent) {
+                p->per_piece = round_up(share, step);
+                break;
+            }
+        if (p->per_piece == 0) return std::nullopt;
+    }
+    if (p->pieces() < 2) return std::nullopt;
+    return p;
+}
+
+std::optional<std::pair<std::size_t, std::size_t>> piece_window(const Region& r, const StreamPlan& p, std::int64_t index,
+                                                                std::size_t k) {
+    const Node& in = *r.inputs[k];
+    const std::size_t es = dtype_size(in.dtype);
+    auto bytes = [es](std::int64_t first, std::int64_t elements) {
+        return std::make_pair(static_cast<std::size_t>(first) * es, static_cast<std::size_t>(elements) * es);
+    };
+    if (!p.partials) {
+        if (in.shape[p.dim] != r.shape[p.dim]) return std::nullopt;  // broadcast along D: whole
+        const std::int64_t first = index * p.per_piece, len = std::min(p.extent, first + p.per_piece) - first;
+        const std::int64_t before = inner(in.shape, p.dim);
+        return bytes(first * before, len * before);
+    }
+    const auto [first, end] = partial_range(p, index);
+    if (p.rows == 1) {
+        if (in.shape.numel() == 1) return std::nullopt;
+        if (in.shape != r.shape) return bytes(first / p.position, (end - first) / p.position);  // a value per position
+        return bytes(first, end - first);
+    }
+    if (in.shape[p.dim] != r.shape[p.dim]) return std::nullopt;
+    const std::int64_t before = inner(in.shape, p.dim);
+    return bytes(first * before, (end - first) * before);
+}
+
+std::shared_ptr<DeviceCopy> window_on(const Backend& device, const Value& v, std::size_t offset, std::size_t bytes) {
+    if (auto copy = device.window(v, offset, bytes)) return copy;
+    for (const ValuePart& part : v.parts())
+        if (part.offset <= offset && offset + bytes <= part.offset + part.value->bytes())
+            return device.window(*part.value, offset - part.offset, bytes);
+    return nullptr;
 }
 
 bool windows_aligned(const Region& r, const StreamPlan& p, std::size_t k) {
     const Node& in = *r.inputs[k];
     const auto es = static_cast<std::int64_t>(dtype_size(in.dtype));
     const auto a = static_cast<std::int64_t>(Backend::kWindowAlignment);
+    if (p.partials && p.rows == 1 && in.shape.numel() > 1 && in.shape != r.shape)  // a value per position
+        return (p.per_piece / p.position * es) % a == 0;
     if (p.partials) {
         const std::int64_t before = in.shape[p.dim] == r.shape[p.dim] ? (p.rows == 1 ? 1 : inner(in.shape, p.dim)) : 0;
         return before == 0 || ((p.per_piece * before * es) % a == 0 && (p.extent / kReduceChunk * kReduceChunk * before * es) % a == 0);
@@ -158,11 +237,10 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
     q = r;
     q.outputs.clear();
     const Shape& S = r.shape;
-    auto window = [&](std::size_t k, std::int64_t first_element, std::int64_t elements, const Shape& shape) {
+    auto window = [&](std::size_t k, const Shape& shape) {
         const Node& in = *r.inputs[k];
-        const std::size_t es = dtype_size(in.dtype);
-        const std::size_t offset = static_cast<std::size_t>(first_element) * es, bytes = static_cast<std::size_t>(elements) * es;
-        auto on_device = device.window(*inputs[k], offset, bytes);
+        const auto [offset, bytes] = *piece_window(r, p, index, k);
+        auto on_device = window_on(device, *inputs[k], offset, bytes);
         auto host = inputs[k]->host();
         if (!on_device && !host) throw Error("streaming: a window with neither a device nor a host copy (scheduler bug)");
         // In place on the device where it is there; else a view of the host copy, to upload.
@@ -186,7 +264,7 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
         q.index_base = r.index_base + first * inner(S, D);
         for (std::size_t k = 0; k < r.inputs.size(); ++k) {
             const Shape& I = r.inputs[k]->shape;
-            if (I[D] == S[D]) window(k, first * inner(I, D), len * inner(I, D), with_extent(I, D, len));
+            if (I[D] == S[D]) window(k, with_extent(I, D, len));
             else piece.inputs.push_back(inputs[k]);  // broadcast along D: whole
         }
         for (const Region::Output& o : r.outputs) {
@@ -205,12 +283,24 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
     const std::int64_t chunk = whole_chunks ? kReduceChunk : len, q_chunks = whole_chunks ? len / kReduceChunk : 1;
     q.tail.clear();
     Shape partial_shape{1, q_chunks};
-    if (p.rows == 1) {
+    if (p.rows == 1 && p.position) {
+        // Whole positions: chunk x (chunks a position) x positions, reduced along the first; an
+        // input with a value per position is broadcast along the first two.
+        const std::int64_t per_position = p.position / kReduceChunk, positions = len / p.position;
+        q.shape = Shape{kReduceChunk, per_position, positions};
+        q.reduce_dim = 0;
+        partial_shape = Shape{1, per_position, positions};
+        for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+            if (r.inputs[k]->shape.numel() == 1) piece.inputs.push_back(inputs[k]);
+            else if (r.inputs[k]->shape == r.shape) window(k, q.shape);
+            else window(k, Shape{1, 1, positions});
+        }
+    } else if (p.rows == 1) {
         q.shape = Shape{chunk, q_chunks};
         q.reduce_dim = 0;
         for (std::size_t k = 0; k < r.inputs.size(); ++k) {
             if (r.inputs[k]->shape.numel() == 1) piece.inputs.push_back(inputs[k]);
-            else window(k, first, len, q.shape);
+            else window(k, q.shape);
         }
     } else {
         q.shape = Shape{p.rows, chunk, q_chunks};
@@ -220,7 +310,7 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
             const Node& in = *r.inputs[k];
             const std::int64_t before = inner(in.shape, p.dim);
             if (in.shape[p.dim] == r.shape[p.dim]) {
-                window(k, first * before, len * before, Shape{before, chunk, q_chunks});
+                window(k, Shape{before, chunk, q_chunks});
             } else {  // broadcast along D: whole, as before x 1
                 q.inputs[k] = make_input(nodes, in.dtype, Shape{before, 1}, inputs[k]);
                 piece.inputs.push_back(inputs[k]);

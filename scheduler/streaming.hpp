@@ -7,7 +7,8 @@
 //    (flip, circshift, repmat) or concatenation along another dimension; each piece writes its
 //    window of every output.
 //  - partials: a reduction along the split dimension (of every element, of a vector, or of each
-//    row of a matrix); pieces start on multiples of kReduceChunk positions, so each gives exactly
+//    row of a matrix; of every element also with inputs that vary along the split dimension
+//    alone, when a position holds whole chunks); pieces start on multiples of kReduceChunk positions, so each gives exactly
 //    the canonical order's first-level partials (graph/reduce_order.hpp: a chunk of 1024
 //    positions folds alone, with the lanes of the whole region: interleaved for a vector,
 //    blocked for rows), sums and products in double; the region's reductions of those partials
@@ -44,12 +45,33 @@ struct StreamPlan {
     std::int64_t extent = 0;      ///< positions along it (windows, rows), elements (partials of every element)
     std::int64_t rows = 1;        ///< partials: the outputs a position feeds (1: every element, or a vector)
     std::int64_t per_piece = 0;   ///< positions (elements: a multiple of kReduceChunk) a piece
+    /// Partials of every element with inputs that vary only along the split dimension (one
+    /// value per position, as a per-image mean): the elements of a position (a multiple of
+    /// kReduceChunk), pieces then hold whole positions; 0 otherwise.
+    std::int64_t position = 0;
     std::int64_t pieces() const noexcept;
 };
 
 /// How `r` runs in pieces of at most `piece_bytes` of inputs and outputs each, or nothing when
 /// it cannot (see above) or a piece would not fit.
 std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes);
+
+/// How `r` runs split over `devices` devices at once (data parallelism: one piece each, the
+/// last may take the partials' tail too), or nothing when it cannot be cut in at least two.
+/// Pieces are cut where the canonical order's chunks and the windows' alignment allow, the same
+/// way for every region of a domain (a value split by one region is read in place, part by
+/// part, by the next): partials on multiples of kReduceChunk elements, windows on multiples of
+/// kReduceChunk elements too where the extent allows.
+std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices);
+
+/// Input k's window in piece `index` (bytes from the start of its value, and how many), or
+/// nothing when the piece reads it whole (broadcast along the split dimension).
+std::optional<std::pair<std::size_t, std::size_t>> piece_window(const Region& r, const StreamPlan& p, std::int64_t index,
+                                                                std::size_t k);
+
+/// A copy on `device` of bytes [offset, offset + bytes) of `v`, shared in place: of its copy
+/// there, or of the part holding those bytes when `v` is split; else null.
+std::shared_ptr<DeviceCopy> window_on(const Backend& device, const Value& v, std::size_t offset, std::size_t bytes);
 
 /// One piece: a region over its part of the domain, its inputs (windows of the region's inputs'
 /// host copies, or the whole of a broadcast one) and fresh output values; partials: the outputs
@@ -62,8 +84,8 @@ struct StreamPiece {
 };
 
 /// Piece `index` of plan `p` for `r`, whose inputs' values are `inputs`, for `device`: a
-/// window of an input with a copy there shares it (Backend::window), the others are views of
-/// host copies (uploaded with the piece).
+/// window of an input with a copy there shares it (window_on), the others are views of host
+/// copies (uploaded with the piece).
 StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
                        std::span<const std::shared_ptr<Value>> inputs, const Backend& device, NodeTable& nodes);
 

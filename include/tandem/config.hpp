@@ -26,12 +26,14 @@ struct TANDEM_API Config {
     /// Bytes of freed host buffers kept for reuse; SIZE_MAX = auto (1/8 of physical memory).
     /// TANDEM_HOST_POOL_MB.
     std::size_t host_pool_bytes = SIZE_MAX;
-    /// Where regions may run: "auto" (a GPU if there is one: discrete > integrated > virtual;
-    /// a Vulkan driver that runs on the CPU, such as lavapipe, only when asked for, since the CPU
-    /// executor is faster), "cpu", "vulkan" (the best Vulkan device, lavapipe included; failing
-    /// to open one is an error), "vulkan:<index>" or "vulkan:<name substring>"; or several of the
-    /// Vulkan ones separated by commas (up to 8, "vulkan:0,vulkan:1"; one named twice is opened
-    /// twice, as two logical devices), whose work placement spreads. TANDEM_DEVICE.
+    /// Where regions may run: "auto" (every GPU of the best kind there is: discrete >
+    /// integrated > virtual; a Vulkan driver that runs on the CPU, such as lavapipe, only when
+    /// asked for, since the CPU executor is faster), "all" (every GPU), "cpu", "vulkan" (the best
+    /// Vulkan device, lavapipe included; failing to open one is an error), "vulkan:<index>" or
+    /// "vulkan:<name substring>"; or several of the Vulkan ones separated by commas (up to 8,
+    /// "vulkan:0,vulkan:1" or "vulkan:0,1"; one named twice is opened twice, as two logical
+    /// devices). Placement spreads work over several devices, and splits a large region over
+    /// them. TANDEM_DEVICE.
     std::string device = "auto";
     /// Which executor runs each region when a device is open: "auto" (the cost model: the
     /// earliest predicted finish, counting transfers; scheduler/placement.hpp), "cpu" (all on
@@ -47,6 +49,10 @@ struct TANDEM_API Config {
     /// calibration file for the next runtime (off: the calibrated rates alone, nothing written).
     /// TANDEM_PLACEMENT_LEARNING=0|1.
     bool placement_learning = true;
+    /// With several devices, whether one region may run split over them (a piece on each, side
+    /// by side): "auto" (when the cost model says it finishes sooner), "always" (every region
+    /// that can be split: comparisons and tests), "off". TANDEM_SPLIT.
+    std::string split = "auto";
     /// Regions with fewer elements than this always stay on the CPU (0: no floor; with
     /// placement "gpu", a way to keep the small ones off the device). TANDEM_DEVICE_MIN_ELEMENTS.
     std::int64_t device_min_elements = 0;
@@ -88,7 +94,7 @@ struct TANDEM_API Config {
     /// when a batch completes), "device_lost_later" or "device_lost_later:N" (found when the
     /// fourth, or Nth, batch completes, when earlier results live only on the device),
     /// "device_lost_in_download" (found by the first download), "submit_failed" (vkQueueSubmit
-    /// fails).
+    /// fails); "<fault>@<d>" gives it to the d-th device of the list alone.
     std::string test_fault;
     /// Comma-separated log topics written to stderr: "graph" (regions of each plan),
     /// "exec" (each region run, with its host time), "gpu" (each dispatch and copy's GPU time,

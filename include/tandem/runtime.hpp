@@ -88,6 +88,9 @@ struct Metrics {
     std::uint64_t lineage_checkpoints = 0;      ///< device results brought back to bound the recipes kept
     std::uint64_t streamed_regions = 0;         ///< regions larger than the device's budget run there in pieces
     std::uint64_t streamed_pieces = 0;          ///< their pieces
+    std::uint64_t split_regions = 0;            ///< regions split over several devices at once (data parallelism)
+    std::uint64_t split_pieces = 0;             ///< their pieces (one per device, and a reduction's tail)
+    std::uint64_t split_values_assembled = 0;   ///< split results brought together on the host for a reader
 };
 
 /// One region run, for Runtime::region_records() (Config::region_records).

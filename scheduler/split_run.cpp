@@ -1,0 +1,152 @@
+// The scheduler's split regions: one region run on several devices at once, a piece on each
+// (data parallelism; the pieces are streaming's, scheduler/streaming.hpp, cut by plan_split). A
+// window output stays where each piece computed it, as the parts of a split value (Value::parts)
+// that the next region split the same way reads in place; partials come back and finish on the
+// host in the canonical order, so the bits are those of the whole region on one device.
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "scheduler/errors.hpp"
+#include "scheduler/scheduler.hpp"
+#include "scheduler/streaming.hpp"
+
+namespace tandem::detail {
+
+void Scheduler::run_split(const JobPtr& job) {
+    const Region& r = job->region;
+    std::vector<std::shared_ptr<Value>> inputs;
+    if (std::exception_ptr error = input_values(*job, inputs)) return complete(job, error, {}, false);
+    job->started = std::chrono::steady_clock::now();
+    const StreamPlan& plan = job->placement.split_plan;
+    // Piece i runs on the i-th of the split's devices (the last takes the rest: a reduction's
+    // tail), so that the parts of a value split by one region sit where the next one's pieces
+    // run. A device lost since placement leaves its pieces to the others.
+    std::vector<Backend*> devices;
+    for (std::size_t d = 0; d < placement_.devices().size(); ++d)
+        if ((job->placement.split >> d & 1u) && placement_.device_enabled(d)) devices.push_back(placement_.devices()[d]);
+    auto on_cpu_instead = [&](const std::string& why) {
+        run_on_cpu_instead(job, "split " + why, "[tandem] split region " + r.summary() + " runs on the CPU instead: " + why);
+    };
+    if (devices.empty()) return on_cpu_instead("its devices are lost");
+    const std::int64_t pieces = plan.pieces();
+    auto device_of = [&](std::int64_t i) -> Backend& {
+        return *devices[static_cast<std::size_t>(std::min<std::int64_t>(i, static_cast<std::int64_t>(devices.size()) - 1))];
+    };
+    try {
+        // A window that its piece cannot read in place on its device (an input on another device,
+        // or split another way) is a view of the host copy: those come down first, once.
+        for (std::size_t k = 0; k < inputs.size(); ++k) {
+            const Value& v = *inputs[k];
+            if (v.host()) continue;
+            bool in_place = true;
+            for (std::int64_t i = 0; i < pieces && in_place; ++i) {
+                const Backend& device = device_of(i);
+                const auto w = piece_window(r, plan, i, k);
+                in_place = w ? window_on(device, v, w->first, w->second) != nullptr : v.device(device.ordinal()) != nullptr;
+            }
+            if (!in_place) ensure_host({inputs[k]});
+        }
+    } catch (const DeviceError& e) {
+        if (recompute_inputs(job)) return;
+        return on_cpu_instead(e.what());
+    }
+    struct Flight {
+        StreamPiece piece;
+        Backend* device = nullptr;
+        std::vector<std::shared_ptr<Value>> pinned;  // what it uploads and writes
+        std::unique_ptr<bool[]> wanted;
+        std::mutex mutex;
+        std::condition_variable cv;
+        bool done = false;
+        std::exception_ptr error;
+    };
+    std::vector<std::unique_ptr<Flight>> flights;
+    auto harvest = [&](Flight& f) {
+        {
+            std::unique_lock lock(f.mutex);
+            f.cv.wait(lock, [&] { return f.done; });
+        }
+        for (auto& v : f.pinned) residency_[f.device->ordinal()]->unpin(*v);
+        f.pinned.clear();
+        return f.error;
+    };
+    try {
+        for (std::int64_t i = 0; i < pieces; ++i) {
+            auto f = std::make_unique<Flight>();
+            Backend& device = device_of(i);
+            ResidencyTable& table = *residency_[device.ordinal()];
+            f->device = &device;
+            f->piece = make_piece(r, plan, i, inputs, device, nodes_);
+            StreamPiece& piece = f->piece;
+            for (auto& v : piece.inputs)
+                if (!v->device(device.ordinal())) f->pinned.push_back(v);  // uploaded with the piece
+            for (auto& v : piece.outputs) f->pinned.push_back(v);
+            std::uint64_t need = 0;
+            for (auto& v : f->pinned) need += v->bytes();
+            evict(device, table.make_room(need));
+            for (auto& v : f->pinned) table.pin(v);
+            // Partials come back (the host finishes them); windows stay, unless a reader wants
+            // the whole value on the host.
+            f->wanted.reset(new bool[piece.outputs.size()]);
+            for (std::size_t j = 0; j < piece.outputs.size(); ++j) f->wanted[j] = plan.partials || job->wanted_on_host[j];
+            Flight* raw = f.get();
+            try {
+                device.submit({&piece.region, piece.inputs, piece.outputs, {raw->wanted.get(), piece.outputs.size()},
+                               [raw](std::exception_ptr e) {
+                                   std::lock_guard lock(raw->mutex);
+                                   raw->error = e;
+                                   raw->done = true;
+                                   raw->cv.notify_all();
+                               },
+                               {}});
+            } catch (...) {
+                for (auto& v : f->pinned) table.unpin(*v);
+                throw;
+            }
+            flights.push_back(std::move(f));  // (a refused submission did nothing: not in flight)
+            split_pieces_.fetch_add(1, std::memory_order_relaxed);
+            device_regions_each_[device.ordinal()].fetch_add(1, std::memory_order_relaxed);
+        }
+        // Sent together: the devices run their pieces side by side.
+        for (Backend* d : devices) d->flush();
+        std::exception_ptr first_error;
+        for (auto& f : flights)
+            if (std::exception_ptr e = harvest(*f); e && !first_error) first_error = e;
+        if (first_error) std::rethrow_exception(first_error);
+        if (plan.partials) {
+            StreamResults results(r, plan, [&](std::size_t bytes, const std::string& what) {
+                return options_.pool ? options_.pool->allocate(bytes, what) : Storage::adopt(std::vector<std::byte>(bytes));
+            });
+            for (auto& f : flights) results.add(f->piece);
+            job->outputs = results.finish(placement_.cpu(), nodes_);
+        } else {
+            job->outputs.clear();
+            for (std::size_t j = 0; j < r.outputs.size(); ++j) {
+                auto whole = std::make_shared<Value>(r.outputs[j].node->bytes());
+                std::vector<ValuePart> parts;
+                for (auto& f : flights) parts.push_back({f->piece.output_offsets[j], f->piece.outputs[j]});
+                whole->set_parts(std::move(parts));
+                // Its pieces brought it back: a host copy, from theirs.
+                if (job->wanted_on_host[j]) ensure_host({whole});
+                job->outputs.push_back(std::move(whole));
+            }
+        }
+    } catch (...) {
+        const std::exception_ptr e = std::current_exception();
+        for (auto& f : flights) harvest(*f);  // wait for what is in flight: it reads the windows
+        if (is_data_error(e) && r.outputs.size() == 1) return complete(job, e, {}, false);
+        if (is_device_error(e))
+            for (Backend* d : devices)
+                if (d->lost()) placement_.disable_device(d->ordinal());
+        // A data error among several outputs (which ones?), a lost device, no memory: the CPU.
+        return on_cpu_instead(error_text(e));
+    }
+    split_.fetch_add(1, std::memory_order_relaxed);
+    device_regions_.fetch_add(1, std::memory_order_relaxed);
+    complete(job, nullptr, {}, false);
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,243 @@
+// One region split over several devices at once (data parallelism): lavapipe opened twice
+// (Config::device = "vulkan:0,vulkan:0") with Config::split = "always". Every kind of region that
+// splits gives the bits of the same program on one device (reductions included: partials in the
+// canonical order), with special values and odd sizes; a value split by one region is read in
+// place, part by part, by the next; each input crosses the link once; a reader that cannot take
+// it in parts gets it assembled; a device lost mid-program costs a rerun, never a value.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "vulkan_runtime.hpp"
+
+using tandem::Array;
+using tandem::DType;
+using tandem::Runtime;
+using tref::Acc;
+using tref::Host;
+
+namespace {
+
+tandem::Config two_devices(const std::string& split = "always") {
+    tandem::Config c = tvk::gpu_config();
+    c.device = "vulkan:0,vulkan:0";
+    c.split = split;
+    return c;
+}
+
+void expect_same(const std::vector<tandem::HostArray>& got, const std::vector<tandem::HostArray>& want, Acc acc) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), acc)) << "output " << k;
+}
+
+struct Case {
+    const char* name;
+    std::vector<std::pair<tref::Dims, DType>> inputs;
+    std::function<std::vector<Array>(Runtime&, const std::vector<Array>&)> make;
+    Acc against_cpu;  ///< exact where every executor computes the same bits
+};
+
+const std::vector<Case>& cases() {
+    static const std::vector<Case> all = {
+        {"elementwise f64",
+         {{{100003, 1}, DType::f64}},
+         [](Runtime&, const std::vector<Array>& x) { return std::vector<Array>{tandem::max(x[0] * 3.0, x[0] - 1.0) + tandem::floor(x[0] * 0.5)}; },
+         Acc::exact_signed},
+        {"elementwise transcendental f32",
+         {{{70001, 1}, DType::f32}},
+         [](Runtime&, const std::vector<Array>& x) { return std::vector<Array>{tandem::sin(x[0]) * x[0] + 0.5}; },
+         Acc::exact},
+        {"sum of every element",
+         {{{150001, 1}, DType::f64}},
+         [](Runtime&, const std::vector<Array>& x) { return std::vector<Array>{tandem::sum(x[0] * x[0] - 1.0)}; },
+         Acc::exact},
+        {"sum, max and prod of a single matrix",
+         {{{331, 777}, DType::f32}},
+         [](Runtime&, const std::vector<Array>& x) {
+             return std::vector<Array>{tandem::sum(x[0]), tandem::max(x[0]), tandem::prod(x[0] * 0.0 + 1.0), tandem::mean(x[0])};
+         },
+         Acc::exact},
+        {"sum of each row (along the split dimension)",
+         {{{300, 2500}, DType::f64}},
+         [](Runtime&, const std::vector<Array>& x) { return std::vector<Array>{tandem::sum(x[0] + 1.0, 2)}; },
+         Acc::exact},
+        {"sum of each column (along another dimension)",
+         {{{300, 2500}, DType::f64}, {{300, 1}, DType::f64}},
+         [](Runtime&, const std::vector<Array>& x) { return std::vector<Array>{tandem::sum(x[0] - x[1], 1)}; },
+         Acc::exact},
+        {"cumsum along the columns",
+         {{{64, 3001}, DType::f64}},
+         [](Runtime&, const std::vector<Array>& x) { return std::vector<Array>{tandem::cumsum(x[0], 1)}; },
+         Acc::exact},
+        {"per-image statistics (a value per position of the split dimension)",
+         {{{32, 64, 7}, DType::f32}},
+         [](Runtime&, const std::vector<Array>& x) {
+             const Array mu = tandem::mean(tandem::mean(x[0], 1), 2);
+             const Array d = x[0] - mu;
+             return std::vector<Array>{mu, tandem::sum(d * d, tandem::all_dims)};
+         },
+         Acc::exact},
+        {"random numbers",
+         {},
+         [](Runtime& rt, const std::vector<Array>&) {
+             tandem::seed(rt, 7);
+             Array u = tandem::rand(rt, {1001, 37});
+             Array n = tandem::randn(rt, {1001, 37});
+             return std::vector<Array>{u * 2.0 + n, tandem::sum(n * n)};
+         },
+         Acc::exact},
+    };
+    return all;
+}
+
+std::vector<tandem::HostArray> run(Runtime& rt, const Case& c, const std::vector<Host>& hosts) {
+    std::vector<Array> xs;
+    for (const Host& h : hosts) xs.push_back(tref::make_array(rt, h));
+    return rt.gather(c.make(rt, xs)).get();
+}
+
+TEST(VulkanSplit, EveryKindOfRegionGivesTheBitsOfOneDevice) {
+    auto two = tvk::open_gpu(two_devices());
+    auto one = tvk::open_gpu(tvk::gpu_config());
+    Runtime cpu(tvk::cpu_config());
+    for (const Case& c : cases()) {
+        SCOPED_TRACE(c.name);
+        std::mt19937_64 rng(tref::seed_of(c.name));
+        std::vector<Host> hosts;
+        for (const auto& [dims, t] : c.inputs) hosts.push_back(tref::random_host(dims, t, rng));
+        const auto before = two->metrics();
+        const auto got = run(*two, c, hosts);
+        two->wait_idle();
+        const auto after = two->metrics();
+        EXPECT_GT(after.split_regions, before.split_regions) << "split over the two devices";
+        ASSERT_EQ(after.device_regions_each.size(), 2u);
+        EXPECT_GT(after.device_regions_each[0], before.device_regions_each[0]);
+        EXPECT_GT(after.device_regions_each[1], before.device_regions_each[1]);
+        expect_same(got, run(*one, c, hosts), Acc::exact_signed);
+        expect_same(got, run(cpu, c, hosts), c.against_cpu);
+    }
+    tvk::expect_device_clean(*two);
+}
+
+// A value split by one region stays in parts on the devices; the next region split the same
+// way reads each part in place (nothing crosses the link); a reader that takes it whole gets it
+// assembled, once.
+TEST(VulkanSplit, ASplitValueIsReadInPlaceByTheNextSplitRegion) {
+    auto two = tvk::open_gpu(two_devices());
+    Runtime cpu(tvk::cpu_config());
+    constexpr std::int64_t n = 1 << 18;
+    auto program = [&](Runtime& rt, bool evaluate) {
+        Array k = tandem::column(rt.colon(0.0, static_cast<double>(n - 1)));
+        Array x = tandem::sin(k * 0.001) * 2.0;
+        if (evaluate) rt.evaluate({x}).get();
+        const auto m0 = rt.metrics();
+        Array s = tandem::sum(x * x);
+        Array y = tandem::exp(x) - 1.0;
+        auto first = rt.gather({s}).get();
+        rt.wait_idle();
+        const auto m1 = rt.metrics();
+        if (evaluate) {
+            EXPECT_EQ(m1.upload_bytes - m0.upload_bytes, 0u) << "x's parts were read where they are";
+            EXPECT_EQ(m1.split_values_assembled, m0.split_values_assembled);
+            EXPECT_GT(m1.split_regions, m0.split_regions);
+        }
+        // A reader that cannot take x in parts: an element by its index, a product.
+        Array whole = tandem::matmul(tandem::transpose(x), x);
+        auto second = rt.gather({y, whole}).get();
+        if (evaluate) {
+            rt.wait_idle();
+            EXPECT_GE(rt.metrics().split_values_assembled, m1.split_values_assembled + 1);
+        }
+        first.insert(first.end(), second.begin(), second.end());
+        return first;
+    };
+    const auto got = program(*two, true);
+    const auto want = program(cpu, false);
+    // sin and exp: the device's own math (the same on both devices, not the CPU's bits).
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), Acc::ulp, 64)) << k;
+    auto one = tvk::open_gpu(tvk::gpu_config());
+    auto single = [&] {
+        Array k = tandem::column(one->colon(0.0, static_cast<double>(n - 1)));
+        Array x = tandem::sin(k * 0.001) * 2.0;
+        return one->gather({tandem::sum(x * x), tandem::exp(x) - 1.0, tandem::matmul(tandem::transpose(x), x)}).get();
+    }();
+    expect_same(got, single, Acc::exact_signed);
+    two->wait_idle();
+    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
+    EXPECT_EQ(two->metrics().validation_messages, 0u);
+}
+
+// A host array read by a split region goes up once, a window to each device.
+TEST(VulkanSplit, EachInputCrossesTheLinkOnce) {
+    auto two = tvk::open_gpu(two_devices());
+    std::mt19937_64 rng(tref::seed_of("split uploads"));
+    const Host h = tref::random_host({200000, 1}, DType::f64, rng);
+    Array x = tref::make_array(*two, h);
+    const auto m0 = two->metrics();
+    auto got = two->gather({tandem::sum(tandem::abs(x))}).get();
+    two->wait_idle();
+    const auto m1 = two->metrics();
+    EXPECT_EQ(m1.split_regions - m0.split_regions, 1u);
+    EXPECT_EQ(m1.upload_bytes - m0.upload_bytes, 200000u * 8);
+    Runtime cpu(tvk::cpu_config());
+    expect_same(got, cpu.gather({tandem::sum(tandem::abs(tref::make_array(cpu, h)))}).get(), Acc::exact);
+    tvk::expect_device_clean(*two);
+}
+
+// Automatic splitting: small regions are not worth a piece per device; a large one is.
+TEST(VulkanSplit, TheCostModelSplitsOnlyWhatGains) {
+    tandem::Config c = two_devices("auto");
+    c.region_records = 8;
+    auto two = tvk::open_gpu(c);
+    Array small = two->ones({1000, 1});
+    two->gather({tandem::sum(small * 2.0)}).get();
+    two->wait_idle();
+    EXPECT_EQ(two->metrics().split_regions, 0u) << "a region of 1000 elements";
+    Array large = two->ones({1 << 22, 1});
+    two->gather({tandem::sum(tandem::exp(large) * 2.0)}).get();
+    two->wait_idle();
+    EXPECT_EQ(two->metrics().split_regions, 1u) << "a region of 4M elements";
+    tandem::Config off = two_devices("off");
+    auto never = tvk::open_gpu(off);
+    never->gather({tandem::sum(tandem::exp(never->ones({1 << 22, 1})) * 2.0)}).get();
+    never->wait_idle();
+    EXPECT_EQ(never->metrics().split_regions, 0u);
+}
+
+// One of the two devices lost while a split program runs: what it held is computed again, the
+// region runs elsewhere, every value is right, and later work goes to the other device.
+TEST(VulkanSplit, ADeviceLostMidProgramCostsTimeNotValues) {
+    tandem::Config c = two_devices();
+    c.test_fault = "device_lost_later:2@1";
+    testing::internal::CaptureStderr();
+    auto two = tvk::open_gpu(c);
+    Runtime cpu(tvk::cpu_config());
+    constexpr std::int64_t n = 100000;
+    auto program = [&](Runtime& rt, bool evaluate) {
+        Array k = tandem::column(rt.colon(0.0, static_cast<double>(n - 1)));
+        Array x = tandem::max(k * 0.5, 7.0) - tandem::floor(k * 0.25);
+        if (evaluate) rt.evaluate({x}).get();
+        Array s = tandem::sum(x * 2.0);
+        Array y = x * 3.0 + 1.0;
+        auto out = rt.gather({s, y}).get();
+        auto more = rt.gather({tandem::sum(y - x)}).get();
+        out.insert(out.end(), more.begin(), more.end());
+        return out;
+    };
+    expect_same(program(*two, true), program(cpu, false), Acc::exact_signed);
+    two->wait_idle();
+    const std::string err = testing::internal::GetCapturedStderr();
+    const auto m = two->metrics();
+    EXPECT_EQ(m.regions_failed, 0u) << err;
+    EXPECT_GE(m.device_fallbacks + m.values_recomputed, 1u) << "the lost device's work was done again" << err;
+    EXPECT_EQ(m.validation_messages, 0u) << err;
+}
+
+}  // namespace
