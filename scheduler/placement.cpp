@@ -151,6 +151,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     double warm_finish = -1;      // the best device's finish had its kernel been built
     Backend* warm_device = nullptr;
     double dev_wait = 0;  // the chosen device's wait for its kernel
+    std::vector<double> cold_warm_finish(devices_.size(), -1);  // a cold device's finish had it been warm
     for (std::size_t d = 0; d < devices_.size(); ++d) {
         if (!device_enabled(d) || !fits(d)) continue;
         const LinkProfile& link = profile_.devices[d].link;
@@ -208,6 +209,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             warm_finish = warm;
             warm_device = devices_[d];
         }
+        if (wait > 0) cold_warm_finish[d] = warm;
         if (resident_finish < 0 || resident < resident_finish) resident_finish = resident;
         // The earliest; on a tie (transfers decide both alike), the one holding more of the inputs,
         // then the one free sooner: independent work spreads over idle devices.
@@ -226,8 +228,10 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     }
     // Several devices: the region in pieces, one on each, when that finishes sooner still (by
     // kSplitGain: a split costs a submission per device and, for partials, a round trip).
+    std::uint32_t prepare_on = 0;  // cold devices that would have done better
     if (enabled_devices() >= 2 && split_ != SplitMode::off) {
         PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready);
+        if (split.prepare_on && split.warm_finish_s * kSplitGain < dev.finish_s) prepare_on |= split.prepare_on;
         if (split.backend && (!dev.backend || split_ == SplitMode::always || split.finish_s * kSplitGain < dev.finish_s)) {
             dev = split;
             dev_wait = 0;
@@ -237,6 +241,9 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         }
     }
     if (!dev.backend) return cpu.reason = "no device it fits", cpu;
+    for (std::size_t d = 0; d < devices_.size(); ++d)
+        if (cold_warm_finish[d] >= 0 && cold_warm_finish[d] < dev.finish_s && devices_[d] != dev.backend) prepare_on |= 1u << d;
+    dev.prepare_on = prepare_on;
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;
     if (mode_ == PlacementMode::device)
@@ -306,12 +313,12 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
         if (device_enabled(d)) ds.push_back(d);
     PlacementDecision split{nullptr, ""};
     std::optional<StreamPlan> plan = plan_split(r, static_cast<std::int64_t>(ds.size()));
-    if (!plan) return split;
+    if (!plan || (!plan->partials && !q.readers_split)) return split;
     // Each device's share of the domain (the last piece may be shorter: priced as the others).
     const double share = std::min(1.0, static_cast<double>(plan->per_piece) / static_cast<double>(plan->extent));
     for (std::size_t d : ds)
         if (budget(d) > 0 && static_cast<double>(working_set) * share > static_cast<double>(budget(d))) return split;
-    double finish = 0, transfers = 0, compute = 0;
+    double finish = 0, warm_finish = 0, transfers = 0, compute = 0;
     for (std::size_t d : ds) {
         double moved = 0, links_free = d < link_free_s.size() ? link_free_s[d] : 0.0;
         for (std::size_t k = 0; k < q.inputs.size(); ++k) {
@@ -335,10 +342,18 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
         const double start = std::max({device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved, wait});
         double tail = 0;
         const LinkProfile& link = profile_.devices[d].link;
-        if (plan->partials) tail = link.sync_s + download_s(d, 8 * plan->rows * (plan->per_piece / kReduceChunk + 1));
+        if (plan->partials) {
+            // The partials come back and finish on the host; a reader later in the plan (taken
+            // to go on on the device) waits for the results to go up again.
+            tail = link.sync_s + download_s(d, 8 * plan->rows * (plan->per_piece / kReduceChunk + 1));
+            if (q.bytes_to_consumers > 0) tail += link.sync_s + upload_s(d, q.bytes_to_consumers);
+        }
         else if (q.bytes_to_host > 0)
             tail = link.sync_s + download_s(d, static_cast<std::int64_t>(static_cast<double>(q.bytes_to_host) * share));
         finish = std::max(finish, start + piece + tail);
+        const double warm_start = std::max({device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved});
+        warm_finish = std::max(warm_finish, warm_start + piece + tail);
+        if (wait > 0) split.prepare_on |= 1u << d;
         transfers += moved;
         compute = std::max(compute, piece);
     }
@@ -346,6 +361,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
     for (std::size_t d : ds) split.split |= 1u << d;
     split.split_plan = *plan;
     split.finish_s = split.device_s = finish;
+    split.warm_finish_s = warm_finish;
     split.compute_s = compute;
     split.transfer_s = transfers;
     split.link = static_cast<int>(ds.front());

@@ -59,6 +59,10 @@ struct PlacementQuery {
     /// this region's inputs are (a chain goes on where it is): run on the other side, the region
     /// pays for sending them back, and the round trip the consumers wait for.
     std::int64_t bytes_to_consumers = 0;
+    /// Every later region of the plan that reads its outputs can be split over the devices too
+    /// (through views): a result split over them is read in place there. When not, placement
+    /// does not leave its results in parts (the reader would have them assembled on the host).
+    bool readers_split = true;
     /// Seconds before device d's kernel for this region is built (Backend::pipeline_wait_s); asked
     /// only of a device that could matter (it might win or be explored), in automatic placement;
     /// empty: every kernel is ready.
@@ -95,6 +99,12 @@ struct PlacementDecision {
     /// Run on the CPU only because this device's kernel was not built yet (it would have won
     /// otherwise): the scheduler has it built in the background (Backend::prepare).
     Backend* warm_up = nullptr;
+    /// Devices (bit d) that would have finished it sooner than where it goes had their kernel
+    /// been built (one device's is, another's not; a split waits for every device's): the
+    /// scheduler has it built there in the background, or a device that is cold once would
+    /// never be used.
+    std::uint32_t prepare_on = 0;
+    double warm_finish_s = 0;  ///< place_split: its finish had every device's kernel been built
 };
 
 /// A streamed region's pieces take at most this share of the budget each (1 / it): two in

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <bit>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
@@ -185,6 +186,16 @@ std::string Scheduler::placement_text() const {
     return "auto: earliest predicted finish; rates from " + p.source + " (" + rates + ")" + budget;
 }
 
+std::string Scheduler::executor_name(const PlacementDecision& d) const {
+    std::string name(d.backend->name());
+    if (d.backend->on_host() || placement_.devices().size() < 2) return name;
+    if (!d.split) return name + ":" + std::to_string(d.backend->ordinal());
+    const char* sep = ":";
+    for (std::size_t o = 0; o < placement_.devices().size(); ++o)
+        if (d.split >> o & 1u) name += sep + std::to_string(o), sep = "+";
+    return name;
+}
+
 void Scheduler::wait_idle() {
     std::unique_lock lock(mutex_);
     idle_.wait(lock, [&] { return in_flight_ == 0 && active_ == 0; });
@@ -213,9 +224,11 @@ bool Scheduler::wire(const JobPtr& job) {
     for (auto& in : job->region.inputs) {
         const std::shared_ptr<Completion>& c = state(*in).eval.pending;
         if (!c) continue;
-        // Work on the same device may follow its producer in queue order; anything else waits
-        // until the producer has finished.
-        bool same_queue = on_device && c->backend == job->placement.backend;
+        // Work on the same device may follow its producer in queue order (a split region, a
+        // producer split over the same devices); anything else waits until the producer has
+        // finished.
+        bool same_queue = (on_device && c->backend == job->placement.backend && !c->parts) ||
+                          (job->placement.split && c->parts == job->placement.split);
         if (same_queue && c->recorded) continue;
         ++job->waiting;
         auto wake = [this, job](Deferred& d) {
@@ -306,12 +319,41 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
         std::unordered_set<const Node*> read_in_plan;
         for (const Region& r : regions)
             for (const auto& in : r.inputs) read_in_plan.insert(in.get());
+        // With several devices: which regions' results may be left split over them (every
+        // reader in the plan, through views, can be split as well).
+        std::vector<bool> readers_split(regions.size(), true);
+        if (placement_.enabled_devices() >= 2 && options_.split != SplitMode::off) {
+            std::unordered_map<const Node*, std::vector<std::size_t>> readers;
+            for (std::size_t i = 0; i < regions.size(); ++i)
+                for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
+            std::vector<signed char> splits(regions.size(), -1);  // plan_split of each region, once
+            const auto devices = static_cast<std::int64_t>(placement_.enabled_devices());
+            std::function<bool(const Node*)> all_split = [&](const Node* n) {
+                auto it = readers.find(n);
+                if (it == readers.end()) return true;
+                for (std::size_t q : it->second) {
+                    const Region& reader = regions[q];
+                    if (reader.kind == RegionKind::view) {
+                        if (!all_split(reader.outputs[0].node.get())) return false;
+                        continue;
+                    }
+                    if (splits[q] < 0) splits[q] = plan_split(reader, devices).has_value() ? 1 : 0;
+                    if (!splits[q]) return false;
+                }
+                return true;
+            };
+            for (std::size_t i = 0; i < regions.size(); ++i)
+                for (const auto& o : regions[i].outputs) readers_split[i] = readers_split[i] && all_split(o.node.get());
+        }
         bool cold_diverted = false;  // a region sent to the CPU because a device's kernel was cold
+        std::size_t region_index = 0;
         for (Region& r : regions) {
+            const bool region_readers_split = readers_split[region_index++];
             auto job = std::make_shared<Job>();
             job->region = std::move(r);
             PlacementQuery query;
             query.region = &job->region;
+            query.readers_split = region_readers_split;
             for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
             for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
                 Node* out = job->region.outputs[j].node.get();
@@ -327,6 +369,8 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                 job->placement.warm_up->prepare(job->region);
                 cold_diverted = true;
             }
+            for (std::size_t d = 0; d < placement_.devices().size(); ++d)
+                if (job->placement.prepare_on >> d & 1u) placement_.devices()[d]->prepare(job->region);
             if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
                 // A view of a device value stays with it: as a CPU job it would wait for the
                 // device to finish and make its producer download (a sync per power step).
@@ -387,7 +431,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                              region_kind_name(job->region.kind), job->region.shape.to_string().c_str(),
                              job->region.summary().c_str(), static_cast<double>(c.bytes_read()) / 1e6,
                              static_cast<double>(c.bytes_written()) / 1e6, predicted,
-                             std::string(d.backend->name()).c_str(), d.reason);
+                             executor_name(d).c_str(), d.reason);
             }
             job->completion = std::make_shared<Completion>();
             job->completion->backend = resident || !split ? job->placement.backend : &placement_.cpu();
@@ -417,7 +461,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             }
             if (options_.log_graph)
                 std::fprintf(stderr, "[tandem graph] %s on %s (%s)\n", job->region.to_string().c_str(),
-                             std::string(job->placement.backend->name()).c_str(), job->placement.reason);
+                             executor_name(job->placement).c_str(), job->placement.reason);
             jobs.push_back(std::move(job));
             ++in_flight_;
         }
@@ -628,6 +672,21 @@ void Scheduler::launch(const JobPtr& job) {
     } else {
         record_on_device(job);
     }
+}
+
+void Scheduler::publish_recorded(const JobPtr& job) {
+    Deferred after;
+    {
+        std::lock_guard lock(mutex_);
+        Completion& c = *job->completion;
+        if (c.recorded) return;
+        const Region& r = job->region;
+        for (std::size_t j = 0; j < r.outputs.size(); ++j) state(*r.outputs[j].node).eval.value = job->outputs[j];
+        c.recorded = true;
+        for (auto& w : c.on_recorded) w(after);
+        c.on_recorded.clear();
+    }
+    drain(after);
 }
 
 void Scheduler::record_view(const JobPtr& job) {
@@ -902,6 +961,7 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     job->placement.compute_s = placement_.compute_s(job->region, kHost);
     charge(*job, false, job->placement.compute_s);
     job->completion->backend = job->placement.backend;
+    job->completion->parts = 0;  // (no reader split the same way records behind it any more)
     for (auto& out : job->region.outputs) {
         NodeState& st = state(*out.node);
         st.eval.value = nullptr;
@@ -1012,7 +1072,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - job->started).count();
             std::fprintf(stderr, "[tandem placement] done %s %s on %s: predicted %.3f ms, %s %.3f ms%s\n",
                          region_kind_name(r.kind), r.shape.to_string().c_str(),
-                         std::string(job->placement.backend->name()).c_str(), 1e3 * job->charged_s,
+                         executor_name(job->placement).c_str(), 1e3 * job->charged_s,
                          job->placement.backend->on_host() ? "ran" : "recorded to done", 1e3 * took,
                          error ? " (failed)" : "");
         }
@@ -1099,7 +1159,7 @@ void Scheduler::record(const Job& job, bool failed) {
     rec.kind = region_kind_name(r.kind);
     rec.shape = r.shape.to_string();
     rec.ops = r.summary();
-    rec.executor = std::string(d.backend->name());
+    rec.executor = executor_name(d);
     rec.reason = d.reason;
     rec.predicted_cpu_ms = d.cpu_s >= 0 ? 1e3 * d.cpu_s : -1;
     rec.predicted_device_ms = d.device_s >= 0 ? 1e3 * d.device_s : -1;

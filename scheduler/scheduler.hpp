@@ -157,8 +157,13 @@ private:
     /// of split values, partials come back and finish on the host.
     void run_split(const JobPtr& job);
     void record_on_device(const JobPtr& job);
+    /// A split region's window results, recorded on every device: published (as a device
+    /// region's are when recorded) so that readers split the same way record behind them.
+    void publish_recorded(const JobPtr& job);
     void record_view(const JobPtr& job);  // a view of a device value, with it
     void finish_view(const JobPtr& job);
+    /// "cpu", "vulkan"; with several devices "vulkan:1", and "vulkan:0+1" for a split region.
+    std::string executor_name(const PlacementDecision& d) const;
     /// A region finished (or failed): record the outcome in its nodes, wake what waits.
     /// `per_output`: errors of single outputs (a multi-output region whose slices were run).
     /// `from_device`: reported by a device backend's completion (which may call for a rerun).

@@ -4,7 +4,9 @@
 // that the next region split the same way reads in place; partials come back and finish on the
 // host in the canonical order, so the bits are those of the whole region on one device.
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -112,10 +114,26 @@ void Scheduler::run_split(const JobPtr& job) {
         }
         // Sent together: the devices run their pieces side by side.
         for (Backend* d : devices) d->flush();
+        const auto t_sent = std::chrono::steady_clock::now();
+        if (!plan.partials) {
+            job->outputs.clear();
+            // Windows: the results are the pieces' outputs, recorded (each has its device copy).
+            // Published now, so that a region split the same way records its pieces behind
+            // these in each device's queue, as a device region follows its producer.
+            for (std::size_t j = 0; j < r.outputs.size(); ++j) {
+                auto whole = std::make_shared<Value>(r.outputs[j].node->bytes());
+                std::vector<ValuePart> parts;
+                for (auto& f : flights) parts.push_back({f->piece.output_offsets[j], f->piece.outputs[j]});
+                whole->set_parts(std::move(parts));
+                job->outputs.push_back(std::move(whole));
+            }
+            publish_recorded(job);
+        }
         std::exception_ptr first_error;
         for (auto& f : flights)
             if (std::exception_ptr e = harvest(*f); e && !first_error) first_error = e;
         if (first_error) std::rethrow_exception(first_error);
+        const auto t_done = std::chrono::steady_clock::now();
         if (plan.partials) {
             StreamResults results(r, plan, [&](std::size_t bytes, const std::string& what) {
                 return options_.pool ? options_.pool->allocate(bytes, what) : Storage::adopt(std::vector<std::byte>(bytes));
@@ -123,16 +141,15 @@ void Scheduler::run_split(const JobPtr& job) {
             for (auto& f : flights) results.add(f->piece);
             job->outputs = results.finish(placement_.cpu(), nodes_);
         } else {
-            job->outputs.clear();
-            for (std::size_t j = 0; j < r.outputs.size(); ++j) {
-                auto whole = std::make_shared<Value>(r.outputs[j].node->bytes());
-                std::vector<ValuePart> parts;
-                for (auto& f : flights) parts.push_back({f->piece.output_offsets[j], f->piece.outputs[j]});
-                whole->set_parts(std::move(parts));
-                // Its pieces brought it back: a host copy, from theirs.
-                if (job->wanted_on_host[j]) ensure_host({whole});
-                job->outputs.push_back(std::move(whole));
-            }
+            // Its pieces brought back what a reader wants on the host: a host copy, from theirs.
+            for (std::size_t j = 0; j < r.outputs.size(); ++j)
+                if (job->wanted_on_host[j]) ensure_host({job->outputs[j]});
+        }
+        if (options_.log_exec) {
+            auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+            std::fprintf(stderr, "[tandem exec] %s %s split in %lld pieces: recorded %.3f ms, pieces done %.3f ms later, finished %.3f ms later\n",
+                         r.shape.to_string().c_str(), r.summary().c_str(), static_cast<long long>(pieces),
+                         ms(job->started, t_sent), ms(t_sent, t_done), ms(t_done, std::chrono::steady_clock::now()));
         }
     } catch (...) {
         const std::exception_ptr e = std::current_exception();
@@ -143,6 +160,45 @@ void Scheduler::run_split(const JobPtr& job) {
                 if (d->lost()) placement_.disable_device(d->ordinal());
         // A data error among several outputs (which ones?), a lost device, no memory: the CPU.
         return on_cpu_instead(error_text(e));
+    }
+    // Recorded behind producers split the same way (their pieces ran first in each queue):
+    // once they are done, one that failed, or went back to the CPU, leaves this computed from
+    // garbage. Follow the input (its error), or run again on the CPU.
+    {
+        struct Wait {
+            std::mutex mutex;
+            std::condition_variable cv;
+            int left = 0;
+        };
+        auto wait = std::make_shared<Wait>();
+        {
+            std::lock_guard lock(mutex_);
+            for (auto& in : r.inputs)
+                if (const auto& pending = state(*in).eval.pending) {
+                    ++wait->left;
+                    pending->on_done.push_back([wait](Deferred&) {
+                        std::lock_guard l(wait->mutex);
+                        --wait->left;
+                        wait->cv.notify_all();
+                    });
+                }
+        }
+        {
+            std::unique_lock l(wait->mutex);
+            wait->cv.wait(l, [&] { return wait->left == 0; });
+        }
+        std::exception_ptr input_error;
+        bool again = false;
+        {
+            std::lock_guard lock(mutex_);
+            for (std::size_t k = 0; k < r.inputs.size(); ++k) {
+                const Evaluation& e = state(*r.inputs[k]).eval;
+                if (e.error) input_error = e.error;
+                else if (e.value != inputs[k]) again = true;
+            }
+        }
+        if (input_error) return complete(job, input_error, {}, false);
+        if (again) return on_cpu_instead("an input it read was computed again on the CPU");
     }
     split_.fetch_add(1, std::memory_order_relaxed);
     device_regions_.fetch_add(1, std::memory_order_relaxed);

@@ -62,6 +62,12 @@ const std::vector<Case>& cases() {
              return std::vector<Array>{tandem::sum(x[0]), tandem::max(x[0]), tandem::prod(x[0] * 0.0 + 1.0), tandem::mean(x[0])};
          },
          Acc::exact},
+        {"sums of millions of elements (the partials' later levels folded on the host)",
+         {{{3000017, 1}, DType::f64}, {{2, 1100000}, DType::f32}},
+         [](Runtime&, const std::vector<Array>& x) {
+             return std::vector<Array>{tandem::sum(x[0] * 0.5), tandem::sum(x[1], 2), tandem::prod(x[0] * 0.0 + 1.0)};
+         },
+         Acc::exact},
         {"sum of each row (along the split dimension)",
          {{{300, 2500}, DType::f64}},
          [](Runtime&, const std::vector<Array>& x) { return std::vector<Array>{tandem::sum(x[0] + 1.0, 2)}; },
