@@ -151,6 +151,8 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     double warm_finish = -1;      // the best device's finish had its kernel been built
     Backend* warm_device = nullptr;
     double dev_wait = 0;  // the chosen device's wait for its kernel
+    double placed_finish = -1;  // the best device's finish had every input been there
+    int placed_device = -1;
     std::vector<double> cold_warm_finish(devices_.size(), -1);  // a cold device's finish had it been warm
     for (std::size_t d = 0; d < devices_.size(); ++d) {
         if (!device_enabled(d) || !fits(d)) continue;
@@ -166,8 +168,13 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             const double up = upload_s(d, in.bytes);
             const bool host_only = in.on_host && in.devices == 0;
             // An upload its readers' losses have paid for already (ski rental): free to use, and
-            // then on the device (a chain may go on there).
+            // then on the device (a chain may go on there). So is a move from another device
+            // (down and up) that the readers kept waiting on a busier device have paid for.
             if (host_only && in.regret_s >= up) {
+                here += in.bytes;
+                continue;
+            }
+            if (!in.on_host && in.devices && in.regret_s >= up + download_s(holder(in), in.bytes)) {
                 here += in.bytes;
                 continue;
             }
@@ -189,6 +196,9 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         const double moved = from_others + others_sync + to_device;
         double tail = 0;  // after the compute: results the host or the plan's host side wants
         if (q.bytes_to_host > 0) tail += link.sync_s + download_s(d, q.bytes_to_host);
+        // Had every input been here already: what keeping them on another device costs.
+        const double placed = std::max(device_free, ready) + device_compute + tail;
+        if (placed_finish < 0 || placed < placed_finish) placed_finish = placed, placed_device = static_cast<int>(d);
         // Inputs only on the host, outputs read later in the plan: the chain goes on on the host.
         // (Not had the host-only inputs been on the device: then it would go on there.)
         double consumers_back = 0;
@@ -244,6 +254,14 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     for (std::size_t d = 0; d < devices_.size(); ++d)
         if (cold_warm_finish[d] >= 0 && cold_warm_finish[d] < dev.finish_s && devices_[d] != dev.backend) prepare_on |= 1u << d;
     dev.prepare_on = prepare_on;
+    // Waiting on a busier device because the inputs live there: the readers' loss is regret
+    // towards moving them to the device that would have finished sooner (ski rental, as for
+    // uploads): once it pays for the move, the next reader goes there and they follow.
+    if (!dev.split && placed_device >= 0 && devices_[static_cast<std::size_t>(placed_device)] != dev.backend &&
+        placed_finish < dev.finish_s) {
+        dev.regret_s = dev.finish_s - placed_finish;
+        dev.regret_device = placed_device;
+    }
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;
     if (mode_ == PlacementMode::device)

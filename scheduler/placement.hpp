@@ -83,6 +83,10 @@ struct PlacementDecision {
     /// Run on the CPU: how much sooner a device would have finished it, had its host-only inputs
     /// been there already (0 otherwise). The scheduler adds it to those inputs' regret.
     double regret_s = 0;
+    /// On a device: the other device that would have finished it regret_s sooner had its inputs
+    /// been there (-1: none); the scheduler adds it to those inputs' regret (a move that pays
+    /// for itself makes the next reader go there).
+    int regret_device = -1;
     /// On a device although larger than its memory budget: the pieces it streams in
     /// (scheduler/streaming.hpp); 0 otherwise.
     std::int64_t stream_pieces = 0;

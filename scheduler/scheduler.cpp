@@ -383,11 +383,15 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             const bool resident = job->placement.resident();
             const std::uint32_t split = job->placement.split;
             if (job->placement.regret_s > 0) {
-                // Kept on the host only because its inputs were: their upload draws nearer.
+                // Kept on the host (or a busier device) only because its inputs were: their move
+                // draws nearer.
+                const int towards = job->placement.regret_device;
                 for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
                     const auto& in = job->region.inputs[k];
                     const Evaluation& e = state(*in).eval;
-                    if (!e.pending && e.value && query.inputs[k].devices == 0) {
+                    const std::uint32_t on = query.inputs[k].devices;
+                    const bool moves = towards < 0 ? on == 0 : on != 0 && !(on >> towards & 1u) && !query.inputs[k].on_host;
+                    if (!e.pending && e.value && moves) {
                         e.value->upload_regret_s += job->placement.regret_s;
                         query.inputs[k].regret_s = e.value->upload_regret_s;  // for later readers of the plan
                     }

@@ -582,3 +582,75 @@ TEST(Placement, AKernelNotBuiltYetIsPricedAndBuiltInTheBackground) {
     EXPECT_EQ(h.backend, &f.device) << h.reason;
     EXPECT_EQ(h.warm_up, nullptr);
 }
+
+// Two alike devices, the input on the first, which is busy: the region waits there (a move
+// through the host costs more than the wait)... until the readers' waits pay for the move.
+TEST(Placement, ReadersKeptOnABusyDevicePayForMovingTheirInputToAnIdleOne) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, first{false}, second{false};
+    MachineProfile m = fixed_profile();
+    m.devices.push_back(m.devices[0]);
+    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    p.set_split(SplitMode::off);
+    const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 1'000'000)))));  // 8 MB
+    PlacementQuery q = query(heavy, true, false);  // on device 0
+    const std::vector<double> busy{1e-3, 0};       // the first has 1 ms of work queued
+    auto d = p.place(q, 1.0, busy);
+    ASSERT_EQ(d.backend, &first) << "the move (1.6 ms) costs more than the wait: " << d.reason;
+    EXPECT_EQ(d.regret_device, 1);
+    EXPECT_GT(d.regret_s, 0.0);
+    double regret = 0;
+    int readers = 0;
+    for (; readers < 10; ++readers) {
+        q.inputs[0].regret_s = regret;
+        d = p.place(q, 1.0, busy);
+        if (d.backend == &second) break;
+        regret += d.regret_s;
+    }
+    EXPECT_GE(readers, 1) << "not at once";
+    EXPECT_LT(readers, 10) << "but soon";
+    EXPECT_GE(regret, p.upload_s(1, q.inputs[0].bytes) + p.download_s(0, q.inputs[0].bytes));
+}
+
+// Splitting over two devices: a large pass whose input is split the same way, or on the host,
+// runs in halves; a small one, or one whose input lives whole on one device, does not.
+TEST(Placement, ALargeRegionIsSplitOverTheDevicesWhenThatFinishesSooner) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, first{false}, second{false};
+    MachineProfile m = fixed_profile();
+    m.devices.push_back(m.devices[0]);
+    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    const Region large = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 100'000'000)))));  // 800 MB
+    PlacementQuery in_parts = query(large, true, false);
+    in_parts.inputs[0].devices = 0;
+    in_parts.inputs[0].parts = 3u;  // split over both already
+    auto d = p.place(in_parts, 1.0, std::vector<double>{0, 0});
+    EXPECT_EQ(d.split, 3u) << d.reason;
+    EXPECT_TRUE(d.split_plan.partials);
+    EXPECT_GE(d.split_plan.pieces(), 2);  // (and the partials' tail)
+    EXPECT_LT(d.finish_s, 0.6 * p.compute_s(large, 0));
+    // Whole on one device: half of it through the host costs more than half the pass saves.
+    d = p.place(query(large, true, false), 1.0, std::vector<double>{0, 0});
+    EXPECT_EQ(d.split, 0u) << d.reason;
+    EXPECT_EQ(d.backend, &first);
+    // Small: a dispatch and a round trip per device for microseconds of work.
+    const Region small = region_of(tandem::sum(tandem::exp(data(rt, 10'000))));
+    EXPECT_EQ(p.place(query(small, false, false), 1.0, std::vector<double>{0, 0}).split, 0u);
+    // (Unless its input is in parts already: one device would have it assembled through the host.)
+    PlacementQuery small_parts = query(small, true, false);
+    small_parts.inputs[0].devices = 0;
+    small_parts.inputs[0].parts = 3u;
+    EXPECT_EQ(p.place(small_parts, 1.0, std::vector<double>{0, 0}).split, 3u);
+    // Not when a reader in the plan cannot read it in parts (its results are windows).
+    const Region elementwise = region_of(tandem::exp(tandem::sin(data(rt, 100'000'000))));
+    PlacementQuery windows = query(elementwise, true, false);
+    windows.inputs[0].devices = 0;
+    windows.inputs[0].parts = 3u;
+    d = p.place(windows, 1.0, std::vector<double>{0, 0});
+    EXPECT_EQ(d.split, 3u) << d.reason;
+    windows.readers_split = false;
+    EXPECT_EQ(p.place(windows, 1.0, std::vector<double>{0, 0}).split, 0u);
+    // Off: never.
+    p.set_split(SplitMode::off);
+    EXPECT_EQ(p.place(in_parts, 1.0, std::vector<double>{0, 0}).split, 0u);
+}
