@@ -239,9 +239,14 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     // Several devices: the region in pieces, one on each, when that finishes sooner still (by
     // kSplitGain: a split costs a submission per device and, for partials, a round trip).
     std::uint32_t prepare_on = 0;  // cold devices that would have done better
+    double split_regret = 0;       // split in place over the devices would have been sooner by this
     if (enabled_devices() >= 2 && split_ != SplitMode::off) {
         PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready);
         if (split.prepare_on && split.warm_finish_s * kSplitGain < dev.finish_s) prepare_on |= split.prepare_on;
+        // Not split only because the inputs are whole somewhere: the loss is regret towards
+        // leaving them in parts over the devices (see place_split).
+        if (split.backend && !(split.finish_s * kSplitGain < dev.finish_s) && split.in_place_finish_s * kSplitGain < dev.finish_s)
+            split_regret = dev.finish_s - split.in_place_finish_s * kSplitGain;
         if (split.backend && (!dev.backend || split_ == SplitMode::always || split.finish_s * kSplitGain < dev.finish_s)) {
             dev = split;
             dev_wait = 0;
@@ -261,6 +266,10 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         placed_finish < dev.finish_s) {
         dev.regret_s = dev.finish_s - placed_finish;
         dev.regret_device = placed_device;
+    }
+    if (!dev.split && split_regret > dev.regret_s) {
+        dev.regret_s = split_regret;
+        dev.regret_device = kSplitRegret;
     }
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;
@@ -336,7 +345,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
     const double share = std::min(1.0, static_cast<double>(plan->per_piece) / static_cast<double>(plan->extent));
     for (std::size_t d : ds)
         if (budget(d) > 0 && static_cast<double>(working_set) * share > static_cast<double>(budget(d))) return split;
-    double finish = 0, warm_finish = 0, transfers = 0, compute = 0;
+    double finish = 0, warm_finish = 0, in_place_finish = 0, transfers = 0, compute = 0;
     for (std::size_t d : ds) {
         double moved = 0, links_free = d < link_free_s.size() ? link_free_s[d] : 0.0;
         for (std::size_t k = 0; k < q.inputs.size(); ++k) {
@@ -344,12 +353,14 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
             if ((in.devices >> d & 1u) || (in.parts >> d & 1u)) continue;  // read in place
             const bool windowed = piece_window(r, *plan, 0, k).has_value();
             const auto bytes = static_cast<std::int64_t>(windowed ? static_cast<double>(in.bytes) * share : static_cast<double>(in.bytes));
-            moved += upload_s(d, bytes);
-            if (!in.on_host) {  // on another device, or split another way: through the host
-                const std::size_t from = in.devices ? holder(in) : static_cast<std::size_t>(std::countr_zero(in.parts | 1u));
-                moved += download_s(from, in.bytes) + profile_.devices[from].link.sync_s;
-                if (from < link_free_s.size()) links_free = std::max(links_free, link_free_s[from]);
-            }
+            double move = upload_s(d, bytes);
+            const std::size_t from = in.devices ? holder(in) : static_cast<std::size_t>(std::countr_zero(in.parts | 1u));
+            if (!in.on_host) move += download_s(from, in.bytes) + profile_.devices[from].link.sync_s;
+            // Windows its readers' losses paid for already (ski rental): moved once, they stay
+            // as the value's parts, read in place from then on.
+            if (windowed && in.regret_s >= move) continue;
+            moved += move;
+            if (!in.on_host && from < link_free_s.size()) links_free = std::max(links_free, link_free_s[from]);
         }
         const double whole = compute_s(r, static_cast<int>(d)), launch = profile_.devices[d].rates.launch_s;
         const double piece = launch + std::max(0.0, whole - launch) * share;
@@ -371,6 +382,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
         finish = std::max(finish, start + piece + tail);
         const double warm_start = std::max({device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved});
         warm_finish = std::max(warm_finish, warm_start + piece + tail);
+        in_place_finish = std::max(in_place_finish, std::max({device_free, ready, wait}) + piece + tail);
         if (wait > 0) split.prepare_on |= 1u << d;
         transfers += moved;
         compute = std::max(compute, piece);
@@ -380,6 +392,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
     split.split_plan = *plan;
     split.finish_s = split.device_s = finish;
     split.warm_finish_s = warm_finish;
+    split.in_place_finish_s = in_place_finish;
     split.compute_s = compute;
     split.transfer_s = transfers;
     split.link = static_cast<int>(ds.front());

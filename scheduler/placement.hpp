@@ -84,8 +84,9 @@ struct PlacementDecision {
     /// been there already (0 otherwise). The scheduler adds it to those inputs' regret.
     double regret_s = 0;
     /// On a device: the other device that would have finished it regret_s sooner had its inputs
-    /// been there (-1: none); the scheduler adds it to those inputs' regret (a move that pays
-    /// for itself makes the next reader go there).
+    /// been there (-1: none; kSplitRegret: split over the devices, had its inputs been in parts
+    /// there); the scheduler adds it to those inputs' regret (a move that pays for itself makes
+    /// the next reader go there).
     int regret_device = -1;
     /// On a device although larger than its memory budget: the pieces it streams in
     /// (scheduler/streaming.hpp); 0 otherwise.
@@ -109,11 +110,16 @@ struct PlacementDecision {
     /// never be used.
     std::uint32_t prepare_on = 0;
     double warm_finish_s = 0;  ///< place_split: its finish had every device's kernel been built
+    double in_place_finish_s = 0;  ///< place_split: its finish had every input been in parts on the devices
 };
 
 /// A streamed region's pieces take at most this share of the budget each (1 / it): two in
 /// flight leave room for what else the device holds.
 inline constexpr std::uint64_t kStreamPieceShare = 4;
+
+/// PlacementDecision::regret_device when the region would have been split over the devices
+/// sooner, had its inputs been in parts there.
+inline constexpr int kSplitRegret = -2;
 
 /// The executor index of the CPU in Placement's per-executor calls (devices are 0, 1, ...).
 inline constexpr int kHost = -1;

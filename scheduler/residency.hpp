@@ -66,17 +66,33 @@ public:
         devices_[ordinal] = std::move(d);
     }
 
-    /// A value split over devices (the output of a region run in pieces, one per device): its
-    /// bytes are its parts', in order, each a value with copies of its own; until a whole copy
-    /// is assembled (through the host) it has none. Set before the value is published, then
-    /// read-only.
-    const std::vector<ValuePart>& parts() const noexcept { return parts_; }
-    bool split() const noexcept { return !parts_.empty(); }
-    void set_parts(std::vector<ValuePart> parts) { parts_ = std::move(parts); }
+    /// A value split over devices: its bytes are its parts', in order, each a value with copies
+    /// of its own. The output of a region run in pieces, one per device, has no whole copy
+    /// until one is assembled (through the host); a value read by such a region keeps the
+    /// windows its pieces took as parts (null: none), so the next one reads them in place.
+    std::shared_ptr<const std::vector<ValuePart>> parts() const {
+        std::lock_guard lock(mutex_);
+        return parts_;
+    }
+    bool split() const {
+        std::lock_guard lock(mutex_);
+        return parts_ != nullptr;
+    }
+    void set_parts(std::vector<ValuePart> parts) {
+        auto p = std::make_shared<const std::vector<ValuePart>>(std::move(parts));
+        std::lock_guard lock(mutex_);
+        parts_ = std::move(p);
+    }
+    /// Forgets the parts of a value that has a whole copy (they are windows of what it had).
+    void clear_parts() {
+        std::lock_guard lock(mutex_);
+        parts_.reset();
+    }
     /// Bit d: a part has a copy on device d.
     std::uint32_t part_mask() const {
         std::uint32_t mask = 0;
-        for (const ValuePart& p : parts_) mask |= p.value->device_mask();
+        if (auto ps = parts())
+            for (const ValuePart& p : *ps) mask |= p.value->device_mask();
         return mask;
     }
 
@@ -89,7 +105,7 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<Storage> host_;
     std::array<std::shared_ptr<DeviceCopy>, kMaxDevices> devices_;
-    std::vector<ValuePart> parts_;
+    std::shared_ptr<const std::vector<ValuePart>> parts_;
 };
 
 struct ResidencyCounters {

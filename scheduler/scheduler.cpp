@@ -242,11 +242,6 @@ bool Scheduler::wire(const JobPtr& job) {
 
 bool Scheduler::lost(const Value& v) {
     if (v.host()) return false;
-    if (v.split()) {  // lost with any of its parts
-        for (const ValuePart& p : v.parts())
-            if (lost(*p.value)) return true;
-        return false;
-    }
     const std::uint32_t mask = v.device_mask();
     bool readable = false;
     for (std::size_t d = 0; d < placement_.devices().size(); ++d) {
@@ -255,7 +250,13 @@ bool Scheduler::lost(const Value& v) {
         if (placement_.devices()[d]->lost()) placement_.disable_device(d);
         readable |= placement_.device_enabled(d);
     }
-    return mask != 0 && !readable;
+    if (readable) return false;
+    if (auto parts = v.parts()) {  // split: lost with any of its parts
+        for (const ValuePart& p : *parts)
+            if (lost(*p.value)) return true;
+        return false;
+    }
+    return mask != 0;
 }
 
 Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_ptr<Node>>& targets, bool to_host) {
@@ -390,7 +391,9 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                     const auto& in = job->region.inputs[k];
                     const Evaluation& e = state(*in).eval;
                     const std::uint32_t on = query.inputs[k].devices;
-                    const bool moves = towards < 0 ? on == 0 : on != 0 && !(on >> towards & 1u) && !query.inputs[k].on_host;
+                    const bool moves = towards == kSplitRegret ? query.inputs[k].parts == 0
+                                       : towards < 0       ? on == 0
+                                                           : on != 0 && !(on >> towards & 1u) && !query.inputs[k].on_host;
                     if (!e.pending && e.value && moves) {
                         e.value->upload_regret_s += job->placement.regret_s;
                         query.inputs[k].regret_s = e.value->upload_regret_s;  // for later readers of the plan
@@ -644,14 +647,15 @@ void Scheduler::flush_devices() {
 void Scheduler::ensure_host(const std::vector<std::shared_ptr<Value>>& values) {
     for (auto& v : values) {
         if (v->host()) continue;
-        if (v->split()) {
+        const auto split = v->device_mask() == 0 ? v->parts() : nullptr;
+        if (split) {
             // Its parts come down (each from its device), into one host copy.
             std::vector<std::shared_ptr<Value>> parts;
-            for (const ValuePart& p : v->parts()) parts.push_back(p.value);
+            for (const ValuePart& p : *split) parts.push_back(p.value);
             ensure_host(parts);
             auto whole = options_.pool ? options_.pool->allocate(v->bytes(), "a split value, assembled")
                                        : Storage::adopt(std::vector<std::byte>(v->bytes()));
-            for (const ValuePart& p : v->parts())
+            for (const ValuePart& p : *split)
                 if (p.value->bytes() > 0)
                     std::memcpy(static_cast<std::byte*>(whole->data()) + p.offset, p.value->host()->data(), p.value->bytes());
             v->set_host(std::move(whole));
@@ -919,6 +923,9 @@ void Scheduler::evict(Backend& device, const std::vector<std::shared_ptr<Value>>
         const bool only_copy = !v->host();
         if (only_copy) device.download(*v);  // done: nothing in flight uses it
         v->set_device(device.ordinal(), nullptr);  // its memory returns once the last batch that read it is done
+        // Parts a split region left on a whole value hold windows of the copy just dropped: they
+        // go too (the value has a host copy now), or they would keep its memory.
+        if (v->split() && v->host()) v->clear_parts();
         table.note_eviction(v->bytes(), only_copy);
     }
 }

@@ -200,6 +200,22 @@ void Scheduler::run_split(const JobPtr& job) {
         if (input_error) return complete(job, input_error, {}, false);
         if (again) return on_cpu_instead("an input it read was computed again on the CPU");
     }
+    // An input that came whole and had windows moved to other devices keeps its windows as its
+    // parts: the next region split the same way reads them in place (its readers' regret paid
+    // for the move once).
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        if (inputs[k]->split()) continue;
+        std::vector<ValuePart> parts;
+        bool moved = false;
+        for (auto& f : flights) {
+            const auto w = piece_window(r, plan, static_cast<std::int64_t>(parts.size()), k);
+            if (!w) break;
+            const auto& window = f->piece.inputs[k];
+            moved = moved || window->host() != nullptr;  // uploaded (the others are read in place)
+            parts.push_back({w->first, window});
+        }
+        if (moved && parts.size() == flights.size()) inputs[k]->set_parts(std::move(parts));
+    }
     split_.fetch_add(1, std::memory_order_relaxed);
     device_regions_.fetch_add(1, std::memory_order_relaxed);
     complete(job, nullptr, {}, false);

@@ -235,9 +235,10 @@ std::optional<std::pair<std::size_t, std::size_t>> piece_window(const Region& r,
 
 std::shared_ptr<DeviceCopy> window_on(const Backend& device, const Value& v, std::size_t offset, std::size_t bytes) {
     if (auto copy = device.window(v, offset, bytes)) return copy;
-    for (const ValuePart& part : v.parts())
-        if (part.offset <= offset && offset + bytes <= part.offset + part.value->bytes())
-            return device.window(*part.value, offset - part.offset, bytes);
+    if (auto parts = v.parts())
+        for (const ValuePart& part : *parts)
+            if (part.offset <= offset && offset + bytes <= part.offset + part.value->bytes())
+                return device.window(*part.value, offset - part.offset, bytes);
     return nullptr;
 }
 

@@ -629,10 +629,23 @@ TEST(Placement, ALargeRegionIsSplitOverTheDevicesWhenThatFinishesSooner) {
     EXPECT_TRUE(d.split_plan.partials);
     EXPECT_GE(d.split_plan.pieces(), 2);  // (and the partials' tail)
     EXPECT_LT(d.finish_s, 0.6 * p.compute_s(large, 0));
-    // Whole on one device: half of it through the host costs more than half the pass saves.
-    d = p.place(query(large, true, false), 1.0, std::vector<double>{0, 0});
+    // Whole on one device: half of it through the host costs more than half the pass saves...
+    PlacementQuery whole = query(large, true, false);
+    d = p.place(whole, 1.0, std::vector<double>{0, 0});
     EXPECT_EQ(d.split, 0u) << d.reason;
     EXPECT_EQ(d.backend, &first);
+    EXPECT_EQ(d.regret_device, kSplitRegret);
+    // ...until the readers' losses pay for moving it: then split, and its windows stay as parts.
+    double regret = 0;
+    int readers = 0;
+    for (; readers < 1000; ++readers) {
+        whole.inputs[0].regret_s = regret;
+        d = p.place(whole, 1.0, std::vector<double>{0, 0});
+        if (d.split) break;
+        regret += d.regret_s;
+    }
+    EXPECT_GE(readers, 1);
+    EXPECT_LT(readers, 1000);
     // Small: a dispatch and a round trip per device for microseconds of work.
     const Region small = region_of(tandem::sum(tandem::exp(data(rt, 10'000))));
     EXPECT_EQ(p.place(query(small, false, false), 1.0, std::vector<double>{0, 0}).split, 0u);

@@ -192,8 +192,15 @@ TEST(VulkanSplit, EachInputCrossesTheLinkOnce) {
     const auto m1 = two->metrics();
     EXPECT_EQ(m1.split_regions - m0.split_regions, 1u);
     EXPECT_EQ(m1.upload_bytes - m0.upload_bytes, 200000u * 8);
+    // The windows stay on their devices as x's parts: the next reader split the same way moves nothing.
+    auto again = two->gather({tandem::sum(x * 2.0)}).get();
+    two->wait_idle();
+    const auto m2 = two->metrics();
+    EXPECT_EQ(m2.split_regions - m1.split_regions, 1u);
+    EXPECT_EQ(m2.upload_bytes - m1.upload_bytes, 0u);
     Runtime cpu(tvk::cpu_config());
     expect_same(got, cpu.gather({tandem::sum(tandem::abs(tref::make_array(cpu, h)))}).get(), Acc::exact);
+    expect_same(again, cpu.gather({tandem::sum(tref::make_array(cpu, h) * 2.0)}).get(), Acc::exact);
     tvk::expect_device_clean(*two);
 }
 
