@@ -23,6 +23,11 @@ Placement::Placement(Backend& cpu, std::vector<Backend*> devices, PlacementMode 
     if (!devices_.empty() && profile_.devices.empty())
         throw std::invalid_argument("Placement: a device without a profile (MachineProfile::devices is empty)");
     while (profile_.devices.size() < devices_.size()) profile_.devices.push_back(profile_.devices.back());
+    alike_.resize(devices_.size());
+    for (std::size_t d = 0; d < devices_.size(); ++d)
+        for (std::size_t e = 0; e < devices_.size(); ++e)
+            if (e != d && !devices_[d]->identity().empty() && devices_[e]->identity() == devices_[d]->identity())
+                alike_[d].push_back(e);
 }
 
 double Placement::model_s(const Region& r, int executor) const {
@@ -31,10 +36,21 @@ double Placement::model_s(const Region& r, int executor) const {
 
 double Placement::compute_s(const Region& r, int executor) const {
     const double s = model_s(r, executor);
-    const PerformanceHistory& h =
-        executor == kHost ? profile_.cpu_history : profile_.devices[static_cast<std::size_t>(executor)].history;
-    if (h.size() == 0) return s;
-    return s * h.correction(region_signature(r.cost, r.kind));
+    const PerformanceHistory* h =
+        executor == kHost ? &profile_.cpu_history : &profile_.devices[static_cast<std::size_t>(executor)].history;
+    const std::uint64_t sig = region_signature(r.cost, r.kind);
+    if (executor != kHost && h->samples(sig) == 0) {
+        // Never run here: what an alike device (the same model and driver) learned holds here too
+        // (two GPUs of one kind: the second would otherwise be priced by the raw model and never
+        // get the work that would teach it).
+        for (std::size_t d : alike_[static_cast<std::size_t>(executor)])
+            if (profile_.devices[d].history.samples(sig) > 0) {
+                h = &profile_.devices[d].history;
+                break;
+            }
+    }
+    if (h->size() == 0) return s;
+    return s * h->correction(sig);
 }
 
 void Placement::learn(const Region& r, int executor, double observed_s) {
@@ -242,10 +258,11 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     double split_regret = 0;       // split in place over the devices would have been sooner by this
     if (enabled_devices() >= 2 && split_ != SplitMode::off) {
         PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready);
-        if (split.prepare_on && split.warm_finish_s * kSplitGain < dev.finish_s) prepare_on |= split.prepare_on;
+        if (split.prepare_on && split.in_place_finish_s * kSplitGain < dev.finish_s) prepare_on |= split.prepare_on;
         // Not split only because the inputs are whole somewhere: the loss is regret towards
         // leaving them in parts over the devices (see place_split).
-        if (split.backend && !(split.finish_s * kSplitGain < dev.finish_s) && split.in_place_finish_s * kSplitGain < dev.finish_s)
+        if (split.backend && !(split.finish_s * kSplitGain < dev.finish_s) && split.in_place_finish_s * kSplitGain < dev.finish_s &&
+            split.warm_finish_s > split.in_place_finish_s)  // (not split for its inputs, not only for a cold kernel)
             split_regret = dev.finish_s - split.in_place_finish_s * kSplitGain;
         if (split.backend && (!dev.backend || split_ == SplitMode::always || split.finish_s * kSplitGain < dev.finish_s)) {
             dev = split;
@@ -382,7 +399,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
         finish = std::max(finish, start + piece + tail);
         const double warm_start = std::max({device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved});
         warm_finish = std::max(warm_finish, warm_start + piece + tail);
-        in_place_finish = std::max(in_place_finish, std::max({device_free, ready, wait}) + piece + tail);
+        in_place_finish = std::max(in_place_finish, std::max(device_free, ready) + piece + tail);  // (and warm)
         if (wait > 0) split.prepare_on |= 1u << d;
         transfers += moved;
         compute = std::max(compute, piece);

@@ -110,7 +110,7 @@ struct PlacementDecision {
     /// never be used.
     std::uint32_t prepare_on = 0;
     double warm_finish_s = 0;  ///< place_split: its finish had every device's kernel been built
-    double in_place_finish_s = 0;  ///< place_split: its finish had every input been in parts on the devices
+    double in_place_finish_s = 0;  ///< place_split: its finish had every input been in parts on the devices (and every kernel built)
 };
 
 /// A streamed region's pieces take at most this share of the budget each (1 / it): two in
@@ -205,6 +205,7 @@ private:
     std::int64_t min_device_elements_;
     MachineProfile profile_;
     std::vector<std::uint64_t> budgets_;
+    std::vector<std::vector<std::size_t>> alike_;  // per device: the others of the same identity (Backend::identity)
     bool explore_ = false;
     SplitMode split_ = SplitMode::automatic;
     // (signature, executor) of exploring runs in flight; place() is const for its callers' sake

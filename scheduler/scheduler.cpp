@@ -430,10 +430,18 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
             if (options_.log_placement) {
                 const RegionCost& c = job->region.cost;
                 const PlacementDecision& d = job->placement;
-                char predicted[96] = "";
+                char predicted[160] = "";
                 if (d.cpu_s >= 0 && d.device_s >= 0)
                     std::snprintf(predicted, sizeof predicted, "; finish cpu %.3f ms, device %.3f ms", 1e3 * d.cpu_s,
                                   1e3 * d.device_s);
+                if (d.regret_s > 0) {
+                    // What keeping its inputs where they are cost, towards moving them.
+                    const std::string towards = d.regret_device == kSplitRegret ? "in parts over the devices"
+                                                : d.regret_device >= 0 ? "device " + std::to_string(d.regret_device)
+                                                                       : "a device";
+                    const std::size_t used = std::strlen(predicted);
+                    std::snprintf(predicted + used, sizeof predicted - used, "; regret %.3f ms (%s)", 1e3 * d.regret_s, towards.c_str());
+                }
                 std::fprintf(stderr, "[tandem placement] %s %s %s: reads %.3g MB, writes %.3g MB%s -> %s (%s)\n",
                              region_kind_name(job->region.kind), job->region.shape.to_string().c_str(),
                              job->region.summary().c_str(), static_cast<double>(c.bytes_read()) / 1e6,

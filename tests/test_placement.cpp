@@ -24,8 +24,10 @@ struct FakeBackend : Backend {
     bool on_host() const noexcept override { return host_; }
     DeviceClass device_class() const noexcept override { return host_ ? DeviceClass::host : class_; }
     void submit(Submission) override {}
+    std::string identity() const override { return id; }
     bool host_;
     DeviceClass class_;
+    std::string id;  ///< "": unlike any other
 };
 
 /// Round numbers: a CPU at 10 GB/s, a device at 1 TB/s behind a 10 GB/s link with a 50 us
@@ -666,4 +668,24 @@ TEST(Placement, ALargeRegionIsSplitOverTheDevicesWhenThatFinishesSooner) {
     // Off: never.
     p.set_split(SplitMode::off);
     EXPECT_EQ(p.place(in_parts, 1.0, std::vector<double>{0, 0}).split, 0u);
+}
+
+// Two devices of one kind (the same identity): what runs taught about one prices the other
+// until it has runs of its own; a device of another kind learns nothing from them.
+TEST(Placement, AlikeDevicesShareWhatRunsTaught) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, a{false}, b{false}, other{false};
+    a.id = b.id = "H200 driver 580";
+    other.id = "another GPU";
+    MachineProfile m = fixed_profile();
+    m.devices.push_back(m.devices[0]);
+    m.devices.push_back(m.devices[0]);
+    Placement p(cpu, {&a, &b, &other}, PlacementMode::automatic, 0, m);
+    const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 1'000'000)))));
+    for (int i = 0; i < 3; ++i) p.learn(heavy, 0, 3 * p.model_s(heavy, 0));
+    EXPECT_DOUBLE_EQ(p.compute_s(heavy, 0), 3 * p.model_s(heavy, 0));
+    EXPECT_DOUBLE_EQ(p.compute_s(heavy, 1), 3 * p.model_s(heavy, 1)) << "alike: taught by the first";
+    EXPECT_DOUBLE_EQ(p.compute_s(heavy, 2), p.model_s(heavy, 2)) << "another kind: its own model";
+    for (int i = 0; i < 3; ++i) p.learn(heavy, 1, 2 * p.model_s(heavy, 1));
+    EXPECT_DOUBLE_EQ(p.compute_s(heavy, 1), 2 * p.model_s(heavy, 1)) << "its own runs, once it has some";
 }
