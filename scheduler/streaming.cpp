@@ -359,8 +359,13 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
     return piece;
 }
 
-StreamResults::StreamResults(const Region& r, const StreamPlan& p, const Allocate& allocate) : r_(r), p_(p) {
-    if (p.partials) {
+StreamResults::StreamResults(const Region& r, const StreamPlan& p, const Allocate& allocate)
+    : r_(r), p_(p), allocate_(allocate) {
+    runs_ = p.partials && p.rows == 1 && reduce_chunks(p.extent) > kReduceChunk &&
+            std::all_of(r.reductions.begin(), r.reductions.end(), [](const Reduction& red) { return sums_in_double(red.op); });
+    if (runs_) {
+        pieces_.resize(r.reductions.size());
+    } else if (p.partials) {
         const std::int64_t chunks = reduce_chunks(p.extent);  // whole chunks, and one for the rest
         for (std::size_t j = 0; j < r.reductions.size(); ++j)
             results_.push_back(allocate(static_cast<std::size_t>(chunks * p.rows) * dtype_size(partial_dtype(r, j)),
@@ -376,8 +381,13 @@ void StreamResults::add(const StreamPiece& piece) {
     for (std::size_t j = 0; j < piece.outputs.size(); ++j) {
         const auto host = piece.outputs[j]->host();
         if (!host) throw Error("streaming: a piece's result did not come back (bug)");
-        auto* to = static_cast<std::byte*>(results_[j]->data());
         const auto* from = static_cast<const std::byte*>(host->data());
+        if (runs_) {
+            pieces_[j].push_back(host);
+            q = static_cast<std::int64_t>(host->bytes() / sizeof(double));
+            continue;
+        }
+        auto* to = static_cast<std::byte*>(results_[j]->data());
         if (!p_.partials) {
             std::memcpy(to + piece.output_offsets[j], from, host->bytes());
             continue;
@@ -413,6 +423,41 @@ std::vector<std::shared_ptr<Value>> StreamResults::finish(Backend& cpu, NodeTabl
     // 0.3 ms for W1's 100M elements); the region folds the last chunk and runs the tail.
     const bool all_double = std::all_of(r_.reductions.begin(), r_.reductions.end(),
                                         [](const Reduction& red) { return sums_in_double(red.op); });
+    if (runs_) {
+        // The first of the later levels straight from the pieces' partials (a chunk that
+        // straddles two pieces gathered first), into a small array.
+        const std::int64_t next = reduce_chunks(P);
+        for (std::size_t j = 0; j < r_.reductions.size(); ++j) {
+            results_.push_back(allocate_(static_cast<std::size_t>(next) * sizeof(double), "split partials"));
+            auto* out = static_cast<double*>(results_[j]->data());
+            const bool sum = r_.reductions[j].op == OpKind::Sum;
+            std::vector<const double*> run;
+            std::vector<std::int64_t> start;  // each piece's first partial
+            std::int64_t at = 0;
+            for (const auto& h : pieces_[j]) {
+                run.push_back(static_cast<const double*>(h->data()));
+                start.push_back(at);
+                at += static_cast<std::int64_t>(h->bytes() / sizeof(double));
+            }
+            start.push_back(at);
+            double gathered[kReduceChunk];
+            std::size_t k = 0;
+            for (std::int64_t c = 0; c < next; ++c) {
+                const std::int64_t first = c * kReduceChunk, n = std::min(kReduceChunk, P - first);
+                while (start[k + 1] <= first) ++k;
+                if (first + n <= start[k + 1]) {
+                    out[c] = fold_chunk(run[k] + (first - start[k]), n, sum);
+                    continue;
+                }
+                for (std::int64_t i = 0, piece = static_cast<std::int64_t>(k); i < n; ++i) {
+                    while (start[static_cast<std::size_t>(piece) + 1] <= first + i) ++piece;
+                    gathered[i] = run[static_cast<std::size_t>(piece)][first + i - start[static_cast<std::size_t>(piece)]];
+                }
+                out[c] = fold_chunk(gathered, n, sum);
+            }
+        }
+        P = next;
+    }
     while (all_double && P > kReduceChunk) {
         const std::int64_t next = reduce_chunks(P);
         for (std::size_t j = 0; j < r_.reductions.size(); ++j) {
