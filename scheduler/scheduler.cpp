@@ -321,14 +321,16 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
         for (const Region& r : regions)
             for (const auto& in : r.inputs) read_in_plan.insert(in.get());
         // With several devices: which regions' results may be left split over them (every
-        // reader in the plan, through views, can be split as well).
+        // reader in the plan, through views, may be split as well: it can be, and its own
+        // results come back whole, or are read only by regions that may be split in turn).
+        // Regions come in order, readers after what they read: decided from the last.
         std::vector<bool> readers_split(regions.size(), true);
         if (placement_.enabled_devices() >= 2 && options_.split != SplitMode::off) {
             std::unordered_map<const Node*, std::vector<std::size_t>> readers;
             for (std::size_t i = 0; i < regions.size(); ++i)
                 for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
-            std::vector<signed char> splits(regions.size(), -1);  // plan_split of each region, once
             const auto devices = static_cast<std::int64_t>(placement_.enabled_devices());
+            std::vector<bool> may_split(regions.size(), false);
             std::function<bool(const Node*)> all_split = [&](const Node* n) {
                 auto it = readers.find(n);
                 if (it == readers.end()) return true;
@@ -336,15 +338,18 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
                     const Region& reader = regions[q];
                     if (reader.kind == RegionKind::view) {
                         if (!all_split(reader.outputs[0].node.get())) return false;
-                        continue;
+                    } else if (!may_split[q]) {
+                        return false;
                     }
-                    if (splits[q] < 0) splits[q] = plan_split(reader, devices).has_value() ? 1 : 0;
-                    if (!splits[q]) return false;
                 }
                 return true;
             };
-            for (std::size_t i = 0; i < regions.size(); ++i)
+            for (std::size_t i = regions.size(); i-- > 0;) {
                 for (const auto& o : regions[i].outputs) readers_split[i] = readers_split[i] && all_split(o.node.get());
+                if (regions[i].kind == RegionKind::view) continue;
+                const auto plan = plan_split(regions[i], devices);
+                may_split[i] = plan && (plan->partials || readers_split[i]);
+            }
         }
         bool cold_diverted = false;  // a region sent to the CPU because a device's kernel was cold
         std::size_t region_index = 0;

@@ -180,6 +180,27 @@ TEST(VulkanSplit, ASplitValueIsReadInPlaceByTheNextSplitRegion) {
     EXPECT_EQ(two->metrics().validation_messages, 0u);
 }
 
+// A chain whose end cannot be split (a product) is not left in parts on the way: centring a
+// matrix and multiplying it by its transpose assembles nothing.
+TEST(VulkanSplit, AResultIsNotLeftInPartsForAReaderThatCannotSplit) {
+    auto two = tvk::open_gpu(two_devices());
+    std::mt19937_64 rng(tref::seed_of("split before a product"));
+    const Host h = tref::random_host({4096, 64}, DType::f64, rng, false);
+    Array X = tref::make_array(*two, h);
+    const Array Xc = X - tandem::mean(X, 1);
+    auto got = two->gather({tandem::matmul(Xc, Xc, {.transpose_a = true}), tandem::sum(X, tandem::all_dims)}).get();
+    two->wait_idle();
+    const auto m = two->metrics();
+    EXPECT_EQ(m.split_values_assembled, 0u);
+    EXPECT_GE(m.split_regions, 1u) << "the sum of every element still splits";
+    auto one = tvk::open_gpu(tvk::gpu_config());
+    Array X1 = tref::make_array(*one, h);
+    const Array Xc1 = X1 - tandem::mean(X1, 1);
+    expect_same(got, one->gather({tandem::matmul(Xc1, Xc1, {.transpose_a = true}), tandem::sum(X1, tandem::all_dims)}).get(),
+                Acc::exact_signed);
+    EXPECT_EQ(m.validation_messages, 0u);
+}
+
 // A host array read by a split region goes up once, a window to each device.
 TEST(VulkanSplit, EachInputCrossesTheLinkOnce) {
     auto two = tvk::open_gpu(two_devices());
