@@ -271,10 +271,14 @@ CalibrationResult calibrate(const Config& config, const CalibrateOptions& option
     device_config.calibration_file = "none";
     // Each device the configuration opens, measured alone (a device opened twice, once).
     std::vector<Config> per_device;
+    std::vector<std::pair<std::string, std::string>> opened;  // every device opened: its name, its identity
     {
         Runtime devices(device_config);
         std::set<std::string> seen;
         for (const detail::Backend* d : devices.impl().devices()) {
+            opened.emplace_back("device " + std::to_string(d->ordinal()) + " (" + std::string(d->name()) + ":" +
+                                    std::to_string(d->system_index()) + ")",
+                                d->identity());
             if (!seen.insert(d->identity()).second) continue;
             Config one = device_config;
             one.device = std::string(d->name()) + ":" + std::to_string(d->system_index());
@@ -336,6 +340,28 @@ CalibrationResult calibrate(const Config& config, const CalibrateOptions& option
         result.rates += buf;
         if (c.profile.devices.size() > 1) result.crossovers += per_device[d].device + ":\n";
         result.crossovers += crossovers(c.profile.cpu, dp, classes[d]);
+    }
+    if (opened.size() > 1) {
+        // Between devices, data goes through the host: down one link, up the other (each link
+        // measured above; alike devices share one measurement).
+        auto profile_of = [&](const std::string& identity) -> const detail::DeviceProfile* {
+            for (const auto& dp : c.profile.devices)
+                if (dp.identity == identity) return &dp;
+            return nullptr;
+        };
+        constexpr std::int64_t kBytes = std::int64_t{64} << 20;
+        result.rates += "  between devices, 64 MiB through the host:";
+        for (const auto& [from, from_id] : opened)
+            for (const auto& [to, to_id] : opened) {
+                const detail::DeviceProfile *a = profile_of(from_id), *b = profile_of(to_id);
+                if (&from == &to || !a || !b) continue;
+                const double s = detail::download_seconds(kBytes, a->link) + a->link.sync_s + detail::upload_seconds(kBytes, b->link);
+                char buf[128];
+                std::snprintf(buf, sizeof buf, " %s -> %s %.2f ms (%.1f GB/s);", from.c_str(), to.c_str(), 1e3 * s,
+                              static_cast<double>(kBytes) / s / 1e9);
+                result.rates += buf;
+            }
+        result.rates += "\n";
     }
     result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return result;
