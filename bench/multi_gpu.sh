@@ -11,6 +11,7 @@
 #   RUN=.gpu/run.sh WORKLOADS=tandem-workloads bench/multi_gpu.sh   # on the GPU machine (the device tool)
 set -u
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
 WORKLOADS=${WORKLOADS:-$(command -v tandem-workloads || echo "$(dirname "$0")/../build/bench/tandem-workloads")}
 RUN=${RUN:-}  # a wrapper (the GPU machine's .gpu/run.sh)
 run() {  # workload size device mode round
