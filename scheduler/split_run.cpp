@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "scheduler/errors.hpp"
+#include "scheduler/piece_flight.hpp"
 #include "scheduler/scheduler.hpp"
 #include "scheduler/streaming.hpp"
 
@@ -55,60 +56,19 @@ void Scheduler::run_split(const JobPtr& job) {
         if (recompute_inputs(job)) return;
         return on_cpu_instead(e.what());
     }
-    struct Flight {
-        StreamPiece piece;
-        Backend* device = nullptr;
-        std::vector<std::shared_ptr<Value>> pinned;  // what it uploads and writes
-        std::unique_ptr<bool[]> wanted;
-        std::mutex mutex;
-        std::condition_variable cv;
-        bool done = false;
-        std::exception_ptr error;
-    };
-    std::vector<std::unique_ptr<Flight>> flights;
-    auto harvest = [&](Flight& f) {
-        {
-            std::unique_lock lock(f.mutex);
-            f.cv.wait(lock, [&] { return f.done; });
-        }
-        for (auto& v : f.pinned) residency_[f.device->ordinal()]->unpin(*v);
-        f.pinned.clear();
-        return f.error;
-    };
+    std::vector<std::unique_ptr<PieceFlight>> flights;
     try {
         for (std::int64_t i = 0; i < pieces; ++i) {
-            auto f = std::make_unique<Flight>();
             Backend& device = device_of(i);
-            ResidencyTable& table = *residency_[device.ordinal()];
-            f->device = &device;
-            f->piece = make_piece(r, plan, i, inputs, device, nodes_);
-            StreamPiece& piece = f->piece;
-            for (auto& v : piece.inputs)
-                if (!v->device(device.ordinal())) f->pinned.push_back(v);  // uploaded with the piece
-            for (auto& v : piece.outputs) f->pinned.push_back(v);
-            std::uint64_t need = 0;
-            for (auto& v : f->pinned) need += v->bytes();
-            evict(device, table.make_room(need));
-            for (auto& v : f->pinned) table.pin(v);
+            auto f = std::make_unique<PieceFlight>(make_piece(r, plan, i, inputs, device, nodes_), device,
+                                                   *residency_[device.ordinal()]);
+            evict(device, residency_[device.ordinal()]->make_room(f->bytes()));
             // Partials come back (the host finishes them); windows stay, unless a reader wants
             // the whole value on the host.
-            f->wanted.reset(new bool[piece.outputs.size()]);
-            for (std::size_t j = 0; j < piece.outputs.size(); ++j) f->wanted[j] = plan.partials || job->wanted_on_host[j];
-            Flight* raw = f.get();
-            try {
-                device.submit({&piece.region, piece.inputs, piece.outputs, {raw->wanted.get(), piece.outputs.size()},
-                               [raw](std::exception_ptr e) {
-                                   std::lock_guard lock(raw->mutex);
-                                   raw->error = e;
-                                   raw->done = true;
-                                   raw->cv.notify_all();
-                               },
-                               {}});
-            } catch (...) {
-                for (auto& v : f->pinned) table.unpin(*v);
-                throw;
-            }
-            flights.push_back(std::move(f));  // (a refused submission did nothing: not in flight)
+            std::vector<bool> wanted(f->piece().outputs.size());
+            for (std::size_t j = 0; j < wanted.size(); ++j) wanted[j] = plan.partials || job->wanted_on_host[j];
+            f->submit(wanted);
+            flights.push_back(std::move(f));
             split_pieces_.fetch_add(1, std::memory_order_relaxed);
             device_regions_each_[device.ordinal()].fetch_add(1, std::memory_order_relaxed);
         }
@@ -123,7 +83,7 @@ void Scheduler::run_split(const JobPtr& job) {
             for (std::size_t j = 0; j < r.outputs.size(); ++j) {
                 auto whole = std::make_shared<Value>(r.outputs[j].node->bytes());
                 std::vector<ValuePart> parts;
-                for (auto& f : flights) parts.push_back({f->piece.output_offsets[j], f->piece.outputs[j]});
+                for (auto& f : flights) parts.push_back({f->piece().output_offsets[j], f->piece().outputs[j]});
                 whole->set_parts(std::move(parts));
                 job->outputs.push_back(std::move(whole));
             }
@@ -131,14 +91,14 @@ void Scheduler::run_split(const JobPtr& job) {
         }
         std::exception_ptr first_error;
         for (auto& f : flights)
-            if (std::exception_ptr e = harvest(*f); e && !first_error) first_error = e;
+            if (std::exception_ptr e = f->wait(); e && !first_error) first_error = e;
         if (first_error) std::rethrow_exception(first_error);
         const auto t_done = std::chrono::steady_clock::now();
         if (plan.partials) {
             StreamResults results(r, plan, [&](std::size_t bytes, const std::string& what) {
                 return options_.pool ? options_.pool->allocate(bytes, what) : Storage::adopt(std::vector<std::byte>(bytes));
             });
-            for (auto& f : flights) results.add(f->piece);
+            for (auto& f : flights) results.add(f->piece());
             job->outputs = results.finish(placement_.cpu(), nodes_);
         } else {
             // Its pieces brought back what a reader wants on the host: a host copy, from theirs.
@@ -153,7 +113,7 @@ void Scheduler::run_split(const JobPtr& job) {
         }
     } catch (...) {
         const std::exception_ptr e = std::current_exception();
-        for (auto& f : flights) harvest(*f);  // wait for what is in flight: it reads the windows
+        for (auto& f : flights) f->wait();  // wait for what is in flight: it reads the windows
         if (is_data_error(e) && r.outputs.size() == 1) return complete(job, e, {}, false);
         if (is_device_error(e))
             for (Backend* d : devices)
@@ -210,7 +170,7 @@ void Scheduler::run_split(const JobPtr& job) {
         for (auto& f : flights) {
             const auto w = piece_window(r, plan, static_cast<std::int64_t>(parts.size()), k);
             if (!w) break;
-            const auto& window = f->piece.inputs[k];
+            const auto& window = f->piece().inputs[k];
             moved = moved || window->host() != nullptr;  // uploaded (the others are read in place)
             parts.push_back({w->first, window});
         }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "scheduler/errors.hpp"
+#include "scheduler/piece_flight.hpp"
 #include "scheduler/scheduler.hpp"
 #include "scheduler/streaming.hpp"
 
@@ -54,25 +55,10 @@ void Scheduler::run_streamed(const JobPtr& job) {
         }
     } unpin_held{table, held};
     std::optional<StreamResults> results;  // made in the try below: allocating may fail
-    struct Flight {
-        StreamPiece piece;
-        std::vector<std::shared_ptr<Value>> pinned;  // what it uploads and writes
-        std::unique_ptr<bool[]> wanted;
-        std::mutex mutex;
-        std::condition_variable cv;
-        bool done = false;
-        std::exception_ptr error;
-    };
-    std::deque<std::unique_ptr<Flight>> flights;
-    auto harvest = [&](Flight& f) {
-        {
-            std::unique_lock lock(f.mutex);
-            f.cv.wait(lock, [&] { return f.done; });
-        }
-        for (auto& v : f.pinned) table.unpin(*v);
-        f.pinned.clear();
-        if (f.error) std::rethrow_exception(f.error);
-        results->add(f.piece);
+    std::deque<std::unique_ptr<PieceFlight>> flights;
+    auto harvest = [&](PieceFlight& f) {
+        if (std::exception_ptr e = f.wait()) std::rethrow_exception(e);
+        results->add(f.piece());
     };
     try {
         results.emplace(r, *plan, [&](std::size_t bytes, const std::string& what) {
@@ -80,27 +66,9 @@ void Scheduler::run_streamed(const JobPtr& job) {
         });
         const std::int64_t pieces = plan->pieces();
         for (std::int64_t p = 0; p < pieces; ++p) {
-            auto f = std::make_unique<Flight>();
-            f->piece = make_piece(r, *plan, p, inputs, device, nodes_);
-            StreamPiece& piece = f->piece;
-            for (auto& v : piece.inputs)
-                if (!v->device(here)) f->pinned.push_back(v);  // uploaded with the piece
-            for (auto& v : piece.outputs) f->pinned.push_back(v);
-            std::uint64_t need = 0;
-            for (auto& v : f->pinned) need += v->bytes();
-            evict(device, table.make_room(need));
-            for (auto& v : f->pinned) table.pin(v);
-            f->wanted.reset(new bool[piece.outputs.size()]);
-            std::fill_n(f->wanted.get(), piece.outputs.size(), true);
-            Flight* raw = f.get();
-            device.submit({&piece.region, piece.inputs, piece.outputs, {f->wanted.get(), piece.outputs.size()},
-                           [raw](std::exception_ptr e) {
-                               std::lock_guard lock(raw->mutex);
-                               raw->error = e;
-                               raw->done = true;
-                               raw->cv.notify_all();
-                           },
-                           {}});
+            auto f = std::make_unique<PieceFlight>(make_piece(r, *plan, p, inputs, device, nodes_), device, table);
+            evict(device, table.make_room(f->bytes()));
+            f->submit(std::vector<bool>(f->piece().outputs.size(), true));
             device.flush();
             flights.push_back(std::move(f));
             pieces_.fetch_add(1, std::memory_order_relaxed);
@@ -118,13 +86,7 @@ void Scheduler::run_streamed(const JobPtr& job) {
         job->outputs = results->finish(placement_.cpu(), nodes_);
     } catch (...) {
         const std::exception_ptr e = std::current_exception();
-        while (!flights.empty()) {  // wait for what is in flight: it reads the windows
-            try {
-                harvest(*flights.front());
-            } catch (...) {
-            }
-            flights.pop_front();
-        }
+        for (auto& f : flights) f->wait();  // wait for what is in flight: it reads the windows
         if (is_data_error(e) && r.outputs.size() == 1) return complete(job, e, {}, false);
         if (is_device_error(e)) placement_.disable_device(device.ordinal());
         // A data error among several outputs (which ones?), a lost device, no memory: the CPU.

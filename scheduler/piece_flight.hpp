@@ -1,0 +1,89 @@
+// A piece of a region (scheduler/streaming.hpp) in flight on a device, for the scheduler's
+// streamed and split regions: the copies it pins there while it runs, and its completion, which
+// the worker thread running the region waits for.
+#pragma once
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "scheduler/residency.hpp"
+#include "scheduler/streaming.hpp"
+
+namespace tandem::detail {
+
+class PieceFlight {
+public:
+    PieceFlight(StreamPiece piece, Backend& device, ResidencyTable& table)
+        : piece_(std::move(piece)), device_(device), table_(table) {
+        for (auto& v : piece_.inputs)
+            if (!v->device(device.ordinal())) pinned_.push_back(v);  // uploaded with the piece
+        for (auto& v : piece_.outputs) pinned_.push_back(v);
+    }
+    PieceFlight(const PieceFlight&) = delete;
+    PieceFlight& operator=(const PieceFlight&) = delete;
+
+    const StreamPiece& piece() const noexcept { return piece_; }
+    Backend& device() const noexcept { return device_; }
+    /// Bytes it adds to the device: the windows it uploads, its outputs (room to make first).
+    std::uint64_t bytes() const {
+        std::uint64_t n = 0;
+        for (auto& v : pinned_) n += v->bytes();
+        return n;
+    }
+    /// Pins those and records the piece; `wanted`: each output also comes back to the host.
+    /// Throws, having unpinned them, when the device refuses it (nothing is then in flight).
+    void submit(const std::vector<bool>& wanted) {
+        wanted_.reset(new bool[wanted.size()]);
+        std::copy(wanted.begin(), wanted.end(), wanted_.get());
+        for (auto& v : pinned_) table_.pin(v);
+        held_ = true;
+        try {
+            device_.submit({&piece_.region, piece_.inputs, piece_.outputs, {wanted_.get(), wanted.size()},
+                            [this](std::exception_ptr e) {
+                                std::lock_guard lock(mutex_);
+                                error_ = e;
+                                done_ = true;
+                                cv_.notify_all();
+                            },
+                            {}});
+        } catch (...) {
+            unpin();
+            throw;
+        }
+        submitted_ = true;
+    }
+    /// Waits until it is done (at once when it was never submitted), unpins: its error, or null.
+    std::exception_ptr wait() {
+        if (submitted_) {
+            std::unique_lock lock(mutex_);
+            cv_.wait(lock, [&] { return done_; });
+        }
+        unpin();
+        return error_;
+    }
+    ~PieceFlight() { wait(); }  // (its callback must not outlive it)
+
+private:
+    void unpin() {
+        if (held_)
+            for (auto& v : pinned_) table_.unpin(*v);
+        held_ = false;
+    }
+
+    StreamPiece piece_;
+    Backend& device_;
+    ResidencyTable& table_;
+    std::vector<std::shared_ptr<Value>> pinned_;
+    std::unique_ptr<bool[]> wanted_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool held_ = false, submitted_ = false, done_ = false;
+    std::exception_ptr error_;
+};
+
+}  // namespace tandem::detail
