@@ -23,6 +23,13 @@ void Scheduler::run_split(const JobPtr& job) {
     std::vector<std::shared_ptr<Value>> inputs;
     if (std::exception_ptr error = input_values(*job, inputs)) return complete(job, error, {}, false);
     job->started = std::chrono::steady_clock::now();
+    auto on_cpu_instead = [&](const std::string& why) {
+        run_on_cpu_instead(job, "split " + why, "[tandem] split region " + r.summary() + " runs on the CPU instead: " + why);
+    };
+    // A producer split the same way that went back to the CPU after it was recorded (and woke
+    // this one) has no value until it is done there: so does this region, on the CPU.
+    for (const auto& v : inputs)
+        if (!v) return on_cpu_instead("an input it reads is computed again on the CPU");
     const StreamPlan& plan = job->placement.split_plan;
     // Piece i runs on the i-th of the split's devices (the last takes the rest: a reduction's
     // tail), so that the parts of a value split by one region sit where the next one's pieces
@@ -30,9 +37,6 @@ void Scheduler::run_split(const JobPtr& job) {
     std::vector<Backend*> devices;
     for (std::size_t d = 0; d < placement_.devices().size(); ++d)
         if ((job->placement.split >> d & 1u) && placement_.device_enabled(d)) devices.push_back(placement_.devices()[d]);
-    auto on_cpu_instead = [&](const std::string& why) {
-        run_on_cpu_instead(job, "split " + why, "[tandem] split region " + r.summary() + " runs on the CPU instead: " + why);
-    };
     if (devices.empty()) return on_cpu_instead("its devices are lost");
     const std::int64_t pieces = plan.pieces();
     auto device_of = [&](std::int64_t i) -> Backend& {
