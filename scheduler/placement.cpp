@@ -167,7 +167,6 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     double warm_finish = -1;      // the best device's finish had its kernel been built
     Backend* warm_device = nullptr;
     double dev_wait = 0;  // the chosen device's wait for its kernel
-    double dev_warm = 0;  // its finish had its kernel been built
     double placed_finish = -1;  // the best device's finish had every input been there
     int placed_device = -1;
     std::vector<double> cold_warm_finish(devices_.size(), -1);  // a cold device's finish had it been warm
@@ -251,7 +250,6 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             dev.link = static_cast<int>(d);
             bytes_on_dev = here;
             dev_wait = wait;
-            dev_warm = warm;
         }
     }
     // Several devices: the region in pieces, one on each, when that finishes sooner still (by
@@ -266,12 +264,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
         if (split.backend && !(split.finish_s * kSplitGain < dev.finish_s) && split.in_place_finish_s * kSplitGain < dev.finish_s &&
             split.warm_finish_s > split.in_place_finish_s)  // (not split for its inputs, not only for a cold kernel)
             split_regret = dev.finish_s - split.in_place_finish_s * kSplitGain;
-        // Sooner, or as soon but for kernels that build side by side on every device (a program's
-        // first regions, all cold): then the warm times decide, or the data made then would stay
-        // whole on one device and splitting later would first have to move it.
-        const bool sooner = split.finish_s * kSplitGain < dev.finish_s ||
-                            (split.wait_s > 0 && split.wait_s <= dev_wait && split.warm_finish_s * kSplitGain < dev_warm);
-        if (split.backend && (!dev.backend || split_ == SplitMode::always || sooner)) {
+        if (split.backend && (!dev.backend || split_ == SplitMode::always || split.finish_s * kSplitGain < dev.finish_s)) {
             dev = split;
             dev_wait = 0;
             bytes_on_dev = 0;
@@ -349,20 +342,6 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     return cpu.reason = why, cpu;
 }
 
-double Placement::split_correction(const Region& r, std::size_t first) const {
-    const std::uint64_t sig = region_signature(r.cost, r.kind) ^ kSplitSignature;
-    const PerformanceHistory* h = &profile_.devices[first].history;
-    if (h->samples(sig) == 0)
-        for (std::size_t d : alike_[first])
-            if (profile_.devices[d].history.samples(sig) > 0) h = &profile_.devices[d].history;
-    return h->correction(sig);
-}
-
-void Placement::learn_split(const Region& r, std::size_t first, double predicted_s, double observed_s) {
-    ++learned_;
-    profile_.devices[first].history.observe(region_signature(r.cost, r.kind) ^ kSplitSignature, predicted_s, observed_s);
-}
-
 void Placement::explored(const Region& r, int executor) {
     exploring_.erase(explore_key(region_signature(r.cost, r.kind), executor));
 }
@@ -383,11 +362,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
     const double share = std::min(1.0, static_cast<double>(plan->per_piece) / static_cast<double>(plan->extent));
     for (std::size_t d : ds)
         if (budget(d) > 0 && static_cast<double>(working_set) * share > static_cast<double>(budget(d))) return split;
-    double finish = 0, warm_finish = 0, in_place_finish = 0, transfers = 0, compute = 0, predicted = 0;
-    // What split runs of regions like it taught (their time from the first piece recorded to
-    // the partials finished, against this prediction): a split's host round trips are the
-    // model's weakest part.
-    const double learned = split_correction(r, ds.front());
+    double finish = 0, warm_finish = 0, in_place_finish = 0, transfers = 0, compute = 0;
     for (std::size_t d : ds) {
         double moved = 0, links_free = d < link_free_s.size() ? link_free_s[d] : 0.0;
         for (std::size_t k = 0; k < q.inputs.size(); ++k) {
@@ -405,7 +380,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
             if (!in.on_host && from < link_free_s.size()) links_free = std::max(links_free, link_free_s[from]);
         }
         const double whole = compute_s(r, static_cast<int>(d)), launch = profile_.devices[d].rates.launch_s;
-        const double piece = (launch + std::max(0.0, whole - launch) * share) * learned;
+        const double piece = launch + std::max(0.0, whole - launch) * share;
         const double free_s = d < device_free_s.size() ? device_free_s[d] : 0.0;
         const double device_free =
             devices_[d]->device_class() == DeviceClass::cpu_device ? std::max(free_s, cpu_free_s) : free_s;
@@ -422,8 +397,6 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
         else if (q.bytes_to_host > 0)
             tail = link.sync_s + download_s(d, static_cast<std::int64_t>(static_cast<double>(q.bytes_to_host) * share));
         finish = std::max(finish, start + piece + tail);
-        predicted = std::max(predicted, (piece / learned) + tail);
-        split.wait_s = std::max(split.wait_s, wait);
         const double warm_start = std::max({device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved});
         warm_finish = std::max(warm_finish, warm_start + piece + tail);
         in_place_finish = std::max(in_place_finish, std::max(device_free, ready) + piece + tail);  // (and warm)
@@ -437,7 +410,6 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
     split.finish_s = split.device_s = finish;
     split.warm_finish_s = warm_finish;
     split.in_place_finish_s = in_place_finish;
-    split.split_predicted_s = predicted;
     split.compute_s = compute;
     split.transfer_s = transfers;
     split.link = static_cast<int>(ds.front());

@@ -111,8 +111,6 @@ struct PlacementDecision {
     std::uint32_t prepare_on = 0;
     double warm_finish_s = 0;  ///< place_split: its finish had every device's kernel been built
     double in_place_finish_s = 0;  ///< place_split: its finish had every input been in parts on the devices (and every kernel built)
-    double wait_s = 0;             ///< place_split: the longest wait for a device's kernel
-    double split_predicted_s = 0;  ///< a split: its pieces and their results' way back, as the model saw them (what learn_split compares)
 };
 
 /// A streamed region's pieces take at most this share of the budget each (1 / it): two in
@@ -166,10 +164,6 @@ public:
     /// An exploring run of `r` on `executor` finished (or was moved): others may explore again.
     void explored(const Region& r, int executor);
     std::uint64_t explorations() const noexcept { return exploring_started_; }
-    /// A split run of `r` whose first device is `first` took `observed_s` from its first piece
-    /// recorded to its results (the model's split_predicted_s): later splits of regions like it
-    /// are scaled so (under the scheduler's lock).
-    void learn_split(const Region& r, std::size_t first, double predicted_s, double observed_s);
     /// A transfer of `bytes` to device `device` (`up`) or back from it took `observed_s` (its host
     /// side and its copy; under the scheduler's lock): later transfers of about that size are
     /// priced so.
@@ -204,10 +198,6 @@ private:
     PlacementDecision place_split(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
                                   std::span<const double> link_free_s, double ready) const;
     std::uint64_t budget(std::size_t d) const noexcept { return d < budgets_.size() ? budgets_[d] : 0; }
-    /// learn_split's correction for `r` (what an alike device learned, if this one has none).
-    double split_correction(const Region& r, std::size_t first) const;
-    /// Split runs are kept apart from whole runs in a device's history.
-    static constexpr std::uint64_t kSplitSignature = std::uint64_t{0x5B} << 56;
 
     Backend* cpu_;
     std::vector<Backend*> devices_;

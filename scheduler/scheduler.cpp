@@ -1102,9 +1102,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
         }
         discharge(*job);
         if (options_.learn) learn_link();
-        if (options_.learn && !error && !requeue && job->observed_s > 0 && job->placement.split) {
-            placement_.learn_split(r, job->placement.backend->ordinal(), job->placement.split_predicted_s, job->observed_s);
-        } else if (options_.learn && !error && !requeue && job->observed_s > 0) {
+        if (options_.learn && !error && !requeue && job->observed_s > 0) {
             // The model learns how long regions like this one take there. A device region's
             // kernels are timed on the device; its dispatch cost is the model's own.
             const Backend& b = *job->placement.backend;

@@ -61,7 +61,6 @@ void Scheduler::run_split(const JobPtr& job) {
         return on_cpu_instead(e.what());
     }
     std::vector<std::unique_ptr<PieceFlight>> flights;
-    std::chrono::steady_clock::time_point t_end;
     try {
         for (std::int64_t i = 0; i < pieces; ++i) {
             Backend& device = device_of(i);
@@ -110,7 +109,6 @@ void Scheduler::run_split(const JobPtr& job) {
             for (std::size_t j = 0; j < r.outputs.size(); ++j)
                 if (job->wanted_on_host[j]) ensure_host({job->outputs[j]});
         }
-        t_end = std::chrono::steady_clock::now();
         if (options_.log_exec) {
             auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
             std::fprintf(stderr, "[tandem exec] %s %s split in %lld pieces: recorded %.3f ms, pieces done %.3f ms later, finished %.3f ms later\n",
@@ -184,8 +182,6 @@ void Scheduler::run_split(const JobPtr& job) {
     }
     split_.fetch_add(1, std::memory_order_relaxed);
     device_regions_.fetch_add(1, std::memory_order_relaxed);
-    // What the model learns a split's time from: from its pieces recorded to its results.
-    job->observed_s = std::chrono::duration<double>(t_end - job->started).count();
     complete(job, nullptr, {}, false);
 }
 

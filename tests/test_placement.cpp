@@ -665,25 +665,6 @@ TEST(Placement, ALargeRegionIsSplitOverTheDevicesWhenThatFinishesSooner) {
     EXPECT_EQ(d.split, 3u) << d.reason;
     windows.readers_split = false;
     EXPECT_EQ(p.place(windows, 1.0, std::vector<double>{0, 0}).split, 0u);
-    // Every kernel cold alike (a program's first regions): the warm times decide, so that what is
-    // made then is made in parts; a split that would wait on one cold device alone is not taken.
-    PlacementQuery cold = query(large, true, false);
-    cold.inputs[0].devices = 3u;  // (whole on both: one device or two read it in place)
-    cold.pipeline_wait_s = [](std::size_t) { return 0.5; };
-    EXPECT_EQ(p.place(cold, 1.0, std::vector<double>{0, 0}).split, 3u);
-    PlacementQuery on_both_cold = query(large, true, false);
-    on_both_cold.inputs[0].devices = 3u;
-    on_both_cold.pipeline_wait_s = [](std::size_t d) { return d == 1 ? 0.5 : 0.0; };
-    EXPECT_EQ(p.place(on_both_cold, 1.0, std::vector<double>{0, 0}).split, 0u);
-    // Split runs that took ten times their prediction (host round trips the model misses): a
-    // region whose input both devices hold whole is no longer split.
-    PlacementQuery on_both = query(large, true, false);
-    on_both.inputs[0].devices = 3u;
-    d = p.place(on_both, 1.0, std::vector<double>{0, 0});
-    ASSERT_EQ(d.split, 3u) << d.reason;
-    ASSERT_GT(d.split_predicted_s, 0.0);
-    for (int i = 0; i < 3; ++i) p.learn_split(large, 0, d.split_predicted_s, 10 * d.split_predicted_s);
-    EXPECT_EQ(p.place(on_both, 1.0, std::vector<double>{0, 0}).split, 0u);
     // Off: never.
     p.set_split(SplitMode::off);
     EXPECT_EQ(p.place(in_parts, 1.0, std::vector<double>{0, 0}).split, 0u);
