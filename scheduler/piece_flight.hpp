@@ -50,7 +50,7 @@ public:
                                 done_ = true;
                                 cv_.notify_all();
                             },
-                            {}});
+                            [this](double seconds) { kernel_s_ = seconds; }});
         } catch (...) {
             unpin();
             throw;
@@ -66,6 +66,8 @@ public:
         unpin();
         return error_;
     }
+    /// Seconds its kernels took on the device (timestamp queries; 0: unknown), once waited for.
+    double kernel_s() const noexcept { return kernel_s_; }
     ~PieceFlight() { wait(); }  // (its callback must not outlive it)
 
 private:
@@ -84,6 +86,7 @@ private:
     std::condition_variable cv_;
     bool held_ = false, submitted_ = false, done_ = false;
     std::exception_ptr error_;
+    double kernel_s_ = 0;  // (written before the completion callback, read after wait)
 };
 
 }  // namespace tandem::detail

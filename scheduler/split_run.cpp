@@ -180,6 +180,19 @@ void Scheduler::run_split(const JobPtr& job) {
         }
         if (moved && parts.size() == flights.size()) inputs[k]->set_parts(std::move(parts));
     }
+    if (options_.learn) {
+        // Each piece's kernels, timed on its device, are a run of its share of the region there:
+        // a GPU that only ever runs pieces learns the region's time too (it would be priced by
+        // the raw model for good). A tail piece of a few elements says nothing.
+        std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < flights.size(); ++i) {
+            const PieceFlight& f = *flights[i];
+            const double share = static_cast<double>(f.piece().region.shape.numel()) / static_cast<double>(r.shape.numel());
+            const int d = static_cast<int>(f.device().ordinal());
+            if (f.kernel_s() > 0 && share > 0.25)
+                placement_.learn(r, d, f.kernel_s() / share + placement_.device_profile(f.device().ordinal()).rates.launch_s);
+        }
+    }
     split_.fetch_add(1, std::memory_order_relaxed);
     device_regions_.fetch_add(1, std::memory_order_relaxed);
     complete(job, nullptr, {}, false);
