@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -257,7 +258,8 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     std::uint32_t prepare_on = 0;  // cold devices that would have done better
     double split_regret = 0;       // split in place over the devices would have been sooner by this
     if (enabled_devices() >= 2 && split_ != SplitMode::off) {
-        PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready);
+        PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready,
+                                              dev.backend ? dev.finish_s : std::numeric_limits<double>::infinity());
         if (split.prepare_on && split.in_place_finish_s * kSplitGain < dev.finish_s) prepare_on |= split.prepare_on;
         // Not split only because the inputs are whole somewhere: the loss is regret towards
         // leaving them in parts over the devices (see place_split).
@@ -347,7 +349,7 @@ void Placement::explored(const Region& r, int executor) {
 }
 
 PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
-                                         std::span<const double> link_free_s, double ready) const {
+                                         std::span<const double> link_free_s, double ready, double beat_s) const {
     const Region& r = *q.region;
     std::vector<std::size_t> ds;
     std::uint64_t working_set = 0;
@@ -363,6 +365,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
     for (std::size_t d : ds)
         if (budget(d) > 0 && static_cast<double>(working_set) * share > static_cast<double>(budget(d))) return split;
     double finish = 0, warm_finish = 0, in_place_finish = 0, transfers = 0, compute = 0;
+    std::vector<double> starts, rests;  // per device: when its piece could start, and what it then takes
     for (std::size_t d : ds) {
         double moved = 0, links_free = d < link_free_s.size() ? link_free_s[d] : 0.0;
         for (std::size_t k = 0; k < q.inputs.size(); ++k) {
@@ -384,8 +387,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
         const double free_s = d < device_free_s.size() ? device_free_s[d] : 0.0;
         const double device_free =
             devices_[d]->device_class() == DeviceClass::cpu_device ? std::max(free_s, cpu_free_s) : free_s;
-        const double wait = q.pipeline_wait_s && mode_ == PlacementMode::automatic ? q.pipeline_wait_s(d) : 0.0;
-        const double start = std::max({device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved, wait});
+        const double start = std::max(device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved);
         double tail = 0;
         const LinkProfile& link = profile_.devices[d].link;
         if (plan->partials) {
@@ -396,13 +398,24 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
         }
         else if (q.bytes_to_host > 0)
             tail = link.sync_s + download_s(d, static_cast<std::int64_t>(static_cast<double>(q.bytes_to_host) * share));
-        finish = std::max(finish, start + piece + tail);
-        const double warm_start = std::max({device_free, std::max(ready, moved > 0 ? links_free : 0.0) + moved});
-        warm_finish = std::max(warm_finish, warm_start + piece + tail);
+        starts.push_back(start);
+        rests.push_back(piece + tail);
+        warm_finish = std::max(warm_finish, start + piece + tail);
         in_place_finish = std::max(in_place_finish, std::max(device_free, ready) + piece + tail);  // (and warm)
-        if (wait > 0) split.prepare_on |= 1u << d;
         transfers += moved;
         compute = std::max(compute, piece);
+    }
+    // Its kernels not built yet on a device: the piece there waits for them. Asked only when the
+    // split could win (the question may generate the kernel), as for a single device.
+    finish = warm_finish;
+    const bool could_win = split_ == SplitMode::always || in_place_finish * kSplitGain < beat_s;
+    if (q.pipeline_wait_s && mode_ == PlacementMode::automatic && could_win) {
+        finish = 0;
+        for (std::size_t i = 0; i < ds.size(); ++i) {
+            const double wait = q.pipeline_wait_s(ds[i]);
+            if (wait > 0) split.prepare_on |= 1u << ds[i];
+            finish = std::max(finish, std::max(starts[i], wait) + rests[i]);
+        }
     }
     split.backend = devices_[ds.front()];
     for (std::size_t d : ds) split.split |= 1u << d;

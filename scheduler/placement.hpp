@@ -194,9 +194,10 @@ private:
                                      std::span<const double> device_free_s, double ready) const;
     /// The region split over every enabled device it fits a share of (plan_split), when it can
     /// be: each piece's finish on its device, its windows' transfers included; partials come
-    /// back to the host and finish there. backend null: it cannot.
+    /// back to the host and finish there. backend null: it cannot. `beat_s`: the best single
+    /// device's finish (kernels not built yet are asked about only when the split could beat it).
     PlacementDecision place_split(const PlacementQuery& q, double cpu_free_s, std::span<const double> device_free_s,
-                                  std::span<const double> link_free_s, double ready) const;
+                                  std::span<const double> link_free_s, double ready, double beat_s) const;
     std::uint64_t budget(std::size_t d) const noexcept { return d < budgets_.size() ? budgets_[d] : 0; }
 
     Backend* cpu_;

@@ -695,19 +695,21 @@ void Scheduler::launch(const JobPtr& job) {
     }
 }
 
-void Scheduler::publish_recorded(const JobPtr& job) {
-    Deferred after;
-    {
-        std::lock_guard lock(mutex_);
-        Completion& c = *job->completion;
-        if (c.recorded) return;
-        const Region& r = job->region;
-        for (std::size_t j = 0; j < r.outputs.size(); ++j) state(*r.outputs[j].node).eval.value = job->outputs[j];
-        c.recorded = true;
-        for (auto& w : c.on_recorded) w(after);
-        c.on_recorded.clear();
-    }
-    drain(after);
+void Scheduler::publish_recorded(const JobPtr& job, const Backend* recorded_on, Deferred& after) {
+    std::lock_guard lock(mutex_);
+    // Once submit() lets go of the backend's recording lock, any thread's flush (a completion
+    // draining, a CPU worker, a download) or submit() itself (a full batch) may send the batch,
+    // and the completion thread may finish the region and run complete() before we get here:
+    // complete() has then published the outputs, woken every waiter and moved r.outputs[j].node
+    // out (null), or requeued the region on the CPU (whose worker now owns job->outputs).
+    // Nothing is left to publish then.
+    Completion& c = *job->completion;
+    if (c.recorded || c.backend != recorded_on) return;
+    const Region& r = job->region;
+    for (std::size_t j = 0; j < r.outputs.size(); ++j) state(*r.outputs[j].node).eval.value = job->outputs[j];
+    c.recorded = true;
+    for (auto& w : c.on_recorded) w(after);
+    c.on_recorded.clear();
 }
 
 void Scheduler::record_view(const JobPtr& job) {
@@ -907,22 +909,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
                      r.summary().c_str(), r.program.size(), std::string(device->name()).c_str(), ms);
     }
     Deferred after;
-    {
-        std::lock_guard lock(mutex_);
-        // Once submit() lets go of the backend's recording lock, any thread's flush (a completion
-        // draining, a CPU worker, a download) or submit() itself (a full batch) may send the
-        // batch, and the completion thread may finish the region and run complete() before we
-        // get here: complete() has then published the outputs, woken every waiter and moved
-        // r.outputs[j].node out (null), or requeued the region on the CPU (whose worker now owns
-        // job->outputs). Nothing is left to publish then.
-        Completion& c = *job->completion;
-        if (!c.recorded && c.backend == device) {
-            for (std::size_t j = 0; j < r.outputs.size(); ++j) state(*r.outputs[j].node).eval.value = job->outputs[j];
-            c.recorded = true;
-            for (auto& w : c.on_recorded) w(after);
-            c.on_recorded.clear();
-        }
-    }
+    publish_recorded(job, device, after);
     // Consumers on the same device record now, into the same batch; drain flushes it.
     for (std::size_t i = 0; i < after.size(); ++i) {
         auto f = std::move(after[i]);

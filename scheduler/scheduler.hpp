@@ -157,9 +157,11 @@ private:
     /// of split values, partials come back and finish on the host.
     void run_split(const JobPtr& job);
     void record_on_device(const JobPtr& job);
-    /// A split region's window results, recorded on every device: published (as a device
-    /// region's are when recorded) so that readers split the same way record behind them.
-    void publish_recorded(const JobPtr& job);
+    /// A device region's results, recorded on `recorded_on` (a split region's windows: on every
+    /// device, the first named), are published so that readers on the same queues record
+    /// behind them; what they wake goes into `after`. Nothing when it completed or moved to the
+    /// CPU meanwhile.
+    void publish_recorded(const JobPtr& job, const Backend* recorded_on, Deferred& after);
     void record_view(const JobPtr& job);  // a view of a device value, with it
     void finish_view(const JobPtr& job);
     /// "cpu", "vulkan"; with several devices "vulkan:1", and "vulkan:0+1" for a split region.

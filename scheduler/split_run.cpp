@@ -31,6 +31,7 @@ void Scheduler::run_split(const JobPtr& job) {
     for (const auto& v : inputs)
         if (!v) return on_cpu_instead("an input it reads is computed again on the CPU");
     const StreamPlan& plan = job->placement.split_plan;
+    const Backend* const devices_first = job->placement.backend;  // (its completion's, while a split)
     // Piece i runs on the i-th of the split's devices (the last takes the rest: a reduction's
     // tail), so that the parts of a value split by one region sit where the next one's pieces
     // run. A device lost since placement leaves its pieces to the others.
@@ -91,7 +92,9 @@ void Scheduler::run_split(const JobPtr& job) {
                 whole->set_parts(std::move(parts));
                 job->outputs.push_back(std::move(whole));
             }
-            publish_recorded(job);
+            Deferred after;
+            publish_recorded(job, devices_first, after);
+            drain(after);
         }
         std::exception_ptr first_error;
         for (auto& f : flights)
