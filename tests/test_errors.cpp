@@ -340,6 +340,43 @@ TEST(Errors, ConfigValidate) {
     EXPECT_THROW(b.validate(), tandem::ConfigError);
 }
 
+// Several devices: the list's forms, the split setting, a fault for one device.
+TEST(Errors, DeviceListSplitAndFaultSettings) {
+    tandem::Config c;
+    for (const char* good : {"all", "auto", "vulkan:0,1", "vulkan:0,vulkan:1", "vulkan:0,1,2"}) {
+        c.device = good;
+        EXPECT_NO_THROW(c.validate()) << good;
+    }
+    for (const char* bad : {"1", "all,vulkan:0", "vulkan:0,all", "vulkan:0,,1"}) {
+        c.device = bad;
+        try {
+            c.validate();
+            ADD_FAILURE() << "no ConfigError for " << bad;
+        } catch (const tandem::ConfigError& e) {
+            EXPECT_TRUE(contains(e.what(), "TANDEM_DEVICE")) << e.what();
+        }
+    }
+    c.device = "auto";
+    for (const char* good : {"auto", "always", "off"}) {
+        c.split = good;
+        EXPECT_NO_THROW(c.validate()) << good;
+    }
+    c.split = "sometimes";
+    try {
+        c.validate();
+        ADD_FAILURE() << "no ConfigError for split = sometimes";
+    } catch (const tandem::ConfigError& e) {
+        EXPECT_TRUE(contains(e.what(), "TANDEM_SPLIT") && contains(e.what(), "sometimes")) << e.what();
+    }
+    c.split = "auto";
+    c.test_fault = "device_lost@1";
+    EXPECT_NO_THROW(c.validate());
+    for (const char* bad : {"device_lost@", "device_lost@9", "device_lost@1x", "nothing@1"}) {
+        c.test_fault = bad;
+        EXPECT_THROW(c.validate(), tandem::ConfigError) << bad;
+    }
+}
+
 TEST(Errors, DeviceMemoryLimit) {
     tandem::Config c;
     const std::uint64_t gib = std::uint64_t{1} << 30;
