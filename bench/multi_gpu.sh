@@ -34,8 +34,11 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
             continue
         t = d["tandem"][-1] if d.get("tandem") else {}
         key = f.split("/")[-1].rsplit(".", 1)[0]
+        # The host's part of a run: building the graph, then until the value is back.
+        phase = {k: statistics.median(r.get(k, 0) for r in d["tandem"]) for k in ("build_ms", "gather_ms")} if d.get("tandem") else {}
         print(f"{key:32s} {statistics.median(d['samples_ms']):9.3f} ms  value {d['value']!r:24s} "
               f"split {t.get('split_regions')} assembled {t.get('split_values_assembled')} "
               f"device regions {t.get('device_regions')} fallbacks {t.get('device_fallbacks')} "
-              f"up {t.get('upload_MB')} MB down {t.get('download_MB')} MB kernels {t.get('kernel_ms', 0):.3f} ms")
+              f"up {t.get('upload_MB')} MB down {t.get('download_MB')} MB kernels {t.get('kernel_ms', 0):.3f} ms "
+              f"build {phase.get('build_ms', 0):.3f} gather {phase.get('gather_ms', 0):.3f} ms")
 PY

@@ -452,19 +452,28 @@ json run_tandem(const Args& a, Size s, json& context) {
     for (int r = 0, warmups = a.warmup; r < warmups + a.reps; ++r) {
         const tandem::Metrics before = rt.metrics();
         t0 = std::chrono::steady_clock::now();
+        double build_ms = 0, value_ms = 0;  // the run's phases: the graph built, the value back
         {
             Array program = w.run();
+            build_ms = ms_since(t0);
             const std::weak_ptr<tandem::detail::Node> node = program.node();
             {
                 const tandem::Future<tandem::HostArray> f = program.gather();
                 program = Array();
                 value = f.get().at(0);
+                value_ms = ms_since(t0);
             }
             wait_released(node);
         }
         const double ms = ms_since(t0);
         (r < warmups ? warm : samples).push_back(ms);
-        if (r >= warmups) per_run.push_back(metrics_delta(before, rt.metrics()));
+        if (r >= warmups) {
+            json delta = metrics_delta(before, rt.metrics());
+            delta["build_ms"] = build_ms;
+            delta["gather_ms"] = value_ms - build_ms;
+            delta["release_ms"] = ms - value_ms;
+            per_run.push_back(std::move(delta));
+        }
         if (r + 1 == warmups && keep_warming(a, warm)) ++warmups;
     }
     result["value"] = value;
