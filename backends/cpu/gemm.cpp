@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -111,11 +112,11 @@ void gemm_impl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t 
     }
 
     const int p = options.workers > 0 ? options.workers : workers();
-    const GemmGrid g = gemm_grid(o.m, o.n, k, p);
+    const GemmGrid g = gemm_grid(o.m, o.n, k, p, o.upper_only);
     for_blocks(g.row_blocks * g.col_blocks, [&](std::int64_t r) {
         const std::int64_t bi = r % g.row_blocks, bj = r / g.row_blocks;
         const std::int64_t i0 = edge(o.m, g.row_blocks, bi, kRowAlign), i1 = edge(o.m, g.row_blocks, bi + 1, kRowAlign);
-        const std::int64_t j0 = edge(o.n, g.col_blocks, bj, kColAlign), j1 = edge(o.n, g.col_blocks, bj + 1, kColAlign);
+        const std::int64_t j0 = gemm_column_edge(g, o.n, bj), j1 = gemm_column_edge(g, o.n, bj + 1);
         if (i1 > i0 && j1 > j0 && !(o.upper_only && i0 >= j1)) kernel(o, i0, i1, j0, j1);
     });
     const std::int64_t col_blocks = std::min<std::int64_t>(n, workers());
@@ -214,13 +215,22 @@ const GemmBlockKernels& select_gemm_blocks(std::string_view limit) {
     return *gemm_blocks_baseline();
 }
 
-GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers) noexcept {
+GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers, bool upper_only) noexcept {
     GemmGrid best;
     if (workers <= 1 || m <= 0 || n <= 0 || k <= 0) return best;
     // Enough work per block to pay for a task and for packing its own panels.
-    const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / (upper_only ? 2 : 1);
     const auto max_blocks =
         static_cast<std::int64_t>(std::clamp(work / static_cast<double>(kMinBlockWork), 1.0, static_cast<double>(workers)));
+    if (upper_only) {
+        // A'A: a grid of equal blocks leaves the blocks left of the diagonal a quarter of the
+        // work of those right of it (2 workers took 3/4 of the triangle's time, not 1/2), and
+        // the blocks below it none. Columns alone, each block an equal share of the triangle.
+        // The last block is the narrowest (~ n / (2 blocks) columns): at least one aligned edge wide.
+        best.col_blocks = std::clamp<std::int64_t>(n / (2 * kColAlign), 1, max_blocks);
+        best.triangle = best.col_blocks > 1;
+        return best;
+    }
     // Most blocks first, then the least packing: a block packs (rows + cols) * k elements, so
     // among grids of the same count the one with the smallest rows + cols per block wins.
     double best_cost = 0;
@@ -236,6 +246,14 @@ GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers) 
         }
     }
     return best;
+}
+
+std::int64_t gemm_column_edge(const GemmGrid& g, std::int64_t n, std::int64_t r) noexcept {
+    if (!g.triangle) return edge(n, g.col_blocks, r, kColAlign);
+    if (r >= g.col_blocks) return n;
+    // Columns [0, e) hold e (e + 1) / 2 elements of the upper triangle: e ~ n sqrt(r / blocks).
+    const double e = static_cast<double>(n) * std::sqrt(static_cast<double>(r) / static_cast<double>(g.col_blocks));
+    return std::min(n, (static_cast<std::int64_t>(e) + kColAlign / 2) / kColAlign * kColAlign);
 }
 
 void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,

@@ -88,10 +88,15 @@ void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, do
                      const GemmOptions& options = {});
 
 /// The 2-D block grid gemm uses for an m x n result with `workers` threads (exposed for tests):
-/// row blocks x column blocks, at most `workers` blocks in all.
+/// row blocks x column blocks, at most `workers` blocks in all. `upper_only` (A'A, AA'):
+/// column blocks alone, their edges placed so that each holds an equal share of the upper
+/// triangle (column j has j + 1 elements to compute).
 struct GemmGrid {
     std::int64_t row_blocks = 1, col_blocks = 1;
+    bool triangle = false;  ///< column edges balance the upper triangle (gemm_column_edge)
 };
-GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers) noexcept;
+GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers, bool upper_only = false) noexcept;
+/// Start of column block `r` of grid `g` over n columns (n at r == g.col_blocks).
+std::int64_t gemm_column_edge(const GemmGrid& g, std::int64_t n, std::int64_t r) noexcept;
 
 }  // namespace tandem::detail::cpu
