@@ -32,6 +32,14 @@ struct Submission {
     /// Device backends, optional: called before `done` with the seconds the device spent on the
     /// region's kernels (timestamp queries), when the device can tell.
     std::function<void(double)> measured;
+    /// Refuse (KernelNotReady, nothing recorded) rather than wait for a kernel that is not built
+    /// yet: the caller must not block (the scheduler then hands it to the device's submitting thread).
+    bool refuse_cold = false;
+};
+
+/// Backend::submit's refusal of a Submission with refuse_cold whose kernel is not built yet.
+struct KernelNotReady : std::exception {
+    const char* what() const noexcept override { return "the region's kernel is not built yet"; }
 };
 
 /// What kind of processor a backend runs on (the cost model's defaults follow it).

@@ -85,6 +85,7 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
     placement_.set_split(options.split);
     for (Backend* d : devices) {
         const std::size_t o = d->ordinal();
+        submitters_.push_back(std::make_unique<SubmitThread>());
         residency_.push_back(std::make_unique<ResidencyTable>(
             o < options.device_memory_budgets.size() ? options.device_memory_budgets[o] : 0, o));
         if (!trace_ && !options.learn) continue;
@@ -851,6 +852,13 @@ void Scheduler::record_on_device(const JobPtr& job) {
     for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
     Backend* const device = job->placement.backend;
     const std::size_t ordinal = device->ordinal();
+    // Only the device's submitting thread waits for what a recording may wait for: a kernel
+    // being built (the backend refuses it to any other thread), an input to bring from another
+    // device through the host.
+    const bool may_wait = submitters_[ordinal]->on_this_thread();
+    if (!may_wait)
+        for (auto& v : inputs)
+            if (!v->host() && !v->device(ordinal)) return hand_off(job);
     const auto t0 = std::chrono::steady_clock::now();
     job->started = t0;
     // Refused before anything was recorded (no device memory, a shader that does not compile, an
@@ -891,7 +899,10 @@ void Scheduler::record_on_device(const JobPtr& job) {
     try {
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
                         [this, job](std::exception_ptr e) { complete(job, e, {}, true); },
-                        [job](double seconds) { job->observed_s = seconds; }});
+                        [job](double seconds) { job->observed_s = seconds; }, /*refuse_cold=*/!may_wait});
+    } catch (const KernelNotReady&) {
+        unpin(*job);
+        return hand_off(job);
     } catch (const std::exception& e) {
         // Out of memory anyway, it tries again once room is made.
         unpin(*job);
@@ -915,6 +926,21 @@ void Scheduler::record_on_device(const JobPtr& job) {
         auto f = std::move(after[i]);
         f();
     }
+}
+
+void Scheduler::hand_off(const JobPtr& job) {
+    Backend* const device = job->placement.backend;
+    handed_off_.fetch_add(1, std::memory_order_relaxed);
+    // Its kernel starts building now, on the builder's threads: the submitting thread may be
+    // waiting for another's, and a plan of cold kernels builds them side by side.
+    device->prepare(job->region);
+    // In flight until it completes, so the scheduler waits for it; sent once recorded (the
+    // regions it lets record behind it on this thread go in the same batch).
+    submitters_[device->ordinal()]->enqueue([this, job, device] {
+        const ActiveScope active(*this);
+        record_on_device(job);
+        device->flush();
+    });
 }
 
 void Scheduler::evict(Backend& device, const std::vector<std::shared_ptr<Value>>& victims) {
@@ -1220,6 +1246,7 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.split_regions = split_.load(std::memory_order_relaxed);
     m.split_pieces = split_pieces_.load(std::memory_order_relaxed);
     m.split_values_assembled = assembled_.load(std::memory_order_relaxed);
+    m.recordings_handed_off = handed_off_.load(std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         m.runs_learned = placement_.runs_learned();

@@ -24,6 +24,7 @@
 #include "graph/fusion.hpp"
 #include "scheduler/node_state.hpp"
 #include "scheduler/placement.hpp"
+#include "scheduler/submit_thread.hpp"
 #include "scheduler/trace.hpp"
 #include "scheduler/work_queue.hpp"
 #include "tandem/future.hpp"
@@ -157,6 +158,8 @@ private:
     /// of split values, partials come back and finish on the host.
     void run_split(const JobPtr& job);
     void record_on_device(const JobPtr& job);
+    /// Records `job` on its device's submitting thread (its recording would wait here).
+    void hand_off(const JobPtr& job);
     /// A device region's results, recorded on `recorded_on` (a split region's windows: on every
     /// device, the first named), are published so that readers on the same queues record
     /// behind them; what they wake goes into `after`. Nothing when it completed or moved to the
@@ -225,6 +228,7 @@ private:
     /// Values computed again after their device was lost; results brought back to bound lineage.
     std::atomic<std::uint64_t> recomputed_{0}, checkpoints_{0}, streamed_{0}, pieces_{0};
     std::atomic<std::uint64_t> split_{0}, split_pieces_{0}, assembled_{0};  // data-parallel regions, their pieces, split values assembled
+    std::atomic<std::uint64_t> handed_off_{0};  // recordings made by a device's submitting thread
     /// Device regions on a chain of device-only results after which a result also comes back
     /// to the host (a checkpoint): the recipes a long loop keeps stay this deep at most.
     static constexpr std::uint32_t kLineageCheckpoint = 1024;
@@ -251,7 +255,10 @@ private:
     };
     std::shared_ptr<LinkInbox> link_inbox_ = std::make_shared<LinkInbox>();
     void learn_link();  // under the lock
-    WorkQueue workers_;  // last: its threads stop before the rest is destroyed
+    WorkQueue workers_;  // its threads stop before the rest is destroyed
+    /// Per device (by ordinal): records what would block the thread that launched it. Last:
+    /// stopped first (nothing is queued once the scheduler is idle).
+    std::vector<std::unique_ptr<SubmitThread>> submitters_;
 };
 
 }  // namespace tandem::detail

@@ -97,6 +97,7 @@ TEST(VulkanDevices, AValueComputedOnOneDeviceIsReadOnTheOther) {
     const auto records = gpu->region_records();
     ASSERT_EQ(records.size(), 3u);
     EXPECT_EQ(records[2].bytes_read, 2u * 30000 * 8) << "c read a and b, one of them from the other device";
+    EXPECT_GE(m.recordings_handed_off, 1u) << "c waited for b's download on device 0's submitting thread";
     tvk::expect_device_clean(*gpu);
 }
 

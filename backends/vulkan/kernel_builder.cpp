@@ -150,6 +150,15 @@ KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<Inpu
     return s.entry;
 }
 
+KernelBuilder::Entry* KernelBuilder::get_if_built(const Region& r, const std::vector<InputAccess>& access,
+                                                  const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
+    bool fresh = false;
+    Slot& s = slot(signature(r, access, walks, reduce_variant), r, access, walks, fresh);
+    if (s.entry.pipeline.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+    if (!s.entry.combine.load() && reduce_partial_bytes(r, s.entry.kernel) > 0) return nullptr;
+    return &s.entry;
+}
+
 const ComputePipeline& KernelBuilder::combine(Entry& e) {
     // Built once, outside the builder's lock: a compile takes long (1.6 s seen on the H100), and
     // placement asks the builder about other kernels meanwhile.

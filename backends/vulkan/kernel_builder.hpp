@@ -59,6 +59,11 @@ public:
     /// DeviceError; the entry stays (a later get() throws the same).
     Entry& get(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
                std::uint64_t reduce_variant);
+    /// get() when it would not wait: the entry once its pipeline (and a split reduction's
+    /// combine pass) is built, else null, having waited for nothing (a build that failed counts
+    /// as built: get() throws its error at once).
+    Entry* get_if_built(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
+                        std::uint64_t reduce_variant);
     /// The combine pass of a split reduction, built on first use (a failed build throws, and a
     /// later call tries again).
     const ComputePipeline& combine(Entry& e);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "backends/vulkan/batch.hpp"
 #include "backends/vulkan/codegen.hpp"
@@ -366,7 +367,9 @@ DeviceClass VulkanBackend::device_class() const noexcept {
 void VulkanBackend::submit(Submission s) {
     const Region& r = *s.region;
     if (lost_) throw DeviceLost("vulkan: the device was lost earlier; no more work is sent to it");
-    if (!options_.test_fault.empty() && !fault_fired_) {
+    // Injected faults count the submissions that go ahead (not those refused as cold, which come again).
+    auto inject_fault = [&] {
+        if (options_.test_fault.empty() || fault_fired_) return;
         if (options_.test_fault == "compile") {
             fault_fired_ = true;
             throw ShaderCompileError("injected fault (Config::test_fault = compile): the shader did not compile");
@@ -376,6 +379,15 @@ void VulkanBackend::submit(Submission s) {
             throw DeviceOutOfMemory("injected fault (Config::test_fault = " + options_.test_fault +
                                     "): out of device memory");
         }
+    };
+    if (options_.test_fault == "slow_compile" && !s.refuse_cold && pipeline_wait_s(r) > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a driver that takes long to build it
+    const bool generated = r.kind == RegionKind::elementwise || r.kind == RegionKind::reduce;
+    if (!generated) {
+        // A caller that must not block refuses a kernel not built yet (a generated one below,
+        // once its signature is known).
+        if (s.refuse_cold && pipeline_wait_s(r) > 0) throw KernelNotReady();
+        inject_fault();
     }
     switch (r.kind) {
         case RegionKind::elementwise:
@@ -395,7 +407,10 @@ void VulkanBackend::submit(Submission s) {
     std::vector<InputAccess> access;
     std::vector<InputWalk> walks;
     const std::uint64_t reduce_variant = kernel_form(r, access, walks);
-    KernelBuilder::Entry& entry = kernels_->get(r, access, walks, reduce_variant);
+    KernelBuilder::Entry* built = s.refuse_cold ? kernels_->get_if_built(r, access, walks, reduce_variant) : nullptr;
+    if (s.refuse_cold && !built) throw KernelNotReady();
+    inject_fault();
+    KernelBuilder::Entry& entry = built ? *built : kernels_->get(r, access, walks, reduce_variant);
     const Kernel* kernel = &entry.kernel;
     const ComputePipeline& pipeline = *entry.pipeline.get();
     // A reduce region split into parts: the scratch for the partials, and the second pass.

@@ -91,6 +91,10 @@ struct Metrics {
     std::uint64_t split_regions = 0;            ///< regions split over several devices at once (data parallelism)
     std::uint64_t split_pieces = 0;             ///< their pieces (one per device, and a reduction's tail)
     std::uint64_t split_values_assembled = 0;   ///< split results brought together on the host for a reader
+    /// Device regions recorded by their device's submitting thread instead of the thread that
+    /// launched them, whose recording would have waited (a kernel not built yet, an input to
+    /// bring from another device): a gather, a completion or a CPU worker never waits for those.
+    std::uint64_t recordings_handed_off = 0;
 };
 
 /// One region run, for Runtime::region_records() (Config::region_records).
