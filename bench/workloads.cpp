@@ -374,7 +374,8 @@ json metrics_delta(const tandem::Metrics& a, const tandem::Metrics& b) {
             {"pipeline_misses", b.pipeline_misses - a.pipeline_misses},
             {"pipelines_built_ahead", b.pipelines_built_ahead - a.pipelines_built_ahead},
             {"split_regions", b.split_regions - a.split_regions},
-            {"split_values_assembled", b.split_values_assembled - a.split_values_assembled}};
+            {"split_values_assembled", b.split_values_assembled - a.split_values_assembled},
+            {"recordings_handed_off", b.recordings_handed_off - a.recordings_handed_off}};
 }
 
 struct Args {
