@@ -242,6 +242,13 @@ TEST(CpuGemm, SymmetricProductIsTheFullProductMirrored) {
             const cpu::GemmOptions options{"auto", workers};
             check<double>({ta, tb, 77, 77, 1300, 1, 0, 0, true}, options);
             check<double>({ta, tb, 131, 131, 700, 1, 0, 0, true}, options);  // triangle blocks of 8-column edges
+            // k of several chunks, long against the result: the rows packed once a chunk, shared
+            // (every instruction set: each packs its own slivers).
+            for (const char* isa : {"auto", "avx2", "baseline"}) {
+                const cpu::GemmOptions each{isa, workers};
+                check<double>({ta, tb, 45, 45, 3000, 1, 0, 0, true}, each);
+                check<float>({ta, tb, 64, 64, 2500, -1, 0, 2, true}, each);
+            }
             check<float>({ta, tb, 130, 130, 40, 1, 0, 3, true}, options);
             check<double>({ta, tb, 5, 5, 3, 1, 0, 0, true}, options);
         }
@@ -338,6 +345,12 @@ TEST(CpuGemm, SymmetricBlocksShareTheTriangle) {
     }
     // Too little work for two blocks: one.
     EXPECT_EQ(cpu::gemm_grid(16, 16, 16, 8, true).col_blocks, 1);
+    // X'X of a tall X runs chunk by chunk, the rows packed once for all blocks; a square A'A,
+    // a product of one block or another product does not.
+    EXPECT_TRUE(cpu::gemm_shares_rows(cpu::gemm_grid(128, 128, 65536, 4, true), 128, 65536, true));
+    EXPECT_FALSE(cpu::gemm_shares_rows(cpu::gemm_grid(512, 512, 512, 4, true), 512, 512, true));
+    EXPECT_FALSE(cpu::gemm_shares_rows(cpu::gemm_grid(128, 128, 65536, 1, true), 128, 65536, true));
+    EXPECT_FALSE(cpu::gemm_shares_rows(cpu::gemm_grid(128, 128, 65536, 4), 128, 65536, false));
 }
 
 template <class T>

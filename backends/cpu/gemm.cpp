@@ -9,9 +9,11 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "backends/cpu/gemm_block.hpp"
 #include "backends/cpu/kernels.hpp"
+#include "graph/matmul_order.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::cpu {
@@ -85,11 +87,18 @@ GemmBlockFn<T> block_kernel(const GemmBlockKernels& k) {
 }
 
 template <class T>
+std::pair<GemmPackFn<T>, std::int64_t> row_packer(const GemmBlockKernels& k) {
+    if constexpr (sizeof(T) == 8) return {k.pack_f64, k.pack_rows_f64};
+    else return {k.pack_f32, k.pack_rows_f32};
+}
+
+template <class T>
 void gemm_impl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc,
                const GemmOptions& options, const char* type) {
     check_args(ta, tb, m, n, k, lda, ldb, ldc, type);
-    const GemmBlockFn<T> kernel = block_kernel<T>(select_gemm_blocks(options.isa));
+    const GemmBlockKernels& kernels = select_gemm_blocks(options.isa);
+    const GemmBlockFn<T> kernel = block_kernel<T>(kernels);
     if (m == 0 || n == 0) return;
     if (k == 0 || alpha == T(0)) return scale(m, n, beta, c, ldc);  // BLAS: A and B not read
 
@@ -113,12 +122,44 @@ void gemm_impl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t 
 
     const int p = options.workers > 0 ? options.workers : workers();
     const GemmGrid g = gemm_grid(o.m, o.n, k, p, o.upper_only);
-    for_blocks(g.row_blocks * g.col_blocks, [&](std::int64_t r) {
-        const std::int64_t bi = r % g.row_blocks, bj = r / g.row_blocks;
-        const std::int64_t i0 = edge(o.m, g.row_blocks, bi, kRowAlign), i1 = edge(o.m, g.row_blocks, bi + 1, kRowAlign);
-        const std::int64_t j0 = gemm_column_edge(g, o.n, bj), j1 = gemm_column_edge(g, o.n, bj + 1);
-        if (i1 > i0 && j1 > j0 && !(o.upper_only && i0 >= j1)) kernel(o, i0, i1, j0, j1);
-    });
+    auto run_blocks = [&](const GemmOperands<T>& slab) {
+        for_blocks(g.row_blocks * g.col_blocks, [&](std::int64_t r) {
+            const std::int64_t bi = r % g.row_blocks, bj = r / g.row_blocks;
+            const std::int64_t i0 = edge(o.m, g.row_blocks, bi, kRowAlign), i1 = edge(o.m, g.row_blocks, bi + 1, kRowAlign);
+            const std::int64_t j0 = gemm_column_edge(g, o.n, bj), j1 = gemm_column_edge(g, o.n, bj + 1);
+            if (i1 > i0 && j1 > j0 && !(o.upper_only && i0 >= j1)) kernel(slab, i0, i1, j0, j1);
+        });
+    };
+    if (!gemm_shares_rows(g, o.n, k, o.upper_only)) {
+        run_blocks(o);
+    } else {
+        // A'A of a tall A (X'X, 65536 x 128): every block packed all the rows it needs itself,
+        // for every chunk of k (packing took twice the multiply-adds' time on this kernel's
+        // profile), so each added block packed X again. Chunk by chunk instead: the rows packed
+        // once, by the workers together, then the blocks side by side from that panel (their own
+        // columns of op(B) come from the cache). Each element's chain is the same: each chunk's
+        // sum added to C in order.
+        const auto [pack, sliver] = row_packer<T>(kernels);
+        const std::int64_t rows = (o.m + sliver - 1) / sliver * sliver, slivers = rows / sliver;
+        // One chunk at a time: its packed rows (1 MiB for 128 of f64) stay near the cores that
+        // read them next.
+        const auto panel = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(rows * kMatmulChunk));
+        const std::int64_t packers = std::min<std::int64_t>(slivers, p);
+        for (std::int64_t p0 = 0; p0 < k; p0 += kMatmulChunk) {
+            GemmOperands<T> slab = o;
+            slab.k = std::min(kMatmulChunk, k - p0);
+            slab.a = o.a + (o.trans_a ? p0 : p0 * o.lda);  // op(A)(i, p): a[i + p lda], or a[p + i lda]
+            slab.b = o.b + (o.trans_b ? p0 * o.ldb : p0);  // op(B)(p, j): b[p + j ldb], or b[j + p ldb]
+            slab.accumulate = p0 > 0;
+            for_blocks(packers, [&](std::int64_t r) {
+                const std::int64_t s0 = slivers * r / packers, s1 = slivers * (r + 1) / packers;
+                const std::int64_t i0 = s0 * sliver, i1 = std::min(o.m, s1 * sliver);
+                if (i1 > i0) pack(slab, i0, i1 - i0, 0, slab.k, panel.get() + i0 * slab.k);
+            });
+            slab.a_packed = panel.get();
+            run_blocks(slab);
+        }
+    }
     const std::int64_t col_blocks = std::min<std::int64_t>(n, workers());
     if (o.upper_only)
         for_blocks(col_blocks, [&](std::int64_t r) {
@@ -246,6 +287,11 @@ GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers, 
         }
     }
     return best;
+}
+
+bool gemm_shares_rows(const GemmGrid& g, std::int64_t n, std::int64_t k, bool upper_only) noexcept {
+    // A'A split over several blocks, with k long against the result (X'X of a tall X).
+    return upper_only && g.row_blocks == 1 && g.col_blocks > 1 && k > kMatmulChunk && k >= 8 * n;
 }
 
 std::int64_t gemm_column_edge(const GemmGrid& g, std::int64_t n, std::int64_t r) noexcept {

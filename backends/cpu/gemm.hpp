@@ -96,6 +96,9 @@ struct GemmGrid {
     bool triangle = false;  ///< column edges balance the upper triangle (gemm_column_edge)
 };
 GemmGrid gemm_grid(std::int64_t m, std::int64_t n, std::int64_t k, int workers, bool upper_only = false) noexcept;
+/// True when gemm runs grid `g` chunk by chunk of k, op(A)'s rows packed once per chunk for all
+/// the blocks (A'A of a tall A; exposed for tests).
+bool gemm_shares_rows(const GemmGrid& g, std::int64_t n, std::int64_t k, bool upper_only) noexcept;
 /// Start of column block `r` of grid `g` over n columns (n at r == g.col_blocks).
 std::int64_t gemm_column_edge(const GemmGrid& g, std::int64_t n, std::int64_t r) noexcept;
 

@@ -28,6 +28,12 @@ struct GemmOperands {
     std::int64_t ldc = 0;
     /// Skip the tiles wholly below the diagonal (a symmetric C whose lower triangle is mirrored after).
     bool upper_only = false;
+    /// Add the first chunk's sum to C too (a slab of k after the first: C already holds the
+    /// chunks before it).
+    bool accumulate = false;
+    /// op(A)'s rows [0, m) of this slab (k <= one chunk), already packed by the table's pack
+    /// function (shared by the blocks that run side by side), or null: each block packs its own.
+    const T* a_packed = nullptr;
 };
 
 /// Writes C(i0:i1, j0:j1) (no alpha, no beta: the sum alone). k must be positive.
@@ -35,10 +41,19 @@ template <class T>
 using GemmBlockFn = void (*)(const GemmOperands<T>& p, std::int64_t i0, std::int64_t i1, std::int64_t j0,
                              std::int64_t j1);
 
+/// Packs op(A)'s rows [i0, i0 + rows) of k positions [p0, p0 + kc) as the block kernel reads
+/// them (slivers of pack_rows rows, padded with zeros), at `out` + (row - i0) * kc.
+template <class T>
+using GemmPackFn = void (*)(const GemmOperands<T>& p, std::int64_t i0, std::int64_t rows, std::int64_t p0,
+                            std::int64_t kc, T* out);
+
 struct GemmBlockKernels {
     const char* isa;
     GemmBlockFn<double> f64;
     GemmBlockFn<float> f32;
+    GemmPackFn<double> pack_f64;
+    GemmPackFn<float> pack_f32;
+    std::int64_t pack_rows_f64, pack_rows_f32;  ///< rows of a packed sliver (GemmOperands::a_packed's unit)
 };
 
 const GemmBlockKernels* gemm_blocks_baseline();
