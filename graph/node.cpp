@@ -50,7 +50,36 @@ NodeTable::Key::Key(OpKind o, DType t, const Shape& shape, const std::vector<std
     mix(ndims);
     for (std::size_t i = 0; i < words(); ++i) mix(word(i));
     for (auto x : attr) mix(x);
-    hash = static_cast<std::size_t>(h);
+    hash = h != 0 ? static_cast<std::size_t>(h) : 1;  // 0 marks an empty slot
+}
+
+std::size_t NodeTable::Shard::probe(const Key& key) const noexcept {
+    const std::size_t mask = hashes.size() - 1;
+    // The shard was chosen by the hash's low bits: the slot by higher ones.
+    for (std::size_t i = (key.hash >> 4) & mask;; i = (i + 1) & mask)
+        if (hashes[i] == 0 || (hashes[i] == key.hash && entries[index[i]].key == key)) return i;
+}
+
+void NodeTable::Shard::make_room() {
+    if (!hashes.empty() && 2 * (entries.size() + 1) <= hashes.size()) return;
+    // The live entries kept, in order; the slots made again for them.
+    std::size_t live = 0;
+    for (Entry& e : entries)
+        if (!e.node.expired()) {
+            if (&entries[live] != &e) entries[live] = std::move(e);
+            ++live;
+        }
+    entries.resize(live);
+    // At most a quarter full after the rebuild: the next one comes after as many inserts again.
+    std::size_t capacity = kMinSlots;
+    while (capacity < 4 * (live + 1)) capacity *= 2;
+    hashes.assign(capacity, 0);
+    index.resize(capacity);
+    for (std::size_t k = 0; k < entries.size(); ++k) {
+        const std::size_t at = probe(entries[k].key);
+        hashes[at] = entries[k].key.hash;
+        index[at] = static_cast<std::uint32_t>(k);
+    }
 }
 
 bool NodeTable::Key::operator==(const Key& o) const noexcept {
@@ -82,7 +111,11 @@ void NodeTable::forget(const Node& n) {
     Key key(n.op, n.dtype, n.shape, n.inputs, n.attr);
     Shard& shard = shards_[key.hash % kShards];
     std::lock_guard lock(shard.mutex);
-    if (auto it = shard.map.find(key); it != shard.map.end() && it->second.lock().get() == &n) shard.map.erase(it);
+    if (shard.hashes.empty()) return;
+    const std::size_t at = shard.probe(key);
+    if (shard.hashes[at] == 0) return;
+    Shard::Entry& e = shard.entries[shard.index[at]];
+    if (e.node.lock().get() == &n) e.node.reset();  // a dead entry: the next build makes a new node
 }
 
 std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape,
@@ -93,23 +126,22 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
     Shard& shard = shards_[h % kShards];
 
     std::lock_guard lock(shard.mutex);
-    auto it = shard.map.find(key);
-    if (it != shard.map.end())
-        if (auto existing = it->second.lock()) return existing;
+    shard.make_room();
+    const std::size_t at = shard.probe(key);
+    if (shard.hashes[at] != 0)
+        if (auto existing = shard.entries[shard.index[at]].node.lock()) return existing;
     auto node = std::make_shared<Node>(op, dtype, shape);
     node->inputs = std::move(inputs);
     node->attr = attr;
     node->id = next_id();
     node->hash = h;
     node->runtime = runtime_;
-    if (it != shard.map.end())
-        it->second = node;  // the entry of a node that died
-    else
-        shard.map.emplace(std::move(key), node);
-    if (shard.map.size() >= shard.sweep_at) {
-        // Drop entries whose nodes died; amortised by doubling the threshold.
-        std::erase_if(shard.map, [](const auto& kv) { return kv.second.expired(); });
-        shard.sweep_at = std::max<std::size_t>(kMinSweep, 2 * shard.map.size());
+    if (shard.hashes[at] != 0) {
+        shard.entries[shard.index[at]].node = node;  // the entry of a node that died: its key is this one
+    } else {
+        shard.hashes[at] = h;
+        shard.index[at] = static_cast<std::uint32_t>(shard.entries.size());
+        shard.entries.push_back({std::move(key), node});
     }
     return node;
 }

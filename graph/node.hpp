@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "graph/op_table.hpp"
@@ -82,11 +81,11 @@ public:
 
 private:
     /// A node's structure: op, type, extents, operand ids, attributes. The extents and ids sit
-    /// inline (one allocation per entry, the map's own), and the hash is computed once: building
-    /// a long program interns thousands of nodes, and their keys were most of its time.
+    /// inline (no allocation for most keys), and the hash is computed once: building a long
+    /// program interns thousands of nodes, and their keys were most of its time.
     struct Key {
         static constexpr std::size_t kInline = 8;
-        std::size_t hash = 0;
+        std::size_t hash = 0;  ///< never 0 (a table slot's hash 0 means empty)
         OpKind op{};
         DType dtype{};
         std::uint32_t ndims = 0, ninputs = 0;
@@ -94,6 +93,7 @@ private:
         std::array<std::uint64_t, kInline> inline_words{};
         std::vector<std::uint64_t> more_words;  // only for keys of more than kInline words
 
+        Key() = default;
         Key(OpKind o, DType t, const Shape& shape, const std::vector<std::shared_ptr<Node>>& inputs,
             const std::array<double, 3>& attributes);
         std::uint64_t word(std::size_t i) const noexcept {
@@ -102,18 +102,28 @@ private:
         std::size_t words() const noexcept { return std::size_t{ndims} + ninputs; }
         bool operator==(const Key& o) const noexcept;
     };
-    struct KeyHash {
-        std::size_t operator()(const Key& k) const noexcept { return k.hash; }
-    };
     static constexpr std::size_t kShards = 16;  // builders on many threads rarely contend
-    // Dead entries are swept when a shard doubles: a small floor keeps the table (probed once per
-    // node built) near the live graph's size, so its buckets stay in cache.
-    static constexpr std::size_t kMinSweep = 128;
+    /// A shard: open addressing with linear probing over a power-of-two capacity, the entries
+    /// apart and dense, in the order they came (Python's compact dict): a probe reads the dense
+    /// hashes, an entry only on a hash match, and no entry is allocated on its own (the map this
+    /// replaces allocated and freed one per node built, between the nodes' own allocations).
+    /// Entries whose nodes died stay until the table is rebuilt, when half its slots are
+    /// taken, with the live ones only.
     struct Shard {
+        struct Entry {
+            Key key;
+            std::weak_ptr<Node> node;
+        };
         std::mutex mutex;
-        std::unordered_map<Key, std::weak_ptr<Node>, KeyHash> map;
-        std::size_t sweep_at = kMinSweep;
+        std::vector<std::size_t> hashes;  // per slot: its key's hash, 0 when empty
+        std::vector<std::uint32_t> index;  // per slot: its entry
+        std::vector<Entry> entries;        // the keys, in the order they came (live or dead)
+        /// The slot of `key`, or of the empty slot where it would go (capacity > 0).
+        std::size_t probe(const Key& key) const noexcept;
+        /// With room for one more key: rebuilt without the dead entries, larger if half is live.
+        void make_room();
     };
+    static constexpr std::size_t kMinSlots = 256;
     std::uint64_t next_id();
 
     RuntimeImpl* runtime_;

@@ -1,0 +1,83 @@
+// The node table interns nodes by structure (graph/node.hpp): the same op, type, extents,
+// operands and attributes give the same node while it lives; a node that died, or was forgotten,
+// is made again; keys of many words; the table keeps working through many rebuilds.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "graph/node.hpp"
+
+using namespace tandem::detail;
+using tandem::DType;
+using tandem::Shape;
+
+namespace {
+
+std::shared_ptr<Node> constant(NodeTable& t, double v) { return t.make(OpKind::Constant, DType::f64, Shape::scalar(), {}, {v, 0, 0}); }
+
+}  // namespace
+
+TEST(NodeTable, TheSameStructureIsTheSameNodeWhileItLives) {
+    NodeTable t(nullptr);
+    auto x = t.make_input(DType::f64, Shape{4, 1});
+    auto a = t.make(OpKind::Exp, DType::f64, Shape{4, 1}, {x});
+    EXPECT_EQ(t.make(OpKind::Exp, DType::f64, Shape{4, 1}, {x}), a);
+    EXPECT_NE(t.make(OpKind::Sin, DType::f64, Shape{4, 1}, {x}), a) << "another op";
+    EXPECT_NE(t.make(OpKind::Exp, DType::f32, Shape{4, 1}, {x}), a) << "another type";
+    EXPECT_NE(t.make(OpKind::Exp, DType::f64, Shape{2, 2}, {x}), a) << "other extents";
+    EXPECT_NE(t.make(OpKind::Exp, DType::f64, Shape{4, 1}, {t.make_input(DType::f64, Shape{4, 1})}), a)
+        << "another operand (inputs are never interned)";
+    EXPECT_EQ(constant(t, 2.5), constant(t, 2.5));
+    EXPECT_NE(constant(t, 2.5), constant(t, -2.5));
+    EXPECT_NE(constant(t, 0.0), constant(t, -0.0)) << "attributes compare by their bits";
+}
+
+TEST(NodeTable, ANodeThatDiedOrWasForgottenIsMadeAgain) {
+    NodeTable t(nullptr);
+    auto x = t.make_input(DType::f64, Shape{3, 1});
+    std::uint64_t first_id = 0;
+    {
+        auto a = t.make(OpKind::Sqrt, DType::f64, Shape{3, 1}, {x});
+        first_id = a->id;
+    }
+    auto again = t.make(OpKind::Sqrt, DType::f64, Shape{3, 1}, {x});
+    EXPECT_NE(again->id, first_id) << "the dead node's entry gives a new node";
+    EXPECT_EQ(t.make(OpKind::Sqrt, DType::f64, Shape{3, 1}, {x}), again);
+    t.forget(*again);
+    auto fresh = t.make(OpKind::Sqrt, DType::f64, Shape{3, 1}, {x});
+    EXPECT_NE(fresh, again) << "a forgotten node is not found again";
+    EXPECT_EQ(t.make(OpKind::Sqrt, DType::f64, Shape{3, 1}, {x}), fresh);
+}
+
+TEST(NodeTable, KeysOfManyWords) {
+    // A key holds the extents and operand ids inline up to 8 words, the rest apart.
+    NodeTable t(nullptr);
+    std::vector<std::shared_ptr<Node>> parts;
+    for (int i = 0; i < 12; ++i) parts.push_back(t.make_input(DType::f64, Shape{2, 1, 1, 1}));
+    auto cat = t.make(OpKind::Cat, DType::f64, Shape{24, 1, 1, 1}, parts, {0, 0, 0});
+    EXPECT_EQ(t.make(OpKind::Cat, DType::f64, Shape{24, 1, 1, 1}, parts, {0, 0, 0}), cat);
+    auto swapped = parts;
+    std::swap(swapped[10], swapped[11]);  // differs past the inline words only
+    EXPECT_NE(t.make(OpKind::Cat, DType::f64, Shape{24, 1, 1, 1}, swapped, {0, 0, 0}), cat);
+}
+
+TEST(NodeTable, LiveNodesAreFoundThroughManyRebuilds) {
+    // A thousand nodes kept, a hundred thousand made and dropped around them (each shard fills
+    // and is rebuilt many times, growing and shrinking): every kept one is still found, and every
+    // dropped one is made anew.
+    NodeTable t(nullptr);
+    auto x = t.make_input(DType::f64, Shape{1, 1});
+    std::vector<std::shared_ptr<Node>> kept;
+    for (int i = 0; i < 1000; ++i) kept.push_back(t.make(OpKind::Mul, DType::f64, Shape{1, 1}, {x, constant(t, i)}));
+    for (int round = 0; round < 4; ++round) {
+        std::vector<std::shared_ptr<Node>> churn;
+        for (int i = 0; i < 25000; ++i) churn.push_back(t.make(OpKind::Add, DType::f64, Shape{1, 1}, {x, constant(t, i + 0.5)}));
+        for (int i = 0; i < 25000; i += 997)
+            EXPECT_EQ(t.make(OpKind::Add, DType::f64, Shape{1, 1}, {x, constant(t, i + 0.5)}), churn[static_cast<std::size_t>(i)]);
+        churn.clear();  // dropped
+        for (int i = 0; i < 1000; ++i)
+            ASSERT_EQ(t.make(OpKind::Mul, DType::f64, Shape{1, 1}, {x, constant(t, i)}), kept[static_cast<std::size_t>(i)])
+                << "round " << round << ", node " << i;
+    }
+}
