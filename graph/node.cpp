@@ -75,6 +75,7 @@ void NodeTable::Shard::make_room() {
     while (capacity < 4 * (live + 1)) capacity *= 2;
     hashes.assign(capacity, 0);
     index.resize(capacity);
+    entries.reserve(capacity / 2);  // until the next rebuild: no entry moves as the table fills
     for (std::size_t k = 0; k < entries.size(); ++k) {
         const std::size_t at = probe(entries[k].key);
         hashes[at] = entries[k].key.hash;
