@@ -51,6 +51,8 @@ public:
     void stop();
     /// Waits until every build queued is done, or `budget` has passed; true if all are.
     bool finish(std::chrono::milliseconds budget);
+    /// Tests only (Config::test_fault = slow_compile): every build takes `extra` longer.
+    void slow_down_builds(std::chrono::milliseconds extra) { extra_build_time_ = extra; }
     KernelBuilder(const KernelBuilder&) = delete;
     KernelBuilder& operator=(const KernelBuilder&) = delete;
 
@@ -122,6 +124,7 @@ private:
     bool stopping_ = false;
     double expected_build_s_, expected_load_s_;  ///< under mutex_
     double expected_fixed_s_;                     ///< under mutex_: a fixed kernel's build
+    std::chrono::milliseconds extra_build_time_{0};  ///< set before any build (tests)
     std::atomic<std::uint64_t> prepared_{0};
     std::vector<std::thread> threads_;  ///< started as builds are queued, up to max_threads_
     std::size_t max_threads_;           ///< a quarter of the host's cores, 1 to 4
