@@ -846,10 +846,6 @@ void Scheduler::record_on_device(const JobPtr& job) {
     const Region& r = job->region;
     std::vector<std::shared_ptr<Value>> inputs;
     if (std::exception_ptr error = input_values(*job, inputs)) return complete(job, error, {}, false);
-    job->outputs.clear();
-    for (auto& o : r.outputs) job->outputs.push_back(std::make_shared<Value>(o.node->bytes()));
-    std::unique_ptr<bool[]> wanted(new bool[job->wanted_on_host.size()]);
-    for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
     Backend* const device = job->placement.backend;
     const std::size_t ordinal = device->ordinal();
     // Only the device's submitting thread waits for what a recording may wait for: a kernel
@@ -859,6 +855,10 @@ void Scheduler::record_on_device(const JobPtr& job) {
     if (!may_wait)
         for (auto& v : inputs)
             if (!v->host() && !v->device(ordinal)) return hand_off(job);
+    job->outputs.clear();
+    for (auto& o : r.outputs) job->outputs.push_back(std::make_shared<Value>(o.node->bytes()));
+    std::unique_ptr<bool[]> wanted(new bool[job->wanted_on_host.size()]);
+    for (std::size_t j = 0; j < job->wanted_on_host.size(); ++j) wanted[j] = job->wanted_on_host[j];
     const auto t0 = std::chrono::steady_clock::now();
     job->started = t0;
     // Refused before anything was recorded (no device memory, a shader that does not compile, an
