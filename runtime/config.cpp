@@ -166,10 +166,10 @@ void Config::validate() const {
                              std::stoi(fault.substr(18)) > 0);
     if (!fault.empty() && fault != "compile" && fault != "oom" && fault != "oom_later" &&
         fault != "device_lost" && !lost_later && fault != "device_lost_in_download" &&
-        fault != "submit_failed" && fault != "slow_compile")
+        fault != "submit_failed" && fault != "slow_compile" && fault != "slow_plan")
         throw ConfigError("Config::test_fault = '" + test_fault +
                           "': expected compile, oom, oom_later, device_lost, device_lost_later[:N], device_lost_in_download, "
-                          "submit_failed or slow_compile");
+                          "submit_failed, slow_compile or slow_plan");
     std::string rest = log;
     while (!rest.empty()) {
         auto comma = rest.find(',');

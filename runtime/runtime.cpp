@@ -64,6 +64,7 @@ SchedulerOptions scheduler_options(const Config& c, int threads, const std::vect
                                          : PlacementMode::automatic;
     o.min_device_elements = c.device_min_elements;
     o.split = c.split == "always" ? SplitMode::always : c.split == "off" ? SplitMode::off : SplitMode::automatic;
+    if (c.test_fault == "slow_plan") o.plan_pause = std::chrono::milliseconds(2000);
     o.learn = c.placement_learning && o.placement == PlacementMode::automatic && device != nullptr;
     return o;
 }

@@ -150,7 +150,8 @@ public:
     Backend* faster_device(const Region& r) const;
     /// The model's alone, unrefined: what an observed time is compared with.
     double model_s(const Region& r, int executor) const;
-    /// A region ran: its compute took `observed_s` on that executor (under the scheduler's lock).
+    /// A region ran: its compute took `observed_s` on that executor. Placement is not thread-safe:
+    /// the scheduler calls it under its model lock.
     void learn(const Region& r, int executor, double observed_s);
     /// Explore (automatic mode, with learning on): place a region now and then on the side the
     /// model says is slower (by at most kExploreFactor), until that side has kMinSamples runs of
@@ -165,7 +166,7 @@ public:
     void explored(const Region& r, int executor);
     std::uint64_t explorations() const noexcept { return exploring_started_; }
     /// A transfer of `bytes` to device `device` (`up`) or back from it took `observed_s` (its host
-    /// side and its copy; under the scheduler's lock): later transfers of about that size are
+    /// side and its copy): later transfers of about that size are
     /// priced so.
     void learn_link(std::size_t device, bool up, std::int64_t bytes, double observed_s);
     /// The predicted seconds of such a transfer: the device's link rates, scaled by what transfers
@@ -210,7 +211,7 @@ private:
     bool explore_ = false;
     SplitMode split_ = SplitMode::automatic;
     // (signature, executor) of exploring runs in flight; place() is const for its callers' sake
-    // but runs under the scheduler's lock, as learn() does.
+    // but runs under the scheduler's model lock, as learn() does.
     static std::uint64_t explore_key(std::uint64_t sig, int executor) noexcept {
         return sig * 31 + static_cast<std::uint64_t>(executor + 1);
     }

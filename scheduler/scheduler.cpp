@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
+#include <thread>
 #include <typeinfo>
 #include <utility>
 
@@ -77,7 +78,7 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
     : nodes_(nodes),
       placement_(cpu, devices, options.placement, options.min_device_elements, options.profile,
                  options.device_memory_budgets),
-      options_(options), device_outstanding_s_(devices.size(), 0.0), link_outstanding_s_(devices.size(), 0.0),
+      options_(options), outstanding_{0.0, std::vector<double>(devices.size(), 0.0), std::vector<double>(devices.size(), 0.0)},
       device_jobs_(devices.size(), 0),
       trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
       workers_(options.threads) {
@@ -115,45 +116,48 @@ void Scheduler::learn_link() {
         std::lock_guard lock(link_inbox_->mutex);
         samples.swap(link_inbox_->samples);
     }
+    std::lock_guard model(model_mutex_);
     for (const LinkInbox::Sample& s : samples) placement_.learn_link(s.device, s.up, s.bytes, s.seconds);
 }
 
-void Scheduler::charge(Job& job, bool on_device, double seconds, double link_seconds) {
+void Scheduler::charge(Job& job, double seconds, double link_seconds, Outstanding& on) {
     job.charged_s = seconds;
-    if (job.placement.split) {  // a piece on each of its devices
-        for (std::size_t d = 0; d < device_outstanding_s_.size(); ++d)
-            if (job.placement.split >> d & 1u) device_outstanding_s_[d] += seconds;
-    } else {
-        (on_device ? device_outstanding_s_[job.placement.backend->ordinal()] : cpu_outstanding_s_) += seconds;
-    }
     job.charged_link = job.placement.link;
     job.charged_link_s = job.charged_link >= 0 ? link_seconds : 0.0;
-    if (job.charged_link >= 0) link_outstanding_s_[static_cast<std::size_t>(job.charged_link)] += link_seconds;
+    on.add(job, 1.0);
+}
+
+void Scheduler::add_outstanding(const Job& job) { outstanding_.add(job, 1.0); }
+
+void Scheduler::Outstanding::add(const Job& job, double sign) {
+    // (Taken back, a count never goes below 0: predictions are not exact sums.)
+    auto apply = [sign](double& count, double seconds) { count = std::max(0.0, count + sign * seconds); };
+    if (job.charged_link >= 0) apply(link[static_cast<std::size_t>(job.charged_link)], job.charged_link_s);
+    if (job.charged_s == 0) return;
+    if (job.placement.split) {  // a piece on each of its devices
+        for (std::size_t d = 0; d < device.size(); ++d)
+            if (job.placement.split >> d & 1u) apply(device[d], job.charged_s);
+    } else {
+        apply(job.placement.backend->on_host() ? cpu : device[job.placement.backend->ordinal()], job.charged_s);
+    }
 }
 
 void Scheduler::discharge(Job& job) {
     if (job.placement.exploring) {
         const Backend& b = *job.placement.backend;
+        std::lock_guard model(model_mutex_);
         placement_.explored(job.region, b.on_host() ? kHost : static_cast<int>(b.ordinal()));
         job.placement.exploring = false;
     }
-    if (job.charged_link >= 0) {
-        double& link = link_outstanding_s_[static_cast<std::size_t>(job.charged_link)];
-        link = std::max(0.0, link - job.charged_link_s);
-    }
+    outstanding_.add(job, -1.0);
     job.charged_link = -1;
     job.charged_link_s = 0;
-    if (job.charged_s == 0) return;
-    if (job.placement.split) {
-        for (std::size_t d = 0; d < device_outstanding_s_.size(); ++d)
-            if (job.placement.split >> d & 1u) device_outstanding_s_[d] = std::max(0.0, device_outstanding_s_[d] - job.charged_s);
-        job.charged_s = 0;
-        return;
-    }
-    double& outstanding = job.placement.backend->on_host() ? cpu_outstanding_s_
-                                                           : device_outstanding_s_[job.placement.backend->ordinal()];
-    outstanding = std::max(0.0, outstanding - job.charged_s);
     job.charged_s = 0;
+}
+
+Backend* Scheduler::faster_device(const Region& r) const {
+    std::lock_guard model(model_mutex_);
+    return placement_.faster_device(r);
 }
 
 std::string Scheduler::placement_text() const {
@@ -267,11 +271,12 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
     return result;
 }
 
-void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after) {
-    const auto t_walk = std::chrono::steady_clock::now();
-    const std::uint64_t mark = ++plan_mark_;
+Scheduler::PlanWalk Scheduler::walk_plan(const std::vector<std::shared_ptr<Node>>& targets) {
+    PlanWalk w;
+    w.started = std::chrono::steady_clock::now();
+    w.mark = ++plan_mark_;
     std::uint64_t revived = 0;
-    std::vector<Node*> pending = pending_nodes(targets, mark, [&](Node* n) {
+    w.pending = pending_nodes(targets, w.mark, [&](Node* n) {
         // A value whose copies were all on lost devices: computed again from its recipe.
         Evaluation& e = state(*n).eval;
         if (!e.value || !recomputable(*n) || !lost(*e.value)) return false;
@@ -284,252 +289,305 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
         report_fallback("lineage", "[tandem] values that lived only on a lost device are computed again on the "
                                    "CPU, from the operations that produced them");
     }
-    if (!pending.empty()) {
-        plans_.fetch_add(1, std::memory_order_relaxed);
-        std::unordered_set<Node*> wanted_set;
-        std::vector<Node*> wanted;
-        for (auto& t : targets)
-            if (t->pass_mark == mark && wanted_set.insert(t.get()).second) wanted.push_back(t.get());
-        const auto t_fuse = std::chrono::steady_clock::now();
-        std::vector<Region> regions = fuse(pending, wanted, mark, {options_.fuse});
-        const auto t_jobs = std::chrono::steady_clock::now();
-        std::vector<JobPtr> jobs;
-        std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
-        // Placement's view of the plan: where each output will be and when (seconds from now).
-        // The executors are free once the work placed on them is done; within the plan, a
-        // region's inputs exist when their producers' predicted finish says.
-        std::unordered_map<const Node*, InputSite> site;
-        auto site_of = [&](const std::shared_ptr<Node>& in) {
-            if (auto it = site.find(in.get()); it != site.end()) return it->second;
-            InputSite s;
-            s.bytes = static_cast<std::int64_t>(in->bytes());
-            const Evaluation& e = state(*in).eval;
-            if (e.pending) {  // in flight from an earlier plan
-                const Backend* b = e.pending->backend;
-                s.on_host = b->on_host();
-                if (e.pending->parts) s.parts = e.pending->parts;
-                else if (!s.on_host) s.devices = 1u << b->ordinal();
-            } else if (e.value) {
-                s.on_host = e.value->host() != nullptr;
-                s.devices = e.value->device_mask();
-                if (e.value->split()) s.parts = e.value->part_mask();
-                s.regret_s = e.value->upload_regret_s;
+    for (auto& t : targets)
+        if (t->pass_mark == w.mark && w.wanted_set.insert(t.get()).second) w.wanted.push_back(t.get());
+    if (!w.pending.empty()) plans_.fetch_add(1, std::memory_order_relaxed);
+    w.walked = std::chrono::steady_clock::now();
+    return w;
+}
+
+template <class Then>
+void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after, Then then) {
+    // Planners take turns (each node is planned once, by one of them), but the scheduler's lock
+    // is held only to read the graph's evaluation state and to install the plan: completions,
+    // CPU workers and the devices' threads go on while it is fused and placed (nearly all of a
+    // plan's host time). Fusion reads only the plan's own nodes and what never changes in the
+    // others (op, type, shape, pass marks, which only planners write); placement reads the
+    // state of earlier plans' values under the lock, a value at a time, and the model under
+    // its own.
+    std::lock_guard planning(plan_mutex_);
+    const ActiveScope active(*this);
+    PlanWalk walk;
+    {
+        std::lock_guard lock(mutex_);
+        walk = walk_plan(targets);
+    }
+    std::vector<JobPtr> jobs;
+    if (!walk.pending.empty()) {
+        std::vector<Region> regions = fuse(walk.pending, walk.wanted, walk.mark, {options_.fuse});
+        walk.fused = std::chrono::steady_clock::now();
+        jobs = place_regions(walk, std::move(regions), to_host);
+        walk.placed = std::chrono::steady_clock::now();
+        if (options_.plan_pause.count() > 0) std::this_thread::sleep_for(options_.plan_pause);
+    }
+    std::lock_guard lock(mutex_);
+    if (!jobs.empty()) install_plan(walk, jobs, targets, after);
+    then();
+}
+
+std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, std::vector<Region> regions, bool to_host) {
+    const std::unordered_set<Node*>& wanted_set = walk.wanted_set;
+    std::vector<JobPtr> jobs;
+    std::unordered_map<const Node*, std::pair<Job*, std::size_t>> producer;
+    // The work already placed on each executor and link (the plan's own is added as it goes;
+    // what finishes meanwhile is taken back from the scheduler's count, not from this copy).
+    Outstanding outstanding;
+    {
+        std::lock_guard lock(mutex_);
+        outstanding = outstanding_;
+    }
+    // Placement's view of the plan: where each output will be and when (seconds from now).
+    // The executors are free once the work placed on them is done; within the plan, a
+    // region's inputs exist when their producers' predicted finish says.
+    std::unordered_map<const Node*, InputSite> site;
+    auto site_of = [&](const std::shared_ptr<Node>& in) {
+        if (auto it = site.find(in.get()); it != site.end()) return it->second;
+        InputSite s;
+        s.bytes = static_cast<std::int64_t>(in->bytes());
+        std::lock_guard lock(mutex_);  // a value of an earlier plan: its state moves on meanwhile
+        const Evaluation& e = state(*in).eval;
+        if (e.pending) {  // in flight from an earlier plan
+            const Backend* b = e.pending->backend;
+            s.on_host = b->on_host();
+            if (e.pending->parts) s.parts = e.pending->parts;
+            else if (!s.on_host) s.devices = 1u << b->ordinal();
+        } else if (e.value) {
+            s.on_host = e.value->host() != nullptr;
+            s.devices = e.value->device_mask();
+            if (e.value->split()) s.parts = e.value->part_mask();
+            s.regret_s = e.value->upload_regret_s;
+        }
+        return s;
+    };
+    // What later regions of the plan read (placement prices sending it to them).
+    std::unordered_set<const Node*> read_in_plan;
+    for (const Region& r : regions)
+        for (const auto& in : r.inputs) read_in_plan.insert(in.get());
+    // With several devices: which regions' results may be left split over them (every
+    // reader in the plan, through views, may be split as well: it can be, and its own
+    // results come back whole, or are read only by regions that may be split in turn).
+    // Regions come in order, readers after what they read: decided from the last.
+    std::vector<bool> readers_split(regions.size(), true);
+    if (placement_.enabled_devices() >= 2 && options_.split != SplitMode::off) {
+        std::unordered_map<const Node*, std::vector<std::size_t>> readers;
+        for (std::size_t i = 0; i < regions.size(); ++i)
+            for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
+        const auto devices = static_cast<std::int64_t>(placement_.enabled_devices());
+        std::vector<bool> may_split(regions.size(), false);
+        std::function<bool(const Node*)> all_split = [&](const Node* n) {
+            auto it = readers.find(n);
+            if (it == readers.end()) return true;
+            for (std::size_t q : it->second) {
+                const Region& reader = regions[q];
+                if (reader.kind == RegionKind::view) {
+                    if (!all_split(reader.outputs[0].node.get())) return false;
+                } else if (!may_split[q]) {
+                    return false;
+                }
             }
-            return s;
+            return true;
         };
-        // What later regions of the plan read (placement prices sending it to them).
-        std::unordered_set<const Node*> read_in_plan;
-        for (const Region& r : regions)
-            for (const auto& in : r.inputs) read_in_plan.insert(in.get());
-        // With several devices: which regions' results may be left split over them (every
-        // reader in the plan, through views, may be split as well: it can be, and its own
-        // results come back whole, or are read only by regions that may be split in turn).
-        // Regions come in order, readers after what they read: decided from the last.
-        std::vector<bool> readers_split(regions.size(), true);
-        if (placement_.enabled_devices() >= 2 && options_.split != SplitMode::off) {
-            std::unordered_map<const Node*, std::vector<std::size_t>> readers;
-            for (std::size_t i = 0; i < regions.size(); ++i)
-                for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
-            const auto devices = static_cast<std::int64_t>(placement_.enabled_devices());
-            std::vector<bool> may_split(regions.size(), false);
-            std::function<bool(const Node*)> all_split = [&](const Node* n) {
-                auto it = readers.find(n);
-                if (it == readers.end()) return true;
-                for (std::size_t q : it->second) {
-                    const Region& reader = regions[q];
-                    if (reader.kind == RegionKind::view) {
-                        if (!all_split(reader.outputs[0].node.get())) return false;
-                    } else if (!may_split[q]) {
-                        return false;
-                    }
+        for (std::size_t i = regions.size(); i-- > 0;) {
+            for (const auto& o : regions[i].outputs) readers_split[i] = readers_split[i] && all_split(o.node.get());
+            if (regions[i].kind == RegionKind::view) continue;
+            const auto plan = plan_split(regions[i], devices);
+            may_split[i] = plan && (plan->partials || readers_split[i]);
+        }
+    }
+    bool cold_diverted = false;  // a region sent to the CPU because a device's kernel was cold
+    std::size_t region_index = 0;
+    for (Region& r : regions) {
+        const bool region_readers_split = readers_split[region_index++];
+        auto job = std::make_shared<Job>();
+        job->region = std::move(r);
+        PlacementQuery query;
+        query.region = &job->region;
+        query.readers_split = region_readers_split;
+        for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
+        for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+            Node* out = job->region.outputs[j].node.get();
+            if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
+            if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
+        }
+        // A device's kernel not built yet costs its build (tens of milliseconds): the CPU may
+        // finish first, while the kernel builds in the background for the next time.
+        if (job->region.kind != RegionKind::view)
+            query.pipeline_wait_s = [&](std::size_t d) { return placement_.devices()[d]->pipeline_wait_s(job->region); };
+        {
+            std::lock_guard model(model_mutex_);
+            job->placement = placement_.place(query, outstanding.cpu, outstanding.device, outstanding.link);
+        }
+        if (job->placement.warm_up) {
+            job->placement.warm_up->prepare(job->region);
+            cold_diverted = true;
+        }
+        for (std::size_t d = 0; d < placement_.devices().size(); ++d)
+            if (job->placement.prepare_on >> d & 1u) placement_.devices()[d]->prepare(job->region);
+        if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
+            // A view of a device value stays with it: as a CPU job it would wait for the
+            // device to finish and make its producer download (a sync per power step).
+            job->placement = {placement_.devices()[static_cast<std::size_t>(std::countr_zero(query.inputs[0].devices))],
+                              "a view of a device value"};
+        }
+        // Its results stay on the device (a streamed region's come back to the host, as a
+        // split one's partials do; a split one's windows stay on its devices, in parts).
+        const bool resident = job->placement.resident();
+        const std::uint32_t split = job->placement.split;
+        if (job->placement.regret_s > 0) {
+            // Kept on the host (or a busier device) only because its inputs were: their move
+            // draws nearer.
+            const int towards = job->placement.regret_device;
+            std::lock_guard lock(mutex_);
+            for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
+                const auto& in = job->region.inputs[k];
+                const Evaluation& e = state(*in).eval;
+                const std::uint32_t on = query.inputs[k].devices;
+                const bool moves = towards == kSplitRegret ? query.inputs[k].parts == 0
+                                   : towards < 0       ? on == 0
+                                                       : on != 0 && !(on >> towards & 1u) && !query.inputs[k].on_host;
+                if (!e.pending && e.value && moves) {
+                    e.value->upload_regret_s += job->placement.regret_s;
+                    query.inputs[k].regret_s = e.value->upload_regret_s;  // for later readers of the plan
                 }
-                return true;
-            };
-            for (std::size_t i = regions.size(); i-- > 0;) {
-                for (const auto& o : regions[i].outputs) readers_split[i] = readers_split[i] && all_split(o.node.get());
-                if (regions[i].kind == RegionKind::view) continue;
-                const auto plan = plan_split(regions[i], devices);
-                may_split[i] = plan && (plan->partials || readers_split[i]);
             }
         }
-        bool cold_diverted = false;  // a region sent to the CPU because a device's kernel was cold
-        std::size_t region_index = 0;
-        for (Region& r : regions) {
-            const bool region_readers_split = readers_split[region_index++];
-            auto job = std::make_shared<Job>();
-            job->region = std::move(r);
-            PlacementQuery query;
-            query.region = &job->region;
-            query.readers_split = region_readers_split;
-            for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
-            for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
-                Node* out = job->region.outputs[j].node.get();
-                if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
-                if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
-            }
-            // A device's kernel not built yet costs its build (tens of milliseconds): the CPU may
-            // finish first, while the kernel builds in the background for the next time.
-            if (job->region.kind != RegionKind::view)
-                query.pipeline_wait_s = [&](std::size_t d) { return placement_.devices()[d]->pipeline_wait_s(job->region); };
-            job->placement = placement_.place(query, cpu_outstanding_s_, device_outstanding_s_, link_outstanding_s_);
-            if (job->placement.warm_up) {
-                job->placement.warm_up->prepare(job->region);
-                cold_diverted = true;
-            }
-            for (std::size_t d = 0; d < placement_.devices().size(); ++d)
-                if (job->placement.prepare_on >> d & 1u) placement_.devices()[d]->prepare(job->region);
-            if (job->region.kind == RegionKind::view && !query.inputs[0].on_host && query.inputs[0].devices != 0) {
-                // A view of a device value stays with it: as a CPU job it would wait for the
-                // device to finish and make its producer download (a sync per power step).
-                job->placement = {placement_.devices()[static_cast<std::size_t>(std::countr_zero(query.inputs[0].devices))],
-                                  "a view of a device value"};
-            }
-            const bool on_device = !job->placement.backend->on_host();
-            // Its results stay on the device (a streamed region's come back to the host, as a
-            // split one's partials do; a split one's windows stay on its devices, in parts).
-            const bool resident = job->placement.resident();
-            const std::uint32_t split = job->placement.split;
-            if (job->placement.regret_s > 0) {
-                // Kept on the host (or a busier device) only because its inputs were: their move
-                // draws nearer.
-                const int towards = job->placement.regret_device;
-                for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
-                    const auto& in = job->region.inputs[k];
-                    const Evaluation& e = state(*in).eval;
-                    const std::uint32_t on = query.inputs[k].devices;
-                    const bool moves = towards == kSplitRegret ? query.inputs[k].parts == 0
-                                       : towards < 0       ? on == 0
-                                                           : on != 0 && !(on >> towards & 1u) && !query.inputs[k].on_host;
-                    if (!e.pending && e.value && moves) {
-                        e.value->upload_regret_s += job->placement.regret_s;
-                        query.inputs[k].regret_s = e.value->upload_regret_s;  // for later readers of the plan
-                    }
+        if (job->region.kind == RegionKind::view) {
+            site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
+        } else {
+            charge(*job, job->placement.compute_s, job->placement.transfer_s, outstanding);
+            // Its inputs now have (or will have) a copy on its side: later regions of the
+            // plan that read them need no transfer of their own.
+            for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
+                InputSite moved = query.inputs[k];
+                if (split) {  // its pieces read windows: one that was not on each device came through the host
+                    if ((split & ~(moved.parts | moved.devices)) != 0) moved.on_host = true;
+                } else if (resident) {
+                    moved.devices |= 1u << job->placement.backend->ordinal();
+                } else {
+                    moved.on_host = true;
                 }
+                site[job->region.inputs[k].get()] = moved;
             }
-            if (job->region.kind == RegionKind::view) {
-                site[job->region.outputs[0].node.get()] = query.inputs[0];  // the same copies
-            } else {
-                charge(*job, on_device, job->placement.compute_s, job->placement.transfer_s);
-                // Its inputs now have (or will have) a copy on its side: later regions of the
-                // plan that read them need no transfer of their own.
-                for (std::size_t k = 0; k < job->region.inputs.size(); ++k) {
-                    InputSite moved = query.inputs[k];
-                    if (split) {  // its pieces read windows: one that was not on each device came through the host
-                        if ((split & ~(moved.parts | moved.devices)) != 0) moved.on_host = true;
-                    } else if (resident) {
-                        moved.devices |= 1u << job->placement.backend->ordinal();
-                    } else {
-                        moved.on_host = true;
-                    }
-                    site[job->region.inputs[k].get()] = moved;
-                }
-                for (auto& o : job->region.outputs) {
-                    InputSite s;
-                    s.bytes = static_cast<std::int64_t>(o.node->bytes());
-                    s.on_host = !resident;
-                    s.devices = resident && !split ? 1u << job->placement.backend->ordinal() : 0u;
-                    s.parts = resident ? split : 0u;
-                    s.ready_s = job->placement.finish_s;
-                    site[o.node.get()] = s;
-                }
-            }
-            if (options_.log_placement) {
-                const RegionCost& c = job->region.cost;
-                const PlacementDecision& d = job->placement;
-                char predicted[160] = "";
-                if (d.cpu_s >= 0 && d.device_s >= 0)
-                    std::snprintf(predicted, sizeof predicted, "; finish cpu %.3f ms, device %.3f ms", 1e3 * d.cpu_s,
-                                  1e3 * d.device_s);
-                if (d.regret_s > 0) {
-                    // What keeping its inputs where they are cost, towards moving them.
-                    const std::string towards = d.regret_device == kSplitRegret ? "in parts over the devices"
-                                                : d.regret_device >= 0 ? "device " + std::to_string(d.regret_device)
-                                                                       : "a device";
-                    const std::size_t used = std::strlen(predicted);
-                    std::snprintf(predicted + used, sizeof predicted - used, "; regret %.3f ms (%s)", 1e3 * d.regret_s, towards.c_str());
-                }
-                std::fprintf(stderr, "[tandem placement] %s %s %s: reads %.3g MB, writes %.3g MB%s -> %s (%s)\n",
-                             region_kind_name(job->region.kind), job->region.shape.to_string().c_str(),
-                             job->region.summary().c_str(), static_cast<double>(c.bytes_read()) / 1e6,
-                             static_cast<double>(c.bytes_written()) / 1e6, predicted,
-                             executor_name(d).c_str(), d.reason);
-            }
-            job->completion = std::make_shared<Completion>();
-            job->completion->backend = resident || !split ? job->placement.backend : &placement_.cpu();
-            job->completion->parts = resident ? split : 0u;
-            job->wanted_on_host.assign(job->region.outputs.size(), false);
-            // Device-only results keep their recipe (complete()); past kLineageCheckpoint
-            // device regions on a chain, a result also comes back to the host with its
-            // batch, so that what lineage keeps stays bounded in a long loop.
-            std::uint32_t depth = 0;
-            if (resident) {
-                for (const auto& in : job->region.inputs) {
-                    const NodeState& st = state(*in);
-                    const bool on_host = !st.eval.pending && st.eval.value && st.eval.value->host();
-                    depth = std::max(depth, on_host ? 0u : st.lineage_depth);
-                }
-                if (job->region.kind != RegionKind::view) ++depth;
-            }
-            const bool checkpoint = depth >= kLineageCheckpoint && job->region.kind != RegionKind::view;
-            if (checkpoint) checkpoints_.fetch_add(1, std::memory_order_relaxed);
-            for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
-                Node* n = job->region.outputs[j].node.get();
-                NodeState& st = state(*n);
-                st.eval.pending = job->completion;
-                st.lineage_depth = checkpoint ? 0 : depth;
-                producer[n] = {job.get(), j};
-                if ((to_host && wanted_set.count(n)) || checkpoint) job->wanted_on_host[j] = true;
-            }
-            if (options_.log_graph)
-                std::fprintf(stderr, "[tandem graph] %s on %s (%s)\n", job->region.to_string().c_str(),
-                             executor_name(job->placement).c_str(), job->placement.reason);
-            jobs.push_back(std::move(job));
-            ++in_flight_;
-        }
-        if (cold_diverted) {
-            // A region went to the CPU only because its kernel was cold: the regions after it then
-            // find their inputs on the host and stay too, their kernels never built, and a chain
-            // would move to the device a region a run. The kernels of the plan's host regions that
-            // a device computes faster build in the background instead: the next run is priced warm.
-            for (const auto& job : jobs)
-                if (job->placement.backend->on_host() && !job->placement.warm_up)
-                    if (Backend* d = placement_.faster_device(job->region)) d->prepare(job->region);
-        }
-        // A device output that a region of this plan reads elsewhere (on the CPU, or on
-        // another device, through the host) comes back in the same submission, instead of in
-        // a blocking download later.
-        for (auto& job : jobs) {
-            for (auto& in : job->region.inputs) {
-                auto it = producer.find(in.get());
-                // Through views (they copy nothing) to the region that computes the value.
-                while (it != producer.end() && it->second.first->region.kind == RegionKind::view &&
-                       !it->second.first->placement.backend->on_host())
-                    it = producer.find(it->second.first->region.inputs[0].get());
-                if (it == producer.end()) continue;
-                const PlacementDecision& made = it->second.first->placement;
-                const PlacementDecision& reads = job->placement;
-                const Backend* from = made.backend;
-                // A split value is read in place by a region split the same way; any other reader
-                // has it assembled on the host. A device value read by a split region goes to the
-                // pieces on the other devices through the host.
-                const bool elsewhere =
-                    made.split ? made.resident() && reads.split != made.split
-                               : !from->on_host() && (from != reads.backend || reads.stream_pieces > 0 ||
-                                                      (reads.split && reads.split != 1u << from->ordinal()));
-                if (elsewhere && job->region.kind != RegionKind::view) it->second.first->wanted_on_host[it->second.second] = true;
+            for (auto& o : job->region.outputs) {
+                InputSite s;
+                s.bytes = static_cast<std::int64_t>(o.node->bytes());
+                s.on_host = !resident;
+                s.devices = resident && !split ? 1u << job->placement.backend->ordinal() : 0u;
+                s.parts = resident ? split : 0u;
+                s.ready_s = job->placement.finish_s;
+                site[o.node.get()] = s;
             }
         }
-        make_recipes(jobs, pending, targets, mark);
-        for (auto& job : jobs)
-            if (wire(job)) after.push_back([this, job] { launch(job); });
-        if (options_.log_exec) {
-            // Host time of planning, before any region runs: the pending walk, fusion, and
-            // the jobs (placement, wiring).
-            auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-            std::fprintf(stderr, "[tandem exec] plan of %zu nodes -> %zu regions: walk %.3f ms, fuse %.3f ms, jobs %.3f ms\n",
-                         pending.size(), jobs.size(), ms(t_walk, t_fuse), ms(t_fuse, t_jobs),
-                         ms(t_jobs, std::chrono::steady_clock::now()));
+        if (options_.log_placement) {
+            const RegionCost& c = job->region.cost;
+            const PlacementDecision& d = job->placement;
+            char predicted[160] = "";
+            if (d.cpu_s >= 0 && d.device_s >= 0)
+                std::snprintf(predicted, sizeof predicted, "; finish cpu %.3f ms, device %.3f ms", 1e3 * d.cpu_s,
+                              1e3 * d.device_s);
+            if (d.regret_s > 0) {
+                // What keeping its inputs where they are cost, towards moving them.
+                const std::string towards = d.regret_device == kSplitRegret ? "in parts over the devices"
+                                            : d.regret_device >= 0 ? "device " + std::to_string(d.regret_device)
+                                                                   : "a device";
+                const std::size_t used = std::strlen(predicted);
+                std::snprintf(predicted + used, sizeof predicted - used, "; regret %.3f ms (%s)", 1e3 * d.regret_s, towards.c_str());
+            }
+            std::fprintf(stderr, "[tandem placement] %s %s %s: reads %.3g MB, writes %.3g MB%s -> %s (%s)\n",
+                         region_kind_name(job->region.kind), job->region.shape.to_string().c_str(),
+                         job->region.summary().c_str(), static_cast<double>(c.bytes_read()) / 1e6,
+                         static_cast<double>(c.bytes_written()) / 1e6, predicted,
+                         executor_name(d).c_str(), d.reason);
         }
+        job->completion = std::make_shared<Completion>();
+        job->completion->backend = resident || !split ? job->placement.backend : &placement_.cpu();
+        job->completion->parts = resident ? split : 0u;
+        job->wanted_on_host.assign(job->region.outputs.size(), false);
+        for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+            Node* n = job->region.outputs[j].node.get();
+            producer[n] = {job.get(), j};
+            if (to_host && wanted_set.count(n)) job->wanted_on_host[j] = true;
+        }
+        if (options_.log_graph)
+            std::fprintf(stderr, "[tandem graph] %s on %s (%s)\n", job->region.to_string().c_str(),
+                         executor_name(job->placement).c_str(), job->placement.reason);
+        jobs.push_back(std::move(job));
+    }
+    if (cold_diverted) {
+        // A region went to the CPU only because its kernel was cold: the regions after it then
+        // find their inputs on the host and stay too, their kernels never built, and a chain
+        // would move to the device a region a run. The kernels of the plan's host regions that
+        // a device computes faster build in the background instead: the next run is priced warm.
+        for (const auto& job : jobs)
+            if (job->placement.backend->on_host() && !job->placement.warm_up)
+                if (Backend* d = faster_device(job->region)) d->prepare(job->region);
+    }
+    // A device output that a region of this plan reads elsewhere (on the CPU, or on
+    // another device, through the host) comes back in the same submission, instead of in
+    // a blocking download later.
+    for (auto& job : jobs) {
+        for (auto& in : job->region.inputs) {
+            auto it = producer.find(in.get());
+            // Through views (they copy nothing) to the region that computes the value.
+            while (it != producer.end() && it->second.first->region.kind == RegionKind::view &&
+                   !it->second.first->placement.backend->on_host())
+                it = producer.find(it->second.first->region.inputs[0].get());
+            if (it == producer.end()) continue;
+            const PlacementDecision& made = it->second.first->placement;
+            const PlacementDecision& reads = job->placement;
+            const Backend* from = made.backend;
+            // A split value is read in place by a region split the same way; any other reader
+            // has it assembled on the host. A device value read by a split region goes to the
+            // pieces on the other devices through the host.
+            const bool elsewhere =
+                made.split ? made.resident() && reads.split != made.split
+                           : !from->on_host() && (from != reads.backend || reads.stream_pieces > 0 ||
+                                                  (reads.split && reads.split != 1u << from->ordinal()));
+            if (elsewhere && job->region.kind != RegionKind::view) it->second.first->wanted_on_host[it->second.second] = true;
+        }
+    }
+    return jobs;
+}
+
+void Scheduler::install_plan(const PlanWalk& walk, const std::vector<JobPtr>& jobs,
+                             const std::vector<std::shared_ptr<Node>>& targets, Deferred& after) {
+    for (const JobPtr& job : jobs) {
+        if (job->region.kind != RegionKind::view) add_outstanding(*job);
+        const bool resident = job->placement.resident();
+        // Device-only results keep their recipe (complete()); past kLineageCheckpoint
+        // device regions on a chain, a result also comes back to the host with its
+        // batch, so that what lineage keeps stays bounded in a long loop.
+        std::uint32_t depth = 0;
+        if (resident) {
+            for (const auto& in : job->region.inputs) {
+                const NodeState& st = state(*in);
+                const bool on_host = !st.eval.pending && st.eval.value && st.eval.value->host();
+                depth = std::max(depth, on_host ? 0u : st.lineage_depth);
+            }
+            if (job->region.kind != RegionKind::view) ++depth;
+        }
+        const bool checkpoint = depth >= kLineageCheckpoint && job->region.kind != RegionKind::view;
+        if (checkpoint) checkpoints_.fetch_add(1, std::memory_order_relaxed);
+        for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
+            Node* n = job->region.outputs[j].node.get();
+            NodeState& st = state(*n);
+            st.eval.pending = job->completion;
+            st.lineage_depth = checkpoint ? 0 : depth;
+            if (checkpoint) job->wanted_on_host[j] = true;
+        }
+        ++in_flight_;
+    }
+    make_recipes(jobs, walk.pending, targets, walk.mark);
+    for (auto& job : jobs)
+        if (wire(job)) after.push_back([this, job] { launch(job); });
+    if (options_.log_exec) {
+        // Host time of planning, before any region runs: the pending walk, fusion, placement,
+        // and the jobs' installation and wiring (under the scheduler's lock).
+        auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+        std::fprintf(stderr, "[tandem exec] plan of %zu nodes -> %zu regions: walk %.3f ms, fuse %.3f ms, "
+                     "place %.3f ms, install %.3f ms\n",
+                     walk.pending.size(), jobs.size(), ms(walk.started, walk.walked), ms(walk.walked, walk.fused),
+                     ms(walk.fused, walk.placed), ms(walk.placed, std::chrono::steady_clock::now()));
     }
 }
 
@@ -570,9 +628,7 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
 void Scheduler::gather_into(const std::vector<std::shared_ptr<Node>>& targets, bool to_host,
                             Promise<std::vector<HostArray>> promise, int regathers) {
     Deferred after;
-    {
-        std::lock_guard lock(mutex_);
-        plan(targets, to_host, after);
+    plan(targets, to_host, after, [&] {
         // The future: ready when every target is computed, with host copies.
         struct Join {
             std::vector<std::shared_ptr<Node>> targets;
@@ -637,7 +693,7 @@ void Scheduler::gather_into(const std::vector<std::shared_ptr<Node>>& targets, b
             });
         }
         if (join->remaining == 0) resolve(after);
-    }
+    });
     drain(after);
 }
 
@@ -767,21 +823,22 @@ void Scheduler::run_on_cpu_instead(const JobPtr& job, const std::string& cause, 
 }
 
 bool Scheduler::recompute_inputs(const JobPtr& job) {
-    Deferred after;
+    std::vector<std::shared_ptr<Node>> again;
     {
         std::lock_guard lock(mutex_);
-        std::vector<std::shared_ptr<Node>> again;
         for (const auto& in : job->region.inputs)
             if (state(*in).eval.value && !state(*in).eval.pending && lost(*state(*in).eval.value)) again.push_back(in);
-        if (again.empty()) return false;
-        plan(again, false, after);
-        bool replanned = false;
-        for (const auto& in : again) replanned |= state(*in).eval.pending != nullptr;
-        if (!replanned) return false;  // nothing to compute them from
-        if (wire(job)) after.push_back([this, job] { launch(job); });
     }
+    if (again.empty()) return false;
+    Deferred after;
+    bool replanned = false;
+    plan(again, false, after, [&] {
+        // (Planned by this plan, or by another since the look above.)
+        for (const auto& in : again) replanned |= state(*in).eval.pending != nullptr;
+        if (replanned && wire(job)) after.push_back([this, job] { launch(job); });
+    });
     drain(after);
-    return true;
+    return replanned;  // false: nothing to compute them from
 }
 
 void Scheduler::run_on_host(const JobPtr& job) {
@@ -995,8 +1052,11 @@ void Scheduler::requeue_on_host(const JobPtr& job, Deferred& after) {
     discharge(*job);
     job->placement = {&placement_.cpu(), "fallback from the device"};  // (stream_pieces 0)
     job->fell_back = true;
-    job->placement.compute_s = placement_.compute_s(job->region, kHost);
-    charge(*job, false, job->placement.compute_s);
+    {
+        std::lock_guard model(model_mutex_);
+        job->placement.compute_s = placement_.compute_s(job->region, kHost);
+    }
+    charge(*job, job->placement.compute_s, 0.0, outstanding_);
     job->completion->backend = job->placement.backend;
     job->completion->parts = 0;  // (no reader split the same way records behind it any more)
     for (auto& out : job->region.outputs) {
@@ -1120,6 +1180,7 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             // kernels are timed on the device; its dispatch cost is the model's own.
             const Backend& b = *job->placement.backend;
             const int executor = b.on_host() ? kHost : static_cast<int>(b.ordinal());
+            std::lock_guard model(model_mutex_);
             placement_.learn(r, executor,
                              job->observed_s + (b.on_host() ? 0.0 : placement_.device_profile(b.ordinal()).rates.launch_s));
         }
@@ -1223,7 +1284,7 @@ std::shared_ptr<Node> Scheduler::pending_operand(const Node& n, std::size_t k) c
 }
 
 std::pair<MachineProfile, std::uint64_t> Scheduler::learned() const {
-    std::lock_guard lock(mutex_);
+    std::lock_guard model(model_mutex_);
     return {placement_.profile(), placement_.runs_learned()};
 }
 
@@ -1248,7 +1309,7 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.split_values_assembled = assembled_.load(std::memory_order_relaxed);
     m.recordings_handed_off = handed_off_.load(std::memory_order_relaxed);
     {
-        std::lock_guard lock(mutex_);
+        std::lock_guard model(model_mutex_);
         m.runs_learned = placement_.runs_learned();
         m.explorations = placement_.explorations();
     }

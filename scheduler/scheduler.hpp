@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_set>
 #include <unordered_map>
 #include <vector>
 
@@ -61,6 +62,8 @@ struct SchedulerOptions {
     /// Bytes of arrays each device may hold, by ordinal (0 or missing: no limit).
     std::vector<std::uint64_t> device_memory_budgets;
     HostPool* pool = nullptr;                ///< host memory for streamed regions' results (null: the heap)
+    /// Tests only (Config::test_fault = slow_plan): each plan pauses this long once placed.
+    std::chrono::milliseconds plan_pause{0};
 };
 
 class Scheduler {
@@ -117,10 +120,29 @@ private:
     };
     using JobPtr = std::shared_ptr<Job>;
 
-    /// Plans the targets' pending graph (fused into regions, placed) and wires the jobs; under
-    /// the lock. `to_host`: the targets are wanted on the host. Values lost with a device are
-    /// planned again from their recipes.
-    void plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after);
+    /// Plans the targets' pending graph (fused into regions, placed) and wires the jobs, then
+    /// calls `then()` under the lock; not under it. `to_host`: the targets are wanted on the
+    /// host. Values lost with a device are planned again from their recipes.
+    template <class Then>
+    void plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after, Then then);
+    /// A plan's nodes, found under the lock: those neither computed nor in flight, in order
+    /// (inputs first), marked with `mark` (Node::pass_mark); and the targets among them.
+    struct PlanWalk {
+        std::uint64_t mark = 0;
+        std::vector<Node*> pending;
+        std::vector<Node*> wanted;
+        std::unordered_set<Node*> wanted_set;
+        std::chrono::steady_clock::time_point started, walked, fused, placed;  // for TANDEM_LOG=exec
+    };
+    PlanWalk walk_plan(const std::vector<std::shared_ptr<Node>>& targets);  // under the lock
+    /// Places the plan's regions (fused from walk.pending), in order, as jobs: not under the lock.
+    std::vector<JobPtr> place_regions(const PlanWalk& walk, std::vector<Region> regions, bool to_host);
+    /// Installs the plan's jobs (their outputs in flight, their work counted) and wires them;
+    /// under the lock.
+    void install_plan(const PlanWalk& walk, const std::vector<JobPtr>& jobs,
+                      const std::vector<std::shared_ptr<Node>>& targets, Deferred& after);
+    /// Placement's fastest device for `r` (under the model's lock).
+    Backend* faster_device(const Region& r) const;
     /// gather()'s body: `promise` resolves once the targets are computed. `regathers`: how many
     /// times to plan again when a device is lost while the targets come back from it.
     void gather_into(const std::vector<std::shared_ptr<Node>>& targets, bool to_host,
@@ -201,6 +223,9 @@ private:
     Placement placement_;
     SchedulerOptions options_;
     mutable std::mutex mutex_;
+    /// Held by the thread making a plan, from its walk to its wiring, and taken before mutex_:
+    /// planners take turns, without holding mutex_ while they fuse.
+    std::mutex plan_mutex_;
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
     /// Threads still working for the scheduler after their job may have been counted out: the
@@ -210,15 +235,25 @@ private:
     /// the graph through a destroyed scheduler, after a lost device, hung the Lineage test).
     std::size_t active_ = 0;
     struct ActiveScope;
-    std::uint64_t plan_mark_ = 0;  // marks the nodes of the plan being made (under the lock)
+    std::uint64_t plan_mark_ = 0;  // marks the nodes of the plan being made (under both locks)
     /// Predicted compute seconds of the work placed on each executor and not finished yet
     /// (under the lock). Counted per job and taken back when it completes, so a misprediction
     /// lasts only as long as the work it is about, never accumulates.
-    double cpu_outstanding_s_ = 0;
-    std::vector<double> device_outstanding_s_;  // per device
-    std::vector<double> link_outstanding_s_;    // per device: its link to the host
-    void charge(Job& job, bool on_device, double seconds, double link_seconds = 0);
+    struct Outstanding {
+        double cpu = 0;
+        std::vector<double> device;  // per device
+        std::vector<double> link;    // per device: its link to the host
+        /// Adds (sign 1) or takes back (-1) what `job` is charged.
+        void add(const Job& job, double sign);
+    };
+    Outstanding outstanding_;
+    /// Charges `job` with its predicted seconds (its executor's, its link's), counted in `on`.
+    static void charge(Job& job, double seconds, double link_seconds, Outstanding& on);
+    void add_outstanding(const Job& job);  // what it was charged, counted in outstanding_
     void discharge(Job& job);
+    /// Guards placement_'s model (its rates' histories, the exploring runs): the planner places
+    /// without the scheduler's lock. Taken after mutex_ where both are held.
+    mutable std::mutex model_mutex_;
     std::atomic<std::uint64_t> plans_{0}, regions_{0}, device_regions_{0}, fallbacks_{0}, failed_{0}, ops_{0},
         elements_{0};
     std::vector<std::unique_ptr<ResidencyTable>> residency_;  // each device's copies

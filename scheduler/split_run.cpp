@@ -187,7 +187,7 @@ void Scheduler::run_split(const JobPtr& job) {
         // Each piece's kernels, timed on its device, are a run of its share of the region there:
         // a GPU that only ever runs pieces learns the region's time too (it would be priced by
         // the raw model for good). A tail piece of a few elements says nothing.
-        std::lock_guard lock(mutex_);
+        std::lock_guard model(model_mutex_);
         for (std::size_t i = 0; i < flights.size(); ++i) {
             const PieceFlight& f = *flights[i];
             const double share = static_cast<double>(f.piece().region.shape.numel()) / static_cast<double>(r.shape.numel());

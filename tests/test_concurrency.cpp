@@ -282,3 +282,34 @@ TEST(Concurrency, EightThreadsSubmitAHundredThousandSmallNodes) {
     EXPECT_EQ(failures.load(), 0);
     EXPECT_EQ(rt.metrics().regions_failed, 0u);
 }
+
+TEST(Concurrency, APlanBeingMadeHoldsNotTheSchedulersLock) {
+    // A plan's fusion and placement (~1 ms for a 1,300-node program on a slow host) ran under
+    // the scheduler's one lock, and every completion, CPU worker and reader of the graph waited
+    // for them. Planners now take turns on a lock of their own and hold the scheduler's only to
+    // walk the graph, to read an earlier plan's value, and to install the plan. With the
+    // slow_plan fault each plan pauses 2 s once placed; Array::describe, which takes the
+    // scheduler's lock, must not wait for that.
+    tandem::Config c;
+    c.device = "cpu";
+    c.test_fault = "slow_plan";
+    Runtime rt(c);
+    const std::vector<double> base = {0.5, 1.5, -2.0, 4.0};
+    Array x = rt.array(std::span<const double>(base), Shape{4, 1});
+    Array y = x * 2.0 + 1.0;
+    std::atomic<bool> gathered{false};
+    std::vector<double> got;
+    std::thread planner([&] {
+        got = y.gather().get().to_doubles();
+        gathered = true;
+    });
+    while (rt.metrics().plans == 0) std::this_thread::yield();  // its walk is done: it fuses, places, pauses
+    const auto start = std::chrono::steady_clock::now();
+    const std::string text = y.describe();
+    const auto waited = std::chrono::steady_clock::now() - start;
+    EXPECT_FALSE(gathered.load()) << "the plan should still be pausing";
+    EXPECT_LT(waited, std::chrono::milliseconds(1000)) << "describe() waited for a plan being fused";
+    EXPECT_NE(text.find("times"), std::string::npos) << text;
+    planner.join();
+    EXPECT_EQ(got, (std::vector<double>{2.0, 4.0, -3.0, 9.0}));
+}

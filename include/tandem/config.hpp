@@ -94,8 +94,9 @@ struct TANDEM_API Config {
     /// when a batch completes), "device_lost_later" or "device_lost_later:N" (found when the
     /// fourth, or Nth, batch completes, when earlier results live only on the device),
     /// "device_lost_in_download" (found by the first download), "submit_failed" (vkQueueSubmit
-    /// fails), "slow_compile" (every kernel build takes 1.5 s longer: what a caller waits for);
-    /// "<fault>@<d>" gives it to the d-th device of the list alone.
+    /// fails), "slow_compile" (every kernel build takes 1.5 s longer: what a caller waits for),
+    /// "slow_plan" (every plan pauses 2 s once fused and placed, before it is installed: what
+    /// other threads must not wait for); "<fault>@<d>" gives a device's fault to the d-th device of the list alone.
     std::string test_fault;
     /// Comma-separated log topics written to stderr: "graph" (regions of each plan),
     /// "exec" (each region run, with its host time), "gpu" (each dispatch and copy's GPU time,
