@@ -202,7 +202,7 @@ private:
     /// parts come down and are assembled).
     void ensure_host(const std::vector<std::shared_ptr<Value>>& values);
     /// Sends what every device recorded.
-    void flush_devices();
+    void flush_devices(std::uint32_t mask);  // sends the open batch of each device in `mask` (bit d: device d)
     void requeue_on_host(const JobPtr& job, Deferred& after);
     /// A device job refused before anything was recorded: the CPU runs it, and the log says why
     /// (once per `cause`).

@@ -107,3 +107,38 @@ TEST(VulkanSubmission, AWarmProgramIsRecordedWhereItIsLaunched) {
     EXPECT_GE(warm.device_regions, cold.device_regions + 5);
     tvk::expect_device_clean(*gpu);
 }
+
+TEST(VulkanSubmission, ALongChainIsSentInAFewBatches) {
+    // A chain of small regions recorded by one thread goes to the device in batches that grow
+    // (the backend sends one early when it finds the device idle: 4 dispatches, then 8, 16, ...).
+    // A completion that recorded nothing used to send the batch being filled as well, at every
+    // batch done: when the recording ran slower than the device (W5's power iteration on the
+    // H100, its head launched by a CPU job), each batch held a region or two. (Lavapipe runs
+    // slower than this thread records: 4-5 batches either way here; the guard is for the rule.)
+    auto gpu = tvk::open_gpu();
+    Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(tref::seed_of("submission chain"));
+    const Host hg = tref::random_host({64, 64}, DType::f64, rng);
+    auto power = [](Runtime& rt, const Host& g) {
+        const Array G = tref::make_array(rt, g);
+        Array v = rt.ones({64, 1});
+        for (int i = 0; i < 60; ++i) {
+            const Array Gv = tandem::matmul(G, v);
+            v = Gv / tandem::sum(tandem::abs(Gv));
+        }
+        return v;
+    };
+    const Host first = tref::gather(power(*gpu, hg));  // builds the kernels
+    gpu->wait_idle();
+    const auto before = gpu->metrics();
+    const Host again = tref::gather(power(*gpu, hg));
+    gpu->wait_idle();
+    const auto after = gpu->metrics();
+    const std::uint64_t regions = after.device_regions - before.device_regions;
+    const std::uint64_t batches = after.device_batches - before.device_batches;
+    EXPECT_GE(regions, 120u);
+    EXPECT_LE(batches, 12u) << regions << " regions";
+    EXPECT_TRUE(tref::same_values(again, first, Acc::exact_signed));
+    EXPECT_TRUE(tref::same_values(again, tref::gather(power(cpu, hg)), Acc::exact_signed));
+    tvk::expect_device_clean(*gpu);
+}
