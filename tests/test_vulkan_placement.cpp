@@ -211,13 +211,19 @@ TEST(VulkanCalibration, WhatARuntimeLearnsIsKeptForTheNext) {
     }
     cal.created_unix_s = 1'790'000'000;
     // Rates that send large regions to the device and keep small ones home: both executors run.
+    // The device's are far beyond what the CPU's runs can teach the model (under a loaded
+    // sanitizer build the device's kernel may come late, the CPU run the big region until then,
+    // and the model learn that the CPU takes milliseconds, not the 20 ms these rates say).
     cal.profile.cpu.ops_per_s[static_cast<std::size_t>(CostClass::transcendental)] = {1e7, 1e7};
+    cal.profile.devices[0].rates.ops_per_s[static_cast<std::size_t>(CostClass::transcendental)] = {1e13, 1e13};
     write_calibration(cal, path);
     auto run = [&](tandem::Config config) {
         auto rt = tvk::open_gpu(config);
         std::vector<double> big(200000, 0.5), small(10, 0.25);
-        // (Until the device takes over, should a kernel still have to be built.)
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        SCOPED_TRACE(config.placement_learning ? "learning on" : "learning off");
+        // (Until the device takes over, should a kernel still have to be built: a minute, for a
+        // sanitizer build on a loaded machine; a run in CI once took 20 s without.)
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
         for (int i = 0; i < 4 || (rt->metrics().device_regions == 0 && std::chrono::steady_clock::now() < until); ++i) {
             auto x = rt->array(std::span<const double>(big), tandem::Shape{200000, 1});
             auto y = rt->array(std::span<const double>(small), tandem::Shape{10, 1});
