@@ -48,6 +48,7 @@ Config Config::from_environment() {
     if (const char* v = env("TANDEM_DEVICE")) c.device = v;
     if (const char* v = env("TANDEM_PLACEMENT")) c.placement = v;
     if (const char* v = env("TANDEM_SPLIT")) c.split = v;
+    if (const char* v = env("TANDEM_PLAN_CACHE")) c.plan_cache = v;
     if (const char* v = env("TANDEM_CALIBRATION")) c.calibration_file = v;
     if (const char* v = env("TANDEM_PLACEMENT_LEARNING"))
         c.placement_learning = parse_int("TANDEM_PLACEMENT_LEARNING", v, 0, 1) != 0;
@@ -139,6 +140,9 @@ void Config::validate() const {
                           "vulkan:<name substring>, or up to 8 of the vulkan ones separated by commas (vulkan:0,1)");
     if (split != "auto" && split != "always" && split != "off")
         throw ConfigError("split (TANDEM_SPLIT / Config::split) = '" + split + "': expected auto, always or off");
+    if (plan_cache != "on" && plan_cache != "off" && plan_cache != "verify")
+        throw ConfigError("plan_cache (TANDEM_PLAN_CACHE / Config::plan_cache) = '" + plan_cache +
+                          "': expected on, off or verify");
     if (placement != "auto" && placement != "cpu" && placement != "gpu")
         throw ConfigError("placement (TANDEM_PLACEMENT / Config::placement) = '" + placement +
                           "': expected auto, cpu or gpu");

@@ -63,6 +63,9 @@ SchedulerOptions scheduler_options(const Config& c, int threads, const std::vect
                   : c.placement == "gpu" ? PlacementMode::device
                                          : PlacementMode::automatic;
     o.min_device_elements = c.device_min_elements;
+    o.fusion_cache = c.plan_cache == "off"      ? FusionCache::Mode::off
+                     : c.plan_cache == "verify" ? FusionCache::Mode::verify
+                                                : FusionCache::Mode::on;
     o.split = c.split == "always" ? SplitMode::always : c.split == "off" ? SplitMode::off : SplitMode::automatic;
     if (c.test_fault == "slow_plan") o.plan_pause = std::chrono::milliseconds(2000);
     o.learn = c.placement_learning && o.placement == PlacementMode::automatic && device != nullptr;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "graph/fusion.hpp"
+#include "graph/fusion_cache.hpp"
 #include "scheduler/node_state.hpp"
 #include "scheduler/placement.hpp"
 #include "scheduler/submit_thread.hpp"
@@ -57,6 +58,7 @@ struct SchedulerOptions {
     PlacementMode placement = PlacementMode::automatic;
     std::int64_t min_device_elements = 0;  ///< smaller regions stay on the CPU
     SplitMode split = SplitMode::automatic;  ///< regions split over several devices (Config::split)
+    FusionCache::Mode fusion_cache = FusionCache::Mode::on;  ///< Config::plan_cache
     MachineProfile profile;                ///< the cost model's rates
     bool learn = true;                     ///< refine the model with observed times (automatic placement)
     /// Bytes of arrays each device may hold, by ordinal (0 or missing: no limit).
@@ -226,6 +228,7 @@ private:
     /// Held by the thread making a plan, from its walk to its wiring, and taken before mutex_:
     /// planners take turns, without holding mutex_ while they fuse.
     std::mutex plan_mutex_;
+    FusionCache fusion_cache_;  // under plan_mutex_
     std::condition_variable idle_;
     std::size_t in_flight_ = 0;
     /// Threads still working for the scheduler after their job may have been counted out: the
@@ -263,7 +266,8 @@ private:
     /// Values computed again after their device was lost; results brought back to bound lineage.
     std::atomic<std::uint64_t> recomputed_{0}, checkpoints_{0}, streamed_{0}, pieces_{0};
     std::atomic<std::uint64_t> split_{0}, split_pieces_{0}, assembled_{0};  // data-parallel regions, their pieces, split values assembled
-    std::atomic<std::uint64_t> handed_off_{0};  // recordings made by a device's submitting thread
+    std::atomic<std::uint64_t> handed_off_{0};
+    std::atomic<std::uint64_t> fused_from_cache_{0};  // plans whose fusion the cache gave  // recordings made by a device's submitting thread
     /// Device regions on a chain of device-only results after which a result also comes back
     /// to the host (a checkpoint): the recipes a long loop keeps stay this deep at most.
     static constexpr std::uint32_t kLineageCheckpoint = 1024;

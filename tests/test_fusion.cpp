@@ -521,3 +521,80 @@ TEST(Fusion, SoftmaxRecomputesItsExponentialInsteadOfWritingIt) {
             EXPECT_TRUE(tref::same_values(tref::gather(softmax(xf, dim).p), tref::gather(p.p), tref::Acc::exact_signed));
         }
 }
+
+TEST(FusionCache, AProgramBuiltAgainOnOtherDataIsFusedFromTheCache) {
+    // Fusion's result is remembered by the plan's structure; verify mode fuses every hit again
+    // and fails the gather if the regions differ.
+    Config c;
+    c.device = "cpu";
+    c.plan_cache = "verify";
+    Runtime rt(c);
+    std::mt19937_64 rng(7);
+    std::normal_distribution<double> normal;
+    auto data = [&] {
+        std::vector<double> v(6 * 5);
+        for (double& x : v) x = normal(rng);
+        return v;
+    };
+    auto program = [](const Array& x, double k) { return tandem::sum(tandem::exp(-(x * x)) * k + x, 1); };
+    auto expected = [](const std::vector<double>& v, double k) {  // the sums down the columns of 6 x 5
+        std::vector<double> out(5, 0.0);
+        for (int j = 0; j < 5; ++j)
+            for (int i = 0; i < 6; ++i) {
+                const double x = v[static_cast<std::size_t>(i + 6 * j)];
+                out[static_cast<std::size_t>(j)] += std::exp(-(x * x)) * k + x;
+            }
+        return out;
+    };
+    auto near_all = [](const std::vector<double>& a, const std::vector<double>& b) {
+        if (a.size() != b.size()) return false;
+        for (std::size_t i = 0; i < a.size(); ++i)
+            if (std::abs(a[i] - b[i]) > 1e-12 * (1 + std::abs(b[i]))) return false;
+        return true;
+    };
+    const auto d1 = data(), d2 = data(), d3 = data(), d4 = data(), d5 = data();
+    const Array x1 = rt.array(std::span<const double>(d1), Shape{6, 5});
+    const Array x2 = rt.array(std::span<const double>(d2), Shape{6, 5});
+    const Array x3 = rt.array(std::span<const double>(d3), Shape{6, 5});
+
+    EXPECT_TRUE(near_all(program(x1, 0.5).gather().get().to_doubles(), expected(d1, 0.5)));
+    const Metrics first = rt.metrics();
+    EXPECT_EQ(first.plans_fused_from_cache, 0u);
+    EXPECT_TRUE(near_all(program(x2, 0.5).gather().get().to_doubles(), expected(d2, 0.5)));
+    const Metrics second = rt.metrics();
+    EXPECT_EQ(second.plans, first.plans + 1);
+    EXPECT_EQ(second.plans_fused_from_cache, 1u) << "the same structure on other data";
+    EXPECT_EQ(second.regions_executed - first.regions_executed, first.regions_executed) << "the same regions";
+
+    // Another constant is another program (it is in the kernel); so are other extents.
+    EXPECT_TRUE(near_all(program(x3, 0.25).gather().get().to_doubles(), expected(d3, 0.25)));
+    EXPECT_EQ(rt.metrics().plans_fused_from_cache, 1u);
+    const Array wide = rt.array(std::span<const double>(d3), Shape{5, 6});
+    (void)program(wide, 0.5).gather().get();
+    EXPECT_EQ(rt.metrics().plans_fused_from_cache, 1u);
+
+    // Two targets of one plan: another set of wanted nodes, another entry; then a hit.
+    for (const auto* d : {&d4, &d5}) {
+        const Array a = rt.array(std::span<const double>(*d), Shape{6, 5});
+        const Array e = tandem::exp(-(a * a));
+        auto both = rt.gather({tandem::sum(e * 0.5 + a, 1), e}).get();
+        EXPECT_TRUE(near_all(both[0].to_doubles(), expected(*d, 0.5)));
+        EXPECT_EQ(both[1].numel(), 30);
+    }
+    EXPECT_EQ(rt.metrics().plans_fused_from_cache, 2u);
+}
+
+TEST(FusionCache, OffFusesEveryPlan) {
+    Config c;
+    c.device = "cpu";
+    c.plan_cache = "off";
+    Runtime rt(c);
+    const std::vector<double> v = {1, 2, 3, 4};
+    for (int i = 0; i < 3; ++i) {
+        const Array x = rt.array(std::span<const double>(v), Shape{4, 1});
+        EXPECT_EQ(tandem::sum(x * 2.0 + 1.0, 2).gather().get().to_doubles(), (std::vector<double>{3, 5, 7, 9}));
+    }
+    EXPECT_EQ(rt.metrics().plans_fused_from_cache, 0u);
+    c.plan_cache = "sometimes";
+    EXPECT_THROW(Runtime{c}, tandem::ConfigError);
+}

@@ -18,6 +18,7 @@ inline tandem::Config gpu_config() {
     c.placement = "gpu";  // every region goes to the device
     c.vulkan_validation = true;
     c.pipeline_cache_dir = "none";
+    c.plan_cache = "verify";  // every plan fused from the cache is fused again and compared
     return c;
 }
 
@@ -31,6 +32,7 @@ inline tandem::Config unfused_gpu_config() {
 inline tandem::Config cpu_config() {
     tandem::Config c;
     c.device = "cpu";
+    c.plan_cache = "verify";
     return c;
 }
 

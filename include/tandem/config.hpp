@@ -53,6 +53,10 @@ struct TANDEM_API Config {
     /// by side): "auto" (when the cost model says it finishes sooner), "always" (every region
     /// that can be split: comparisons and tests), "off". TANDEM_SPLIT.
     std::string split = "auto";
+    /// Fusion's results remembered by the structure of the plan they came from, so that a program
+    /// built again (a loop's body, a solver's step) is fused once: "on", "off", or "verify" (tests:
+    /// fuse anyway on each hit and fail the gather if the results differ). TANDEM_PLAN_CACHE.
+    std::string plan_cache = "on";
     /// Regions with fewer elements than this always stay on the CPU (0: no floor; with
     /// placement "gpu", a way to keep the small ones off the device). TANDEM_DEVICE_MIN_ELEMENTS.
     std::int64_t device_min_elements = 0;

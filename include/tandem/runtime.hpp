@@ -53,6 +53,7 @@ struct RuntimeInfo {
 /// Counters since the runtime started.
 struct Metrics {
     std::uint64_t plans = 0;              ///< gathers that needed new work
+    std::uint64_t plans_fused_from_cache = 0;  ///< of which fusion's result was remembered (Config::plan_cache)
     std::uint64_t regions_executed = 0;   ///< fused regions run
     std::uint64_t regions_failed = 0;     ///< regions whose computation threw
     std::uint64_t ops_executed = 0;       ///< graph ops inside the regions run
