@@ -1,7 +1,6 @@
 #include "graph/fusion_cache.hpp"
 
 #include <bit>
-#include <cstring>
 #include <string>
 
 #include "tandem/error.hpp"
@@ -111,7 +110,6 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
     // A structure that keeps coming back with other attributes (its random streams or constants
     // change each run) is no longer looked up or stored: each copy would be used never.
     if (sk.hits == 0 && sk.misses > kVolatileMisses) {
-        ++misses_;
         return detail::fuse(pending, targets, mark, options);
     }
     auto node_of = [&](Code c) {
@@ -131,7 +129,7 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
     if (auto it = entries_.find(h); it != entries_.end() && same_key(it->second.key)) {
         Entry& e = it->second;
         e.last_use = ++clock_;
-        ++hits_;
+        hits_.fetch_add(1, std::memory_order_relaxed);
         ++sk.hits;
         std::vector<Region> regions = e.regions;
         for (std::size_t r = 0; r < regions.size(); ++r) {
@@ -149,7 +147,6 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
         }
         return regions;
     }
-    ++misses_;
     ++sk.misses;
     std::vector<Region> regions = detail::fuse(pending, targets, mark, options);
     if (skeletons_.size() > 16 * capacity_) skeletons_.clear();  // (sk dangles from here)

@@ -10,6 +10,7 @@
 // fuses each time; once a structure has missed a few times and never hit, it is no longer stored.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -30,8 +31,8 @@ public:
     std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<Node*>& targets, std::uint64_t mark,
                              const FusionOptions& options);
 
-    std::uint64_t hits() const noexcept { return hits_; }
-    std::uint64_t misses() const noexcept { return misses_; }
+    /// Plans fused from the cache so far (any thread may ask).
+    std::uint64_t hits() const noexcept { return hits_.load(std::memory_order_relaxed); }
 
 private:
     /// A node of the plan as the cache names it: >= 0 a position in `pending`, < 0 boundary slot
@@ -52,7 +53,8 @@ private:
     };
     static constexpr std::uint32_t kVolatileMisses = 3;
     std::unordered_map<std::uint64_t, Skeleton> skeletons_;
-    std::uint64_t clock_ = 0, hits_ = 0, misses_ = 0;
+    std::uint64_t clock_ = 0;
+    std::atomic<std::uint64_t> hits_{0};
 };
 
 /// Whether two regions are the same work: every field, doubles bit for bit, nodes by identity.

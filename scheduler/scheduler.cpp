@@ -78,7 +78,8 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
     : nodes_(nodes),
       placement_(cpu, devices, options.placement, options.min_device_elements, options.profile,
                  options.device_memory_budgets),
-      options_(options), fusion_cache_(options.fusion_cache), outstanding_{0.0, std::vector<double>(devices.size(), 0.0), std::vector<double>(devices.size(), 0.0)},
+      options_(options), fusion_cache_(options.fusion_cache),
+      outstanding_{0.0, std::vector<double>(devices.size(), 0.0), std::vector<double>(devices.size(), 0.0)},
       device_jobs_(devices.size(), 0),
       trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
       workers_(options.threads) {
@@ -314,9 +315,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
     }
     std::vector<JobPtr> jobs;
     if (!walk.pending.empty()) {
-        const std::uint64_t hits = fusion_cache_.hits();
         std::vector<Region> regions = fusion_cache_.fuse(walk.pending, walk.wanted, walk.mark, {options_.fuse});
-        if (fusion_cache_.hits() != hits) fused_from_cache_.fetch_add(1, std::memory_order_relaxed);
         walk.fused = std::chrono::steady_clock::now();
         jobs = place_regions(walk, std::move(regions), to_host);
         walk.placed = std::chrono::steady_clock::now();
@@ -1310,7 +1309,7 @@ std::pair<MachineProfile, std::uint64_t> Scheduler::learned() const {
 
 void Scheduler::add_metrics(Metrics& m) const {
     m.plans = plans_.load(std::memory_order_relaxed);
-    m.plans_fused_from_cache = fused_from_cache_.load(std::memory_order_relaxed);
+    m.plans_fused_from_cache = fusion_cache_.hits();
     m.regions_executed = regions_.load(std::memory_order_relaxed);
     m.regions_failed = failed_.load(std::memory_order_relaxed);
     m.ops_executed = ops_.load(std::memory_order_relaxed);

@@ -266,8 +266,7 @@ private:
     /// Values computed again after their device was lost; results brought back to bound lineage.
     std::atomic<std::uint64_t> recomputed_{0}, checkpoints_{0}, streamed_{0}, pieces_{0};
     std::atomic<std::uint64_t> split_{0}, split_pieces_{0}, assembled_{0};  // data-parallel regions, their pieces, split values assembled
-    std::atomic<std::uint64_t> handed_off_{0};
-    std::atomic<std::uint64_t> fused_from_cache_{0};  // plans whose fusion the cache gave  // recordings made by a device's submitting thread
+    std::atomic<std::uint64_t> handed_off_{0};  // recordings made by a device's submitting thread
     /// Device regions on a chain of device-only results after which a result also comes back
     /// to the host (a checkpoint): the recipes a long loop keeps stay this deep at most.
     static constexpr std::uint32_t kLineageCheckpoint = 1024;
