@@ -373,6 +373,7 @@ json metrics_delta(const tandem::Metrics& a, const tandem::Metrics& b) {
             {"kernel_ms", b.kernel_ms - a.kernel_ms},
             {"pipeline_misses", b.pipeline_misses - a.pipeline_misses},
             {"pipelines_built_ahead", b.pipelines_built_ahead - a.pipelines_built_ahead},
+            {"kernels_formed", b.kernels_formed - a.kernels_formed},
             {"split_regions", b.split_regions - a.split_regions},
             {"split_values_assembled", b.split_values_assembled - a.split_values_assembled},
             {"recordings_handed_off", b.recordings_handed_off - a.recordings_handed_off}};

@@ -135,6 +135,7 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
         for (std::size_t r = 0; r < regions.size(); ++r) {
             for (std::size_t k = 0; k < regions[r].inputs.size(); ++k) regions[r].inputs[k] = node_of(e.inputs[r][k]);
             for (std::size_t j = 0; j < regions[r].outputs.size(); ++j) regions[r].outputs[j].node = node_of(e.outputs[r][j]);
+            regions[r].memo.share(e.regions[r].memo);  // what the backends worked out holds for it too
         }
         if (mode_ == Mode::verify) {
             const std::vector<Region> fresh = detail::fuse(pending, targets, mark, options);
@@ -162,6 +163,7 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
     e.inputs.resize(regions.size());
     e.outputs.resize(regions.size());
     for (std::size_t r = 0; r < regions.size(); ++r) {
+        e.regions[r].memo.share(regions[r].memo);  // the backends' work on this plan serves the hits
         for (auto& in : e.regions[r].inputs) {
             Code c = 0;
             if (!code_of(in.get(), c)) return regions;

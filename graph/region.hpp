@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -106,6 +107,40 @@ enum class RegionKind : std::uint8_t {
 /// "elementwise", "reduce", ... for logs and traces.
 const char* region_kind_name(RegionKind k) noexcept;
 
+/// What a device's backend works out about a region once and needs again: its generated kernel
+/// (placement asks whether it is built, the recording then uses it). Slot d is device d's,
+/// opaque to the graph. A copy of the region starts without one (a copy may be made into another
+/// region: a piece of it, its tail); a move keeps it; share() makes two regions of the same
+/// structure use one (the fusion cache's hits: a program run again asks nothing twice).
+class BackendMemo {
+public:
+    static constexpr std::size_t kSlots = 8;
+    BackendMemo() : slots_(std::make_shared<Slots>()) {}
+    BackendMemo(const BackendMemo&) : BackendMemo() {}
+    BackendMemo(BackendMemo&& o) noexcept : slots_(std::move(o.slots_)) {}
+    BackendMemo& operator=(const BackendMemo& o) {
+        if (this != &o) slots_ = std::make_shared<Slots>();
+        return *this;
+    }
+    BackendMemo& operator=(BackendMemo&& o) noexcept {
+        slots_ = std::move(o.slots_);
+        return *this;
+    }
+    ~BackendMemo() = default;
+    /// From now on this memo is `other`'s (the regions are alike in everything a backend reads).
+    void share(const BackendMemo& other) { slots_ = other.slots_; }
+    std::shared_ptr<const void> get(std::size_t slot) const {
+        return slots_ ? (*slots_)[slot].load(std::memory_order_acquire) : nullptr;
+    }
+    void set(std::size_t slot, std::shared_ptr<const void> v) const {
+        if (slots_) (*slots_)[slot].store(std::move(v), std::memory_order_release);
+    }
+
+private:
+    using Slots = std::array<std::atomic<std::shared_ptr<const void>>, kSlots>;
+    std::shared_ptr<Slots> slots_;  // null only once moved from
+};
+
 struct Region {
     RegionKind kind = RegionKind::elementwise;
     Shape shape;
@@ -190,6 +225,9 @@ struct Region {
         for (int d = reduce_dim + 1; d < shape.ndims(); ++d) outer *= shape[d];
         return {inner, shape[reduce_dim], outer};
     }
+
+    /// What the devices' backends worked out about it (not part of its meaning: not copied).
+    BackendMemo memo;
 
     /// How input k walks the region, element by element in column-major order: its dimensions
     /// with the region's singletons dropped and neighbours merged where both are plain and

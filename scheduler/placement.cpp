@@ -13,6 +13,8 @@
 
 namespace tandem::detail {
 
+static_assert(BackendMemo::kSlots >= kMaxDevices, "a region keeps a backend memo for each device");
+
 Placement::Placement(Backend& cpu, std::vector<Backend*> devices, PlacementMode mode, std::int64_t min_device_elements,
                      MachineProfile profile, std::vector<std::uint64_t> device_memory_budgets)
     : cpu_(&cpu), devices_(std::move(devices)), mode_(mode), min_device_elements_(min_device_elements),

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "graph/region.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
 
@@ -582,6 +583,34 @@ TEST(FusionCache, AProgramBuiltAgainOnOtherDataIsFusedFromTheCache) {
         EXPECT_EQ(both[1].numel(), 30);
     }
     EXPECT_EQ(rt.metrics().plans_fused_from_cache, 2u);
+}
+
+TEST(FusionCache, ARegionsBackendMemoIsKeptByMovesAndSharedOnlyOnPurpose) {
+    // What a device's backend worked out about a region (its kernel) must not follow a copy,
+    // which may be made into another region (a piece, a tail), but follows a move, and the
+    // fusion cache shares it between the regions of one structure.
+    using tandem::detail::BackendMemo;
+    using tandem::detail::Region;
+    Region a;
+    const auto note = std::make_shared<int>(7);
+    a.memo.set(1, note);
+    EXPECT_EQ(a.memo.get(1), note);
+    EXPECT_EQ(a.memo.get(0), nullptr);
+    Region copy = a;
+    EXPECT_EQ(copy.memo.get(1), nullptr) << "a copy starts without";
+    copy = a;
+    EXPECT_EQ(copy.memo.get(1), nullptr);
+    copy.memo.share(a.memo);
+    EXPECT_EQ(copy.memo.get(1), note);
+    copy.memo.set(2, note);
+    EXPECT_EQ(a.memo.get(2), note) << "shared: one memo";
+    Region moved = std::move(a);
+    EXPECT_EQ(moved.memo.get(1), note) << "a move keeps it";
+    Region other;
+    other.memo.set(1, std::make_shared<int>(8));
+    other = std::move(moved);
+    EXPECT_EQ(other.memo.get(1), note);
+    static_assert(BackendMemo::kSlots >= 8);
 }
 
 TEST(FusionCache, OffFusesEveryPlan) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "calibrate/calibration_file.hpp"
+#include "reference.hpp"
 #include "tandem/calibration.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "vulkan_runtime.hpp"
@@ -88,6 +90,58 @@ TEST(VulkanCalibration, TheRuntimeReadsItsMachinesCalibration) {
         if (rt->impl().device()->device_class() == DeviceClass::cpu_device)
             EXPECT_EQ(rt->metrics().device_regions, 0u) << "lavapipe's default rates keep this on the CPU";
     }
+    fs::remove_all(dir);
+}
+
+TEST(VulkanCalibration, AProgramBuiltAgainFormsNoKernelAgain) {
+    // A region's generated kernel is worked out once on a device (how it reads its inputs, the
+    // signature naming it): placement's question whether it is built and the recording share
+    // it, and a program built again, fused from the cache, shares the first run's.
+    const fs::path dir = fs::temp_directory_path() / ("tandem-vk-forms-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string path = (dir / "calibration.json").string();
+    tandem::Config c = tvk::gpu_config();
+    c.placement = "auto";
+    c.placement_learning = false;  // the calibrated rates alone: the device wins every region
+    c.calibration_file = path;
+    Calibration cal = discrete_gpu_calibration(c);
+    for (auto& rate : cal.profile.cpu.ops_per_s) rate = {1e7, 1e7};
+    write_calibration(cal, path);
+    auto gpu = tvk::open_gpu(c);
+    tandem::Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(tref::seed_of("kernels formed once"));
+    const tref::Host hu = tref::random_host({32, 32}, tandem::DType::f64, rng);
+    auto heat = [](tandem::Runtime& rt, const tref::Host& u0) {
+        tandem::Array u = tref::make_array(rt, u0);
+        for (int i = 0; i < 20; ++i)
+            u = u + 0.1 * (tandem::circshift(u, 1, 1) + tandem::circshift(u, -1, 2) - 2.0 * u);
+        return tandem::sum(u * u);
+    };
+    const tref::Host expected = tref::gather(heat(cpu, hu));
+    // The first runs go to the CPU while the kernels build in the background.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::uint64_t regions = 0, on_device = 0;
+    do {
+        const auto before = gpu->metrics();
+        EXPECT_TRUE(tref::same_values(tref::gather(heat(*gpu, hu)), expected, tref::Acc::exact_signed));
+        gpu->wait_idle();
+        regions = gpu->metrics().regions_executed - before.regions_executed;
+        on_device = gpu->metrics().device_regions - before.device_regions;
+    } while (on_device < regions && std::chrono::steady_clock::now() < until);
+    ASSERT_EQ(on_device, regions) << "the calibrated rates put every region on the device";
+    EXPECT_GE(regions, 20u);  // the 20 steps, the last one fused with the sum
+    gpu->wait_idle();
+    const auto before = gpu->metrics();
+    EXPECT_GE(before.kernels_formed, 1u);
+    for (int run = 0; run < 3; ++run)
+        EXPECT_TRUE(tref::same_values(tref::gather(heat(*gpu, hu)), expected, tref::Acc::exact_signed));
+    gpu->wait_idle();
+    const auto after = gpu->metrics();
+    EXPECT_EQ(after.plans_fused_from_cache - before.plans_fused_from_cache, 3u);
+    EXPECT_EQ(after.device_regions - before.device_regions, 3 * regions);
+    EXPECT_EQ(after.kernels_formed, before.kernels_formed) << "a program built again formed its kernels again";
+    tvk::expect_device_clean(*gpu);
+    gpu.reset();
     fs::remove_all(dir);
 }
 

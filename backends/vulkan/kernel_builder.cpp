@@ -86,7 +86,7 @@ void KernelBuilder::stop() {
     queue_.clear();  // not begun: a recording that needs one builds it itself
 }
 
-KernelBuilder::Slot& KernelBuilder::slot(std::string sig, const Region& r, const std::vector<InputAccess>& access,
+KernelBuilder::Slot& KernelBuilder::slot(const std::string& sig, const Region& r, const std::vector<InputAccess>& access,
                                          const std::vector<InputWalk>& walks, bool& fresh) {
     fresh = false;
     {
@@ -100,7 +100,7 @@ KernelBuilder::Slot& KernelBuilder::slot(std::string sig, const Region& r, const
     s->cached = pipelines_.cached(s->entry.kernel);
     s->combine_cached = !s->entry.kernel.combine_glsl.empty() && pipelines_.cached(combine_kernel(s->entry.kernel));
     std::lock_guard lock(mutex_);
-    auto [it, inserted] = slots_.try_emplace(std::move(sig), std::move(s));
+    auto [it, inserted] = slots_.try_emplace(sig, std::move(s));
     fresh = inserted;
     return *it->second;
 }
@@ -129,14 +129,25 @@ void KernelBuilder::build(Slot& s) {
     expected = 0.75 * expected + 0.25 * took;  // recent builds count most
 }
 
-KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<InputAccess>& access,
-                                         const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
+std::shared_ptr<const KernelBuilder::Form> KernelBuilder::form(const Region& r, std::vector<InputAccess> access,
+                                                               std::vector<InputWalk> walks, std::uint64_t reduce_variant) {
+    forms_.fetch_add(1, std::memory_order_relaxed);
+    auto f = std::make_shared<Form>();
+    f->signature = signature(r, access, walks, reduce_variant);
     bool fresh = false;
-    Slot& s = slot(signature(r, access, walks, reduce_variant), r, access, walks, fresh);
-    bool mine = fresh;
+    f->slot = &slot(f->signature, r, access, walks, fresh);
+    f->access = std::move(access);
+    f->walks = std::move(walks);
+    f->reduce_variant = reduce_variant;
+    return f;
+}
+
+KernelBuilder::Entry& KernelBuilder::get(const Form& f) {
+    Slot& s = *f.slot;
+    bool mine = false;
     {
         std::lock_guard lock(mutex_);
-        if (!fresh && !s.started_set) {
+        if (!s.started_set) {
             // Queued ahead of time but not begun (or dropped by stop()): built here rather than
             // behind the queue.
             if (auto it = std::find(queue_.begin(), queue_.end(), &s); it != queue_.end()) queue_.erase(it);
@@ -152,10 +163,8 @@ KernelBuilder::Entry& KernelBuilder::get(const Region& r, const std::vector<Inpu
     return s.entry;
 }
 
-KernelBuilder::Entry* KernelBuilder::get_if_built(const Region& r, const std::vector<InputAccess>& access,
-                                                  const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
-    bool fresh = false;
-    Slot& s = slot(signature(r, access, walks, reduce_variant), r, access, walks, fresh);
+KernelBuilder::Entry* KernelBuilder::get_if_built(const Region& r, const Form& f) {
+    Slot& s = *f.slot;
     if (s.entry.pipeline.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
     if (!s.entry.combine.load() && reduce_partial_bytes(r, s.entry.kernel) > 0) return nullptr;
     return &s.entry;
@@ -168,11 +177,9 @@ const ComputePipeline& KernelBuilder::combine(Entry& e) {
     return *e.combine.load();
 }
 
-double KernelBuilder::wait_s(const Region& r, const std::vector<InputAccess>& access,
-                             const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
-    bool fresh = false;
-    std::string sig = signature(r, access, walks, reduce_variant);
-    const Slot& s = slot(sig, r, access, walks, fresh);
+double KernelBuilder::wait_s(const Region& r, const Form& f) {
+    const Slot& s = *f.slot;
+    const std::string& sig = f.signature;
     // A split reduction also waits for its second pass (when not built with it).
     const bool combine_cold = !s.entry.combine.load() && reduce_partial_bytes(r, s.entry.kernel) > 0;
     std::lock_guard lock(mutex_);
@@ -183,15 +190,13 @@ double KernelBuilder::wait_s(const Region& r, const std::vector<InputAccess>& ac
     return remaining_s(s, expected_s(s)) + combine_s;
 }
 
-void KernelBuilder::prepare(const Region& r, const std::vector<InputAccess>& access,
-                            const std::vector<InputWalk>& walks, std::uint64_t reduce_variant) {
+void KernelBuilder::prepare(const Region& r, const Form& f) {
     {
         std::lock_guard lock(mutex_);
         if (stopping_) return;
     }
-    bool fresh = false;
-    std::string sig = signature(r, access, walks, reduce_variant);
-    Slot& s = slot(sig, r, access, walks, fresh);
+    Slot& s = *f.slot;
+    const std::string& sig = f.signature;
     {
         std::lock_guard lock(mutex_);
         // Not stopped meanwhile (then built when first recorded), begun or queued already.

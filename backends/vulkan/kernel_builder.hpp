@@ -56,28 +56,52 @@ public:
     KernelBuilder(const KernelBuilder&) = delete;
     KernelBuilder& operator=(const KernelBuilder&) = delete;
 
-    /// The kernel for `r` (of these input accesses), with its pipeline built: now, on this
-    /// thread, or by waiting for a build already under way. Throws ShaderCompileError or
-    /// DeviceError; the entry stays (a later get() throws the same).
-    Entry& get(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
-               std::uint64_t reduce_variant);
+    struct Slot;
+    /// A region's generated kernel as the builder keeps it: how the region reads its inputs, the
+    /// kernel's signature and its slot (found, or made with the kernel generated). Formed once
+    /// per region (the backend keeps it in Region::memo): placement's question whether it is
+    /// built and the recording then share it. Throws what code generation throws.
+    struct Form {
+        std::vector<InputAccess> access;
+        std::vector<InputWalk> walks;
+        std::uint64_t reduce_variant = 0;
+        std::string signature;
+        Slot* slot = nullptr;  ///< the builder's, never freed before it
+    };
+    std::shared_ptr<const Form> form(const Region& r, std::vector<InputAccess> access, std::vector<InputWalk> walks,
+                                     std::uint64_t reduce_variant);
+
+    /// The kernel of region `r` (of form `f`), with its pipeline built: now, on this thread, or by
+    /// waiting for a build already under way. Throws ShaderCompileError or DeviceError; the entry
+    /// stays (a later get() throws the same).
+    Entry& get(const Form& f);
     /// get() when it would not wait: the entry once its pipeline (and a split reduction's
     /// combine pass) is built, else null, having waited for nothing (a build that failed counts
     /// as built: get() throws its error at once).
-    Entry* get_if_built(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
-                        std::uint64_t reduce_variant);
+    Entry* get_if_built(const Region& r, const Form& f);
     /// The combine pass of a split reduction, built on first use (a failed build throws, and a
     /// later call tries again).
     const ComputePipeline& combine(Entry& e);
     /// Seconds `r` would wait for its pipeline (and a split reduction's second pass) if recorded
     /// now: 0 once built; what is left of a build under way (at least as long as it has run); else the expected compile time, or the expected load time when the
-    /// pipeline cache has its SPIR-V (a kernel never seen is generated for that, once).
-    double wait_s(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
-                  std::uint64_t reduce_variant);
+    /// pipeline cache has its SPIR-V (a kernel never seen was generated for its form, once).
+    double wait_s(const Region& r, const Form& f);
     /// Starts building `r`'s pipeline on the builder's threads (nothing if it is built or under
     /// way), and the second pass of a reduction that `r`'s size splits (a kernel of its own).
+    void prepare(const Region& r, const Form& f);
+    /// The same, the form made on the spot (tests).
+    Entry& get(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
+               std::uint64_t reduce_variant) {
+        return get(*form(r, access, walks, reduce_variant));
+    }
+    double wait_s(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
+                  std::uint64_t reduce_variant) {
+        return wait_s(r, *form(r, access, walks, reduce_variant));
+    }
     void prepare(const Region& r, const std::vector<InputAccess>& access, const std::vector<InputWalk>& walks,
-                 std::uint64_t reduce_variant);
+                 std::uint64_t reduce_variant) {
+        prepare(r, *form(r, access, walks, reduce_variant));
+    }
 
     // ---- Fixed kernels (the GEMM's variants): not generated from a region; `key` names one and
     // `build` makes its pipelines (through the pipeline cache, which a recording that needs the
@@ -90,10 +114,11 @@ public:
 
     /// Builds started ahead of time.
     std::uint64_t prepared() const noexcept { return prepared_.load(std::memory_order_relaxed); }
+    /// Forms made (form()): a region's inputs' reads and signature worked out.
+    std::uint64_t forms() const noexcept { return forms_.load(std::memory_order_relaxed); }
     /// Running mean of the seconds a compile took (code generation excluded).
     double expected_build_s() const;
 
-private:
     struct Slot {
         Entry entry;
         std::promise<const ComputePipeline*> promise;
@@ -103,11 +128,13 @@ private:
         bool combine_cached = false;  ///< likewise a split reduction's second pass
         std::function<void()> fixed;  ///< a fixed kernel's build (no generated kernel)
     };
+
+private:
     double expected_s(const Slot& s) const { return s.cached ? expected_load_s_ : expected_build_s_; }
     /// What is left of s's build under way, begun at s.started.
     static double remaining_s(const Slot& s, double expected);
     /// The slot for `sig`, made (with its kernel generated) if new; `fresh` says so.
-    Slot& slot(std::string sig, const Region& r, const std::vector<InputAccess>& access,
+    Slot& slot(const std::string& sig, const Region& r, const std::vector<InputAccess>& access,
                const std::vector<InputWalk>& walks, bool& fresh);
     void build(Slot& s);  ///< on the calling thread; sets the promise
     /// What waiting for the task `key` (prepare_fixed's) would cost, `expected` if not queued.
@@ -126,6 +153,7 @@ private:
     double expected_fixed_s_;                     ///< under mutex_: a fixed kernel's build
     std::chrono::milliseconds extra_build_time_{0};  ///< set before any build (tests)
     std::atomic<std::uint64_t> prepared_{0};
+    std::atomic<std::uint64_t> forms_{0};
     std::vector<std::thread> threads_;  ///< started as builds are queued, up to max_threads_
     std::size_t max_threads_;           ///< a quarter of the host's cores, 1 to 4
     std::size_t idle_threads_ = 0;      ///< waiting for a build (under mutex_)

@@ -38,12 +38,21 @@ void VulkanBackend::prepare_matmul(const Region& r) {
     });
 }
 
-std::uint64_t VulkanBackend::kernel_form(const Region& r, std::vector<InputAccess>& access,
-                                         std::vector<InputWalk>& walks) const {
+std::shared_ptr<const KernelBuilder::Form> VulkanBackend::kernel_form(const Region& r) const {
+    const bool kept = ordinal() < BackendMemo::kSlots;
+    if (kept)
+        if (auto known = r.memo.get(ordinal())) return std::static_pointer_cast<const KernelBuilder::Form>(known);
+    std::vector<InputAccess> access;
+    std::vector<InputWalk> walks;
     access_for(r, access, walks);
-    if (!r.is_reduce()) return 0;
-    const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads, codegen_.reduction_workgroup_size);
-    return !rp.contiguous ? rp.per_invocation : rp.whole_outputs ? 1024 : 0;
+    std::uint64_t variant = 0;
+    if (r.is_reduce()) {
+        const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads, codegen_.reduction_workgroup_size);
+        variant = !rp.contiguous ? rp.per_invocation : rp.whole_outputs ? 1024 : 0;
+    }
+    auto form = kernels_->form(r, std::move(access), std::move(walks), variant);
+    if (kept) r.memo.set(ordinal(), form);
+    return form;
 }
 
 std::string VulkanBackend::fixed_key(const Region& r) {
@@ -103,8 +112,6 @@ void VulkanBackend::quiesce() {
 
 double VulkanBackend::pipeline_wait_s(const Region& r) {
     if (lost_) return 0.0;
-    std::vector<InputAccess> access;
-    std::vector<InputWalk> walks;
     try {
         if (r.kind == RegionKind::matmul) {
             bool built = true;
@@ -113,8 +120,7 @@ double VulkanBackend::pipeline_wait_s(const Region& r) {
         }
         // A fixed kernel (a scan, a transpose, indexing): priced until the pipeline cache has it.
         if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce) return fixed_wait_s(r);
-        const std::uint64_t variant = kernel_form(r, access, walks);
-        return kernels_->wait_s(r, access, walks, variant);
+        return kernels_->wait_s(r, *kernel_form(r));
     } catch (const std::exception&) {
         return 0.0;  // code generation refuses it: the recording says so (and the CPU runs it)
     }
@@ -122,8 +128,6 @@ double VulkanBackend::pipeline_wait_s(const Region& r) {
 
 void VulkanBackend::prepare(const Region& r) {
     if (lost_) return;
-    std::vector<InputAccess> access;
-    std::vector<InputWalk> walks;
     try {
         if (r.kind == RegionKind::matmul) return prepare_matmul(r);
         if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce) {
@@ -133,8 +137,7 @@ void VulkanBackend::prepare(const Region& r) {
                 });
             return;
         }
-        const std::uint64_t variant = kernel_form(r, access, walks);
-        kernels_->prepare(r, access, walks, variant);
+        kernels_->prepare(r, *kernel_form(r));
     } catch (const std::exception&) {
         // Code generation refused it: the recording will say so (and run it on the CPU).
     }

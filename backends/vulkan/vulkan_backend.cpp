@@ -403,13 +403,12 @@ void VulkanBackend::submit(Submission s) {
         case RegionKind::find: return submit_find(std::move(s));
     }
     // Everything that can fail for a reason of its own happens before recording anything.
-    std::vector<InputAccess> access;
-    std::vector<InputWalk> walks;
-    const std::uint64_t reduce_variant = kernel_form(r, access, walks);
-    KernelBuilder::Entry* built = s.refuse_cold ? kernels_->get_if_built(r, access, walks, reduce_variant) : nullptr;
+    const std::shared_ptr<const KernelBuilder::Form> form = kernel_form(r);
+    const std::vector<InputWalk>& walks = form->walks;
+    KernelBuilder::Entry* built = s.refuse_cold ? kernels_->get_if_built(r, *form) : nullptr;
     if (s.refuse_cold && !built) throw KernelNotReady();
     inject_fault();
-    KernelBuilder::Entry& entry = built ? *built : kernels_->get(r, access, walks, reduce_variant);
+    KernelBuilder::Entry& entry = built ? *built : kernels_->get(*form);
     const Kernel* kernel = &entry.kernel;
     const ComputePipeline& pipeline = *entry.pipeline.get();
     // A reduce region split into parts: the scratch for the partials, and the second pass.
@@ -746,6 +745,7 @@ void VulkanBackend::add_metrics(Metrics& m) const {
     m.pipeline_misses += p.misses;
     m.pipeline_compile_ms += p.compile_ms;
     m.pipelines_built_ahead += kernels_->prepared();
+    m.kernels_formed += kernels_->forms();
     m.validation_messages += context_->validation_messages();
 }
 

@@ -102,8 +102,10 @@ private:
     struct CopyJob;
     struct Copy;
     VulkanBackend() = default;
-    /// How `r`'s generated kernel reads its inputs; returns a reduction's kernel variant.
-    std::uint64_t kernel_form(const Region& r, std::vector<InputAccess>& access, std::vector<InputWalk>& walks) const;
+    /// `r`'s generated kernel on this device: how it reads its inputs, its variant and its slot
+    /// in the builder. Formed once per region (kept in r.memo): placement's questions and the
+    /// recording share it. Throws what code generation throws.
+    std::shared_ptr<const KernelBuilder::Form> kernel_form(const Region& r) const;
     std::shared_ptr<DeviceArray> device_copy(Value& v, Batch& b);
     void submit_matmul(Submission s);
     /// A matmul region's product without its addresses (record_ops.cpp).

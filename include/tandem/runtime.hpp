@@ -74,6 +74,10 @@ struct Metrics {
     /// Kernels built ahead of time, in the background: placement ran their region on the CPU
     /// because the device's pipeline was not built yet (it would have won otherwise).
     std::uint64_t pipelines_built_ahead = 0;
+    /// Generated kernels' identities worked out (how each input is read, the signature that
+    /// names the kernel): once per region and device, and not again for a program built again
+    /// while the fusion cache holds its structure (placement and the recording share it).
+    std::uint64_t kernels_formed = 0;
     std::uint64_t validation_messages = 0; ///< Vulkan validation messages (with vulkan_validation)
     // The device's memory (Config::device_memory_limit).
     std::uint64_t device_memory_budget = 0;     ///< bytes of arrays a device may hold (the largest of the devices'; 0: no device)
