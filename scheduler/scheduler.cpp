@@ -830,6 +830,17 @@ std::exception_ptr Scheduler::input_values(const Job& job, std::vector<std::shar
     return nullptr;
 }
 
+bool Scheduler::waits_again(const JobPtr& job, std::vector<std::shared_ptr<Value>>& values) {
+    if (std::all_of(values.begin(), values.end(), [](const auto& v) { return v != nullptr; })) return false;
+    std::lock_guard lock(mutex_);
+    if (!wire(job)) return true;  // relaunched by the producer's completion
+    values.clear();  // done meanwhile: its value is published again
+    for (auto& in : job->region.inputs) values.push_back(state(*in).eval.value);
+    for (auto& v : values)
+        if (!v) throw Error("scheduler: a region's input has no value and nothing computes it (bug)");
+    return false;
+}
+
 void Scheduler::run_on_cpu_instead(const JobPtr& job, const std::string& cause, const std::string& message) {
     report_fallback(cause, message);
     Deferred after;
@@ -921,6 +932,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
     const Region& r = job->region;
     std::vector<std::shared_ptr<Value>> inputs;
     if (std::exception_ptr error = input_values(*job, inputs)) return complete(job, error, {}, false);
+    if (waits_again(job, inputs)) return;
     Backend* const device = job->placement.backend;
     const std::size_t ordinal = device->ordinal();
     // Only the device's submitting thread waits for what a recording may wait for: a kernel

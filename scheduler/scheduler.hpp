@@ -211,6 +211,10 @@ private:
     void run_on_cpu_instead(const JobPtr& job, const std::string& cause, const std::string& message);
     /// The values of `job`'s inputs (under the lock), or the error of the first failed one.
     std::exception_ptr input_values(const Job& job, std::vector<std::shared_ptr<Value>>& values);
+    /// True when one of `values` is no longer published: its producer, recorded on a device, was
+    /// sent back to the CPU (the device failed) after `job` was launched behind it. `job` is then
+    /// wired to wait for it again, and relaunched when it is done.
+    bool waits_again(const JobPtr& job, std::vector<std::shared_ptr<Value>>& values);
     /// Prints `message` the first time a region falls back to the CPU for `cause`; after that,
     /// fallbacks for it are counted, not printed (a lost device does not print a line per region).
     void report_fallback(const std::string& cause, const std::string& message);
