@@ -303,14 +303,31 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     // time the device is priced warm (a build costs background time only; a kernel never built
     // would keep a region that is a close call off the device for good).
     if (warm_device && warm_finish <= kExploreFactor * cpu.cpu_s) cpu.warm_up = warm_device;
+    // A region with no inputs (a generator) whose readers later in the plan will run on a device:
+    // what counts is when they can start there. Run on the CPU, its results reach them after a
+    // round trip, and they start no sooner than the device is free for them; run on that device,
+    // they follow it in order (W5's start vector, placed on the CPU beside a device busy with
+    // X'X, finished first and gained nothing, its chain of 150 regions waiting on the hop).
+    double cpu_seen = cpu.cpu_s;
+    const bool for_consumers = q.inputs.empty() && q.bytes_to_consumers > 0 && q.consumers_device >= 0 &&
+                               static_cast<std::size_t>(q.consumers_device) < devices_.size() &&
+                               dev.link == q.consumers_device && !dev.split;
+    if (for_consumers) {
+        const auto c = static_cast<std::size_t>(q.consumers_device);
+        const double free_c = c < device_free_s.size() ? device_free_s[c] : 0.0;
+        cpu_seen = std::max(cpu.cpu_s + profile_.devices[c].link.sync_s + upload_s(c, q.bytes_to_consumers), free_c);
+    }
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
-    // stay with the inputs (no flip-flopping along a chain).
-    const double lo = std::min(cpu.cpu_s, dev.device_s) - ready, hi = std::max(cpu.cpu_s, dev.device_s) - ready;
-    bool on_device = dev.device_s < cpu.cpu_s;
-    const char* why = "earliest predicted finish";
+    // stay with the inputs (no flip-flopping along a chain), or, without any, go with the readers.
+    const double lo = std::min(cpu_seen, dev.device_s) - ready, hi = std::max(cpu_seen, dev.device_s) - ready;
+    bool on_device = dev.device_s < cpu_seen;
+    const char* why = for_consumers && on_device ? "earliest start of its readers on the device" : "earliest predicted finish";
     if (hi <= 1.1 * lo && bytes_on_host != bytes_on_dev) {
         on_device = bytes_on_dev > bytes_on_host;
         why = on_device ? "close call: where its inputs are (device)" : "close call: where its inputs are (host)";
+    } else if (hi <= 1.1 * lo && for_consumers) {
+        on_device = true;
+        why = "close call: where its readers' inputs are (device)";
     }
     // Exploration: the side that loses by the model, while its time for regions like this one is
     // not known and the winner's is, runs it now and then when predicted within kExploreFactor of

@@ -59,6 +59,11 @@ struct PlacementQuery {
     /// this region's inputs are (a chain goes on where it is): run on the other side, the region
     /// pays for sending them back, and the round trip the consumers wait for.
     std::int64_t bytes_to_consumers = 0;
+    /// The device on which those later regions' other inputs are (every one placed so far, none
+    /// only on the host), -1 when not one device. They will run there: a region with no inputs
+    /// of its own to decide (a generator: ones, rand) is priced as they see it -- run on the CPU,
+    /// its results reach them after a round trip, and not before the device is free for them.
+    int consumers_device = -1;
     /// Every later region of the plan that reads its outputs can be split over the devices too
     /// (through views): a result split over them is read in place there. When not, placement
     /// does not leave its results in parts (the reader would have them assembled on the host).

@@ -395,6 +395,55 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             may_split[i] = plan && (plan->partials || readers_split[i]);
         }
     }
+    // Which regions of the plan read each node: where a generator's readers will run.
+    std::unordered_map<const Node*, std::vector<std::size_t>> readers_of;
+    std::unordered_set<const Node*> produced_in_plan;
+    if (placement_.mode() == PlacementMode::automatic && placement_.enabled_devices() > 0) {
+        for (std::size_t i = 0; i < regions.size(); ++i) {
+            for (const auto& in : regions[i].inputs) readers_of[in.get()].push_back(i);
+            for (const auto& o : regions[i].outputs) produced_in_plan.insert(o.node.get());
+        }
+    }
+    // Where the regions reading a region's outputs (through views) will run: the device of
+    // those placed already, else the one device holding every other input of theirs placed so
+    // far (-1: none, or the host for one of them). Fusion's order puts a generator after some
+    // of its readers.
+    std::vector<const Job*> job_of(regions.size(), nullptr);
+    auto consumers_device = [&](const Region& r) {
+        std::uint32_t common = ~0u;
+        bool known = false, host = false;
+        std::function<void(const Node*, int)> visit = [&](const Node* value, int depth) {
+            auto readers = readers_of.find(value);
+            if (readers == readers_of.end() || depth > 4) return;
+            for (std::size_t q : readers->second) {
+                const Job* placed = job_of[q];
+                const Region& reader = placed ? placed->region : regions[q];
+                if (reader.kind == RegionKind::view) {
+                    visit(reader.outputs[0].node.get(), depth + 1);
+                    continue;
+                }
+                if (placed) {
+                    const PlacementDecision& d = placed->placement;
+                    host = host || d.backend->on_host() || d.split || d.stream_pieces > 0;
+                    if (!d.backend->on_host()) common &= 1u << d.backend->ordinal();
+                    known = true;
+                    continue;
+                }
+                for (const auto& in : reader.inputs) {
+                    if (in.get() == value) continue;
+                    InputSite s;
+                    if (auto it = site.find(in.get()); it != site.end()) s = it->second;
+                    else if (produced_in_plan.count(in.get())) continue;  // its producer is not placed yet
+                    else s = site_of(in);
+                    host = host || s.devices == 0;
+                    common &= s.devices;
+                    known = true;
+                }
+            }
+        };
+        for (const auto& o : r.outputs) visit(o.node.get(), 0);
+        return known && !host && common != 0 ? std::countr_zero(common) : -1;
+    };
     bool cold_diverted = false;  // a region sent to the CPU because a device's kernel was cold
     std::size_t region_index = 0;
     for (Region& r : regions) {
@@ -410,6 +459,8 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
             if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
         }
+        if (job->region.inputs.empty() && query.bytes_to_consumers > 0 && !readers_of.empty())
+            query.consumers_device = consumers_device(job->region);
         // A device's kernel not built yet costs its build (tens of milliseconds): the CPU may
         // finish first, while the kernel builds in the background for the next time.
         if (job->region.kind != RegionKind::view)
@@ -512,6 +563,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
         if (options_.log_graph)
             std::fprintf(stderr, "[tandem graph] %s on %s (%s)\n", job->region.to_string().c_str(),
                          executor_name(job->placement).c_str(), job->placement.reason);
+        job_of[region_index - 1] = job.get();
         jobs.push_back(std::move(job));
     }
     if (cold_diverted) {

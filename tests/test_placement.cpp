@@ -496,6 +496,32 @@ TEST(Placement, AChainOnTheDeviceStaysThereWhenItsResultsAreReadLaterInThePlan) 
     EXPECT_EQ(f.automatic.place(h, 0, 0).backend, &f.cpu);
 }
 
+TEST(Placement, AGeneratorGoesWhereItsReadersInputsAre) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    // A start vector (a region with no inputs) that the next regions of the plan read, the
+    // device busy for 200 us with what came before: the CPU would finish it first...
+    const Region start = region_of(rt.ones({128, 1}) / 4.0);
+    ASSERT_TRUE(start.inputs.empty());
+    PlacementQuery q = query(start, false, false);
+    q.bytes_to_consumers = 128 * 8;
+    auto unknown = f.automatic.place(q, 0, 200e-6);
+    EXPECT_EQ(unknown.backend, &f.cpu) << unknown.reason;
+    // ... but its readers' other inputs are on the device, so they run there: not before the
+    // device is free, and after a round trip had it run on the CPU. It runs on the device.
+    q.consumers_device = 0;
+    auto busy = f.automatic.place(q, 0, 200e-6);
+    EXPECT_EQ(busy.backend, &f.device) << busy.reason;
+    EXPECT_EQ(busy.cpu_s, unknown.cpu_s) << "its own finish on the CPU is what it was";
+    auto idle = f.automatic.place(q, 0, 0);
+    EXPECT_EQ(idle.backend, &f.device) << idle.reason;
+    // However long the device is busy: its readers start then, whichever side computed it.
+    EXPECT_EQ(f.automatic.place(q, 0, 0.1).backend, &f.device);
+    // Readers whose other inputs are on the host (or not known): the CPU, sooner.
+    q.consumers_device = -1;
+    EXPECT_EQ(f.automatic.place(q, 0, 0).backend, &f.cpu);
+}
+
 TEST(Placement, ReadersThatLoseTimeOnTheHostPayForTheUploadOfTheirInput) {
     Runtime rt = cpu_runtime();
     Fixture f;

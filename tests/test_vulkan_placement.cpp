@@ -145,6 +145,61 @@ TEST(VulkanCalibration, AProgramBuiltAgainFormsNoKernelAgain) {
     fs::remove_all(dir);
 }
 
+TEST(VulkanCalibration, AGeneratorRunsWhereItsReadersInputsAre) {
+    // The scheduler tells placement where the readers of a region with no inputs will run: a
+    // start vector read beside a matrix that lives on the device goes to the device.
+    const fs::path dir = fs::temp_directory_path() / ("tandem-vk-generator-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string path = (dir / "calibration.json").string();
+    tandem::Config c = tvk::gpu_config();
+    c.placement = "auto";
+    c.placement_learning = false;
+    c.calibration_file = path;
+    c.region_records = 64;
+    Calibration cal = discrete_gpu_calibration(c);
+    for (auto& rate : cal.profile.cpu.ops_per_s) rate = {1e7, 1e7};  // every region wins on the device
+    cal.profile.cpu.flops_per_s = {1e7, 1e7};
+    write_calibration(cal, path);
+    auto gpu = tvk::open_gpu(c);
+    tandem::Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(tref::seed_of("generator readers"));
+    const tref::Host ha = tref::random_host({512, 64}, tandem::DType::f64, rng);
+    auto program = [&](tandem::Runtime& rt, const tandem::Array& G) {
+        const tandem::Array v = rt.ones({64, 1}) / 8.0;
+        const tandem::Array w = tandem::matmul(G, v);
+        return tandem::sum(w * w);
+    };
+    const tandem::Array Gc = tandem::matmul(tandem::transpose(tref::make_array(cpu, ha)), tref::make_array(cpu, ha));
+    const tref::Host expected = tref::gather(program(cpu, Gc));
+    // G lives on the device (its product's kernel builds in the background: until then it is
+    // computed on the CPU).
+    const tandem::Array A = tref::make_array(*gpu, ha);
+    tandem::Array G;
+    const auto built = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (std::uint64_t on = 0; on == 0 && std::chrono::steady_clock::now() < built;) {
+        const std::uint64_t before = gpu->metrics().device_regions;
+        G = tandem::matmul(tandem::transpose(A), A);
+        gpu->evaluate({G}).get();
+        gpu->wait_idle();
+        on = gpu->metrics().device_regions - before;
+    }
+    // Kernels build in the background meanwhile: a few runs may go to the CPU first.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    bool on_device = false;
+    std::string reason;
+    do {
+        EXPECT_TRUE(tref::same_values(tref::gather(program(*gpu, G)), expected, tref::Acc::exact_signed));
+        gpu->wait_idle();
+        for (const auto& r : gpu->region_records())
+            if (r.shape == "64x1" && r.kind == "elementwise") on_device = r.executor == "vulkan", reason = r.reason;
+    } while (!on_device && std::chrono::steady_clock::now() < until);
+    EXPECT_TRUE(on_device) << reason;
+    EXPECT_NE(reason.find("readers"), std::string::npos) << reason;
+    tvk::expect_device_clean(*gpu);
+    gpu.reset();
+    fs::remove_all(dir);
+}
+
 TEST(VulkanTrace, RegionsOfBothExecutorsAreTraced) {
     // TANDEM_TRACE (Config::trace_file): the regions of a plan split between the CPU (the small
     // ones, below device_min_elements) and the device, each on its lane, written at the end.
