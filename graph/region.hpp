@@ -111,34 +111,37 @@ const char* region_kind_name(RegionKind k) noexcept;
 /// (placement asks whether it is built, the recording then uses it). Slot d is device d's,
 /// opaque to the graph. A copy of the region starts without one (a copy may be made into another
 /// region: a piece of it, its tail); a move keeps it; share() makes two regions of the same
-/// structure use one (the fusion cache's hits: a program run again asks nothing twice).
+/// structure use one (the fusion cache's hits: a program run again asks nothing twice). The slots
+/// are made when first needed (most regions never meet a device): set() on a memo not shared is
+/// for one thread at a time, as a region is placed, then recorded.
 class BackendMemo {
 public:
     static constexpr std::size_t kSlots = 8;
-    BackendMemo() : slots_(std::make_shared<Slots>()) {}
-    BackendMemo(const BackendMemo&) : BackendMemo() {}
-    BackendMemo(BackendMemo&& o) noexcept : slots_(std::move(o.slots_)) {}
-    BackendMemo& operator=(const BackendMemo& o) {
-        if (this != &o) slots_ = std::make_shared<Slots>();
+    BackendMemo() = default;
+    BackendMemo(const BackendMemo&) noexcept {}
+    BackendMemo(BackendMemo&& o) noexcept = default;
+    BackendMemo& operator=(const BackendMemo& o) noexcept {
+        if (this != &o) slots_.reset();
         return *this;
     }
-    BackendMemo& operator=(BackendMemo&& o) noexcept {
-        slots_ = std::move(o.slots_);
-        return *this;
-    }
+    BackendMemo& operator=(BackendMemo&& o) noexcept = default;
     ~BackendMemo() = default;
     /// From now on this memo is `other`'s (the regions are alike in everything a backend reads).
-    void share(const BackendMemo& other) { slots_ = other.slots_; }
+    void share(BackendMemo& other) {
+        if (!other.slots_) other.slots_ = std::make_shared<Slots>();
+        slots_ = other.slots_;
+    }
     std::shared_ptr<const void> get(std::size_t slot) const {
         return slots_ ? (*slots_)[slot].load(std::memory_order_acquire) : nullptr;
     }
     void set(std::size_t slot, std::shared_ptr<const void> v) const {
-        if (slots_) (*slots_)[slot].store(std::move(v), std::memory_order_release);
+        if (!slots_) slots_ = std::make_shared<Slots>();
+        (*slots_)[slot].store(std::move(v), std::memory_order_release);
     }
 
 private:
     using Slots = std::array<std::atomic<std::shared_ptr<const void>>, kSlots>;
-    std::shared_ptr<Slots> slots_;  // null only once moved from
+    mutable std::shared_ptr<Slots> slots_;  // null until something is kept or shared
 };
 
 struct Region {

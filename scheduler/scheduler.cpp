@@ -364,15 +364,22 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     std::unordered_set<const Node*> read_in_plan;
     for (const Region& r : regions)
         for (const auto& in : r.inputs) read_in_plan.insert(in.get());
+    // Which regions of the plan read each node, for the split and for a generator's readers.
+    const bool splitting = placement_.enabled_devices() >= 2 && options_.split != SplitMode::off;
+    const bool generators = placement_.mode() == PlacementMode::automatic && placement_.enabled_devices() > 0 &&
+                            std::any_of(regions.begin(), regions.end(), [](const Region& r) {
+                                return r.inputs.empty() && r.kind != RegionKind::view;
+                            });
+    std::unordered_map<const Node*, std::vector<std::size_t>> readers;
+    if (splitting || generators)
+        for (std::size_t i = 0; i < regions.size(); ++i)
+            for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
     // With several devices: which regions' results may be left split over them (every
     // reader in the plan, through views, may be split as well: it can be, and its own
     // results come back whole, or are read only by regions that may be split in turn).
     // Regions come in order, readers after what they read: decided from the last.
     std::vector<bool> readers_split(regions.size(), true);
-    if (placement_.enabled_devices() >= 2 && options_.split != SplitMode::off) {
-        std::unordered_map<const Node*, std::vector<std::size_t>> readers;
-        for (std::size_t i = 0; i < regions.size(); ++i)
-            for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
+    if (splitting) {
         const auto devices = static_cast<std::int64_t>(placement_.enabled_devices());
         std::vector<bool> may_split(regions.size(), false);
         std::function<bool(const Node*)> all_split = [&](const Node* n) {
@@ -395,15 +402,6 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             may_split[i] = plan && (plan->partials || readers_split[i]);
         }
     }
-    // Which regions of the plan read each node: where a generator's readers will run.
-    std::unordered_map<const Node*, std::vector<std::size_t>> readers_of;
-    std::unordered_set<const Node*> produced_in_plan;
-    if (placement_.mode() == PlacementMode::automatic && placement_.enabled_devices() > 0) {
-        for (std::size_t i = 0; i < regions.size(); ++i) {
-            for (const auto& in : regions[i].inputs) readers_of[in.get()].push_back(i);
-            for (const auto& o : regions[i].outputs) produced_in_plan.insert(o.node.get());
-        }
-    }
     // Where the regions reading a region's outputs (through views) will run: the device of
     // those placed already, else the one device holding every other input of theirs placed so
     // far (-1: none, or the host for one of them). Fusion's order puts a generator after some
@@ -413,9 +411,9 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
         std::uint32_t common = ~0u;
         bool known = false, host = false;
         std::function<void(const Node*, int)> visit = [&](const Node* value, int depth) {
-            auto readers = readers_of.find(value);
-            if (readers == readers_of.end() || depth > 4) return;
-            for (std::size_t q : readers->second) {
+            auto of = readers.find(value);
+            if (of == readers.end() || depth > 4) return;
+            for (std::size_t q : of->second) {
                 const Job* placed = job_of[q];
                 const Region& reader = placed ? placed->region : regions[q];
                 if (reader.kind == RegionKind::view) {
@@ -433,7 +431,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
                     if (in.get() == value) continue;
                     InputSite s;
                     if (auto it = site.find(in.get()); it != site.end()) s = it->second;
-                    else if (produced_in_plan.count(in.get())) continue;  // its producer is not placed yet
+                    else if (in->pass_mark == walk.mark) continue;  // of this plan: its producer is not placed yet
                     else s = site_of(in);
                     host = host || s.devices == 0;
                     common &= s.devices;
@@ -459,7 +457,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
             if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
         }
-        if (job->region.inputs.empty() && query.bytes_to_consumers > 0 && !readers_of.empty())
+        if (generators && job->region.inputs.empty() && query.bytes_to_consumers > 0)
             query.consumers_device = consumers_device(job->region);
         // A device's kernel not built yet costs its build (tens of milliseconds): the CPU may
         // finish first, while the kernel builds in the background for the next time.
