@@ -45,6 +45,32 @@ Calibration discrete_gpu_calibration(const tandem::Config& c, std::string* probe
     return cal;
 }
 
+/// A calibration file of the test's own in a temporary folder (removed at the end), and a config
+/// with automatic placement that reads it.
+struct CalibrationDir {
+    explicit CalibrationDir(const std::string& name)
+        : dir(fs::temp_directory_path() / ("tandem-vk-" + name + "-" + std::to_string(::getpid()))) {
+        fs::create_directories(dir);
+        config.placement = "auto";
+        config.calibration_file = path();
+    }
+    ~CalibrationDir() {
+        std::error_code ignored;
+        fs::remove_all(dir, ignored);
+    }
+    std::string path() const { return (dir / "calibration.json").string(); }
+    fs::path dir;
+    tandem::Config config = tvk::gpu_config();
+};
+
+/// discrete_gpu_calibration with a CPU so slow that every region wins on the device.
+Calibration device_wins_calibration(const tandem::Config& c) {
+    Calibration cal = discrete_gpu_calibration(c);
+    for (auto& rate : cal.profile.cpu.ops_per_s) rate = {1e7, 1e7};
+    cal.profile.cpu.flops_per_s = {1e7, 1e7};
+    return cal;
+}
+
 }  // namespace
 
 TEST(VulkanCalibration, TheRuntimeReadsItsMachinesCalibration) {
@@ -97,16 +123,10 @@ TEST(VulkanCalibration, AProgramBuiltAgainFormsNoKernelAgain) {
     // A region's generated kernel is worked out once on a device (how it reads its inputs, the
     // signature naming it): placement's question whether it is built and the recording share
     // it, and a program built again, fused from the cache, shares the first run's.
-    const fs::path dir = fs::temp_directory_path() / ("tandem-vk-forms-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const std::string path = (dir / "calibration.json").string();
-    tandem::Config c = tvk::gpu_config();
-    c.placement = "auto";
+    CalibrationDir calibration("forms");
+    tandem::Config& c = calibration.config;
     c.placement_learning = false;  // the calibrated rates alone: the device wins every region
-    c.calibration_file = path;
-    Calibration cal = discrete_gpu_calibration(c);
-    for (auto& rate : cal.profile.cpu.ops_per_s) rate = {1e7, 1e7};
-    write_calibration(cal, path);
+    write_calibration(device_wins_calibration(c), calibration.path());
     auto gpu = tvk::open_gpu(c);
     tandem::Runtime cpu(tvk::cpu_config());
     std::mt19937_64 rng(tref::seed_of("kernels formed once"));
@@ -141,25 +161,16 @@ TEST(VulkanCalibration, AProgramBuiltAgainFormsNoKernelAgain) {
     EXPECT_EQ(after.device_regions - before.device_regions, 3 * regions);
     EXPECT_EQ(after.kernels_formed, before.kernels_formed) << "a program built again formed its kernels again";
     tvk::expect_device_clean(*gpu);
-    gpu.reset();
-    fs::remove_all(dir);
 }
 
 TEST(VulkanCalibration, AGeneratorRunsWhereItsReadersInputsAre) {
     // The scheduler tells placement where the readers of a region with no inputs will run: a
     // start vector read beside a matrix that lives on the device goes to the device.
-    const fs::path dir = fs::temp_directory_path() / ("tandem-vk-generator-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const std::string path = (dir / "calibration.json").string();
-    tandem::Config c = tvk::gpu_config();
-    c.placement = "auto";
+    CalibrationDir calibration("generator");
+    tandem::Config& c = calibration.config;
     c.placement_learning = false;
-    c.calibration_file = path;
     c.region_records = 64;
-    Calibration cal = discrete_gpu_calibration(c);
-    for (auto& rate : cal.profile.cpu.ops_per_s) rate = {1e7, 1e7};  // every region wins on the device
-    cal.profile.cpu.flops_per_s = {1e7, 1e7};
-    write_calibration(cal, path);
+    write_calibration(device_wins_calibration(c), calibration.path());
     auto gpu = tvk::open_gpu(c);
     tandem::Runtime cpu(tvk::cpu_config());
     std::mt19937_64 rng(tref::seed_of("generator readers"));
@@ -196,8 +207,6 @@ TEST(VulkanCalibration, AGeneratorRunsWhereItsReadersInputsAre) {
     EXPECT_TRUE(on_device) << reason;
     EXPECT_NE(reason.find("readers"), std::string::npos) << reason;
     tvk::expect_device_clean(*gpu);
-    gpu.reset();
-    fs::remove_all(dir);
 }
 
 TEST(VulkanTrace, RegionsOfBothExecutorsAreTraced) {
