@@ -234,6 +234,7 @@ public:
                 }
         }
     }
+    const std::vector<std::size_t>& deps(std::size_t g) const { return deps_[g]; }
     /// Starts a query for a node that reads `reads`: which groups some read reaches by a path of
     /// at least one edge (a node may join such a group only if it is not reached: joining it would
     /// make a cycle). One walk serves every candidate the node tries, newest first: groups at or
@@ -664,11 +665,44 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         }
     }
 
+    // The regions in the groups' order, each moved after the groups it reads where a node joined
+    // an older group and made it read a newer one (W5's last region, v'*G*v / sum(var(X)), came
+    // before var(X)'s sum of squares): the plan is in topological order, as placement and the
+    // scheduler take it, and otherwise as built (a loop's steps stay in their order).
+    std::vector<std::size_t> order;
+    order.reserve(groups.size());
+    {
+        auto region_of_group = [&](std::size_t g) { return merged_into[g] != kFolded ? merged_into[g] : g; };
+        std::vector<std::uint8_t> state(groups.size(), 0);  // 1: being ordered, 2: ordered
+        std::vector<std::pair<std::size_t, std::size_t>> stack;  // (group, next dependency to look at)
+        for (std::size_t root = 0; root < groups.size(); ++root) {
+            const std::size_t r0 = region_of_group(root);
+            if (state[r0]) continue;
+            state[r0] = 1;
+            stack.assign(1, {r0, 0});
+            while (!stack.empty()) {
+                auto& [g, next] = stack.back();
+                const std::vector<std::size_t>& deps = graph.deps(g);  // (an absorbed reduction reads only g)
+                if (next < deps.size()) {
+                    const std::size_t d = region_of_group(deps[next++]);
+                    if (!state[d]) {
+                        state[d] = 1;
+                        stack.push_back({d, 0});
+                    }
+                    continue;
+                }
+                state[g] = 2;
+                order.push_back(g);
+                stack.pop_back();
+            }
+        }
+    }
+
     std::vector<Region> regions;
     regions.reserve(groups.size());
     // Value index of a pending node within its own region.
     std::vector<std::uint32_t> value_of(pending.size(), UINT32_MAX);
-    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    for (std::size_t gi : order) {
         const Group& g = groups[gi];
         if (merged_into[gi] != kFolded) continue;  // emitted with its producer
         if (g.own && pending[g.members.front()]->op == OpKind::Remap && !remap_needed[g.members.front()]) continue;

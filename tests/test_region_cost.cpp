@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "plan_helper.hpp"
@@ -163,5 +167,70 @@ TEST(RegionCost, EveryKindIsSetAndRearrangementsCostTheirBytes) {
         if (r.kind == RegionKind::scan) continue;
         for (std::size_t c = 1; c < tandem::detail::kCostClasses; ++c)
             EXPECT_EQ(r.cost.ops[c][0] + r.cost.ops[c][1], 0) << tandem::detail::region_kind_name(r.kind);
+    }
+}
+
+// The plan's order: every region after the regions whose results it reads (placement prices a
+// region from where its inputs will be, and the scheduler launches them in this order). A node
+// may join an older group of its shape and make it read a newer one: W5's last region
+// (v'*G*v / sum(var(X)), whose sum of var joined the 1 x d group of v'*G) came before var(X)'s
+// sum of squares.
+namespace {
+
+void expect_topological(const std::vector<Region>& regions, const std::string& what) {
+    std::unordered_map<const Node*, std::size_t> made_by;
+    for (std::size_t i = 0; i < regions.size(); ++i)
+        for (const auto& o : regions[i].outputs) made_by[o.node.get()] = i;
+    for (std::size_t i = 0; i < regions.size(); ++i)
+        for (const auto& in : regions[i].inputs) {
+            auto it = made_by.find(in.get());
+            if (it != made_by.end())
+                EXPECT_LT(it->second, i) << what << ": region " << i << " (" << regions[i].summary()
+                                         << ") reads the result of region " << it->second << " ("
+                                         << regions[it->second].summary() << ")";
+        }
+}
+
+}  // namespace
+
+TEST(FusionOrder, PowerIterationsLastRegionComesAfterTheVarianceItReads) {
+    Runtime rt = cpu_runtime();
+    const std::int64_t n = 64, d = 8;
+    const Array X = ramp(rt, n, d);
+    const Array Xc = X - tandem::mean(X);
+    const Array G = tandem::matmul(Xc, Xc, {.transpose_a = true}) / static_cast<double>(n - 1);
+    Array v = rt.ones({d, 1}) / std::sqrt(static_cast<double>(d));
+    for (int it = 0; it < 3; ++it) {
+        const Array Gv = tandem::matmul(G, v);
+        v = Gv / tandem::norm(Gv);
+    }
+    const Array vGv = tandem::matmul(tandem::matmul(v, G, {.transpose_a = true}), v);
+    const auto regions = plan({vGv / tandem::sum(tandem::var(X))});
+    expect_topological(regions, "W5");
+}
+
+TEST(FusionOrder, RandomProgramsOfReductionsAndBroadcastsAreInTopologicalOrder) {
+    Runtime rt = cpu_runtime();
+    std::mt19937 rng(20261127);
+    for (int program = 0; program < 300; ++program) {
+        // Values of three shapes (n x m, 1 x m, n x 1) built by elementwise ops with broadcasting,
+        // reductions along either dimension and scalar reductions, read in any order.
+        const std::int64_t n = 6, m = 5;
+        std::vector<Array> full = {ramp(rt, n, m)}, row = {ramp(rt, 1, m)}, col = {ramp(rt, n, 1)};
+        auto pick = [&](std::vector<Array>& from) { return from[std::uniform_int_distribution<std::size_t>(0, from.size() - 1)(rng)]; };
+        for (int step = 0; step < 12; ++step) {
+            switch (std::uniform_int_distribution<int>(0, 6)(rng)) {
+                case 0: full.push_back(pick(full) * pick(row) + 1.0); break;
+                case 1: full.push_back(pick(full) - pick(col)); break;
+                case 2: row.push_back(tandem::sum(pick(full), 1) / 3.0); break;
+                case 3: col.push_back(tandem::mean(pick(full), 2)); break;
+                case 4: row.push_back(pick(row) * tandem::sum(pick(col))); break;
+                case 5: col.push_back(tandem::exp(pick(col)) - tandem::max(pick(row), {}, 2)); break;
+                default: row.push_back(pick(row) + tandem::var(pick(full))); break;
+            }
+        }
+        const auto regions = plan({tandem::sum(pick(full)) + tandem::sum(pick(row)) * tandem::sum(pick(col)), pick(row)});
+        expect_topological(regions, "program " + std::to_string(program));
+        if (HasFailure()) break;
     }
 }
