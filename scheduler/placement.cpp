@@ -303,19 +303,30 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     // time the device is priced warm (a build costs background time only; a kernel never built
     // would keep a region that is a close call off the device for good).
     if (warm_device && warm_finish <= kExploreFactor * cpu.cpu_s) cpu.warm_up = warm_device;
-    // A region with no inputs (a generator) whose readers later in the plan will run on a device:
-    // what counts is when they can start there. Run on the CPU, its results reach them after a
-    // round trip, and they start no sooner than the device is free for them; run on that device,
-    // they follow it in order (W5's start vector, placed on the CPU beside a device busy with
-    // X'X, finished first and gained nothing, its chain of 150 regions waiting on the hop).
+    // Readers later in the plan that will run on a device: what counts is when they can start
+    // there. Run on the CPU, the results reach them after a round trip, and they start no sooner
+    // than the device is free for them; run on that device, they follow it in order. For a
+    // generator (no inputs) that decides it (W5's start vector, placed on the CPU beside a device
+    // busy with X'X, finished first and gained nothing, its chain of 150 regions waiting on the
+    // hop). A region with inputs that the CPU would finish first goes with its readers only on a
+    // close call, and only where the device computes it far quicker (kReadersDeviceGain): then the
+    // CPU's cores gain the readers nothing, and left free they feed the device (W5's var(X) on
+    // every core, beside a device chain of 150 regions, stalled the host thread recording it).
     double cpu_seen = cpu.cpu_s;
-    const bool for_consumers = q.inputs.empty() && q.bytes_to_consumers > 0 && q.consumers_device >= 0 &&
-                               static_cast<std::size_t>(q.consumers_device) < devices_.size() &&
-                               dev.link == q.consumers_device && !dev.split;
+    const bool generator = q.inputs.empty();
+    bool for_consumers = q.bytes_to_consumers > 0 && q.consumers_device && dev.link >= 0 && !dev.split &&
+                         mode_ == PlacementMode::automatic &&
+                         (generator || (!(dev.device_s < cpu.cpu_s) && dev.compute_s * kReadersDeviceGain <= cpu.compute_s));
     if (for_consumers) {
-        const auto c = static_cast<std::size_t>(q.consumers_device);
-        const double free_c = c < device_free_s.size() ? device_free_s[c] : 0.0;
-        cpu_seen = std::max(cpu.cpu_s + profile_.devices[c].link.sync_s + upload_s(c, q.bytes_to_consumers), free_c);
+        const int c = q.consumers_device();
+        for_consumers = c == dev.link;
+        if (for_consumers) {
+            const auto d = static_cast<std::size_t>(c);
+            const double free_d = d < device_free_s.size() ? device_free_s[d] : 0.0;
+            // (Inputs only on devices: the CPU's finish counts the results' way back already.)
+            const double back = inputs_on_devices_only ? 0.0 : profile_.devices[d].link.sync_s + upload_s(d, q.bytes_to_consumers);
+            cpu_seen = std::max(cpu.cpu_s + back, free_d);
+        }
     }
     // Within 10% of each other (counted from when the inputs exist, which delays both alike):
     // stay with the inputs (no flip-flopping along a chain), or, without any, go with the readers.
@@ -324,7 +335,8 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     const char* why = for_consumers && on_device ? "earliest start of its readers on the device" : "earliest predicted finish";
     if (hi <= 1.1 * lo && bytes_on_host != bytes_on_dev) {
         on_device = bytes_on_dev > bytes_on_host;
-        why = on_device ? "close call: where its inputs are (device)" : "close call: where its inputs are (host)";
+        why = on_device ? (for_consumers ? "close call for its readers: where its inputs are (device)" : "close call: where its inputs are (device)")
+                        : "close call: where its inputs are (host)";
     } else if (hi <= 1.1 * lo && for_consumers) {
         on_device = true;
         why = "close call: where its readers' inputs are (device)";

@@ -60,10 +60,11 @@ struct PlacementQuery {
     /// pays for sending them back, and the round trip the consumers wait for.
     std::int64_t bytes_to_consumers = 0;
     /// The device on which those later regions' other inputs are (every one placed so far, none
-    /// only on the host), -1 when not one device. They will run there: a region with no inputs
-    /// of its own to decide (a generator: ones, rand) is priced as they see it -- run on the CPU,
-    /// its results reach them after a round trip, and not before the device is free for them.
-    int consumers_device = -1;
+    /// only on the host), -1 when not one device. They will run there, so the region is priced
+    /// as they see it: run on the CPU, its results reach them after a round trip, and not before
+    /// the device is free for them. Asked only where that could change the decision (a
+    /// generator: ones, rand; a region the CPU would take); unset: not known.
+    std::function<int()> consumers_device;
     /// Every later region of the plan that reads its outputs can be split over the devices too
     /// (through views): a result split over them is read in place there. When not, placement
     /// does not leave its results in parts (the reader would have them assembled on the host).
@@ -167,6 +168,10 @@ public:
     /// A split over several devices is taken when it finishes in at most 1 / kSplitGain of the
     /// best single device's time.
     static constexpr double kSplitGain = 1.15;
+    /// A region with inputs whose readers will run on a busy device goes with them on a close
+    /// call only when that device computes it in at most 1 / kReadersDeviceGain of the CPU's
+    /// time: the device's queue grows by little, the CPU's cores are spared much.
+    static constexpr double kReadersDeviceGain = 4;
     /// An exploring run of `r` on `executor` finished (or was moved): others may explore again.
     void explored(const Region& r, int executor);
     std::uint64_t explorations() const noexcept { return exploring_started_; }

@@ -364,16 +364,20 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     std::unordered_set<const Node*> read_in_plan;
     for (const Region& r : regions)
         for (const auto& in : r.inputs) read_in_plan.insert(in.get());
-    // Which regions of the plan read each node, for the split and for a generator's readers.
+    // Which regions of the plan read each node, for the split and for placement's question of
+    // where a region's readers run (built then, once: most plans never ask it).
     const bool splitting = placement_.enabled_devices() >= 2 && options_.split != SplitMode::off;
-    const bool generators = placement_.mode() == PlacementMode::automatic && placement_.enabled_devices() > 0 &&
-                            std::any_of(regions.begin(), regions.end(), [](const Region& r) {
-                                return r.inputs.empty() && r.kind != RegionKind::view;
-                            });
     std::unordered_map<const Node*, std::vector<std::size_t>> readers;
-    if (splitting || generators)
+    bool readers_known = false;
+    std::vector<const Job*> job_of(regions.size(), nullptr);  // the placed regions' jobs
+    std::vector<const Region*> region_at(regions.size());     // each region, where it is now (moved into its job)
+    for (std::size_t i = 0; i < regions.size(); ++i) region_at[i] = &regions[i];
+    auto know_readers = [&] {
+        if (std::exchange(readers_known, true)) return;
         for (std::size_t i = 0; i < regions.size(); ++i)
-            for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
+            for (const auto& in : region_at[i]->inputs) readers[in.get()].push_back(i);
+    };
+    if (splitting) know_readers();
     // With several devices: which regions' results may be left split over them (every
     // reader in the plan, through views, may be split as well: it can be, and its own
     // results come back whole, or are read only by regions that may be split in turn).
@@ -404,10 +408,9 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     }
     // Where the regions reading a region's outputs (through views) will run: the device of
     // those placed already, else the one device holding every other input of theirs placed so
-    // far (-1: none, or the host for one of them). Fusion's order puts a generator after some
-    // of its readers.
-    std::vector<const Job*> job_of(regions.size(), nullptr);
+    // far (-1: none, or the host for one of them).
     auto consumers_device = [&](const Region& r) {
+        know_readers();
         std::uint32_t common = ~0u;
         bool known = false, host = false;
         std::function<void(const Node*, int)> visit = [&](const Node* value, int depth) {
@@ -415,7 +418,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             if (of == readers.end() || depth > 4) return;
             for (std::size_t q : of->second) {
                 const Job* placed = job_of[q];
-                const Region& reader = placed ? placed->region : regions[q];
+                const Region& reader = *region_at[q];
                 if (reader.kind == RegionKind::view) {
                     visit(reader.outputs[0].node.get(), depth + 1);
                     continue;
@@ -448,6 +451,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
         const bool region_readers_split = readers_split[region_index++];
         auto job = std::make_shared<Job>();
         job->region = std::move(r);
+        region_at[region_index - 1] = &job->region;
         PlacementQuery query;
         query.region = &job->region;
         query.readers_split = region_readers_split;
@@ -457,8 +461,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
             if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
         }
-        if (generators && job->region.inputs.empty() && query.bytes_to_consumers > 0)
-            query.consumers_device = consumers_device(job->region);
+        if (query.bytes_to_consumers > 0) query.consumers_device = [&] { return consumers_device(job->region); };
         // A device's kernel not built yet costs its build (tens of milliseconds): the CPU may
         // finish first, while the kernel builds in the background for the next time.
         if (job->region.kind != RegionKind::view)

@@ -509,7 +509,7 @@ TEST(Placement, AGeneratorGoesWhereItsReadersInputsAre) {
     EXPECT_EQ(unknown.backend, &f.cpu) << unknown.reason;
     // ... but its readers' other inputs are on the device, so they run there: not before the
     // device is free, and after a round trip had it run on the CPU. It runs on the device.
-    q.consumers_device = 0;
+    q.consumers_device = [] { return 0; };
     auto busy = f.automatic.place(q, 0, 200e-6);
     EXPECT_EQ(busy.backend, &f.device) << busy.reason;
     EXPECT_EQ(busy.cpu_s, unknown.cpu_s) << "its own finish on the CPU is what it was";
@@ -518,8 +518,46 @@ TEST(Placement, AGeneratorGoesWhereItsReadersInputsAre) {
     // However long the device is busy: its readers start then, whichever side computed it.
     EXPECT_EQ(f.automatic.place(q, 0, 0.1).backend, &f.device);
     // Readers whose other inputs are on the host (or not known): the CPU, sooner.
-    q.consumers_device = -1;
+    q.consumers_device = [] { return -1; };
     EXPECT_EQ(f.automatic.place(q, 0, 0).backend, &f.cpu);
+}
+
+// A region with inputs that the CPU would finish first, beside a device busy with what its readers
+// also wait for (W5's var(X): 1 ms on every core, its reader -- the last division -- waiting on
+// the device's power iteration anyway): the CPU gains them nothing, and the device computes it
+// in a fraction of the CPU's time. On a close call it goes with its readers; not when the device
+// would take long over it, nor when the readers are not known to run there.
+TEST(Placement, ARegionWhoseReadersWaitOnTheDeviceAnywayGoesWithThemOnACloseCall) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    const std::int64_t n = 1'000'000;  // 8 MB: 2.5 ms on this CPU, 20 us on the device
+    const Region ssq = region_of(tandem::sum(tandem::power(data(rt, n) - data(rt, 1), 2.0)));
+    ASSERT_EQ(ssq.inputs.size(), 2u);
+    PlacementQuery q = query(ssq, true, false);
+    q.inputs[0].on_host = true;  // the data on both sides, its mean on the device only
+    if (q.inputs[0].bytes < q.inputs[1].bytes) std::swap(q.inputs[0].on_host, q.inputs[1].on_host);
+    q.bytes_to_consumers = 8;
+    const double busy = 4e-3;
+    auto alone = f.automatic.place(q, 0, busy);
+    ASSERT_EQ(alone.backend, &f.cpu) << "the CPU finishes first: " << alone.reason;
+    q.consumers_device = [] { return 0; };
+    auto with_readers = f.automatic.place(q, 0, busy);
+    EXPECT_EQ(with_readers.backend, &f.device) << with_readers.reason;
+    EXPECT_EQ(with_readers.cpu_s, alone.cpu_s) << "its own finish on the CPU is what it was";
+    // Readers on the host (or not known): the CPU, sooner.
+    q.consumers_device = [] { return -1; };
+    EXPECT_EQ(f.automatic.place(q, 0, busy).backend, &f.cpu);
+    // A device at half the CPU's speed at it: its queue would grow by more than the CPU's time.
+    // The CPU takes it, though the device is busy for long enough to make that a close call.
+    MachineProfile slow = fixed_profile();
+    slow.devices[0].rates.bytes_per_s = 5e9;
+    slow.devices[0].rates.ops_per_s = slow.cpu.ops_per_s;
+    Placement modest{f.cpu, {&f.device}, PlacementMode::automatic, 0, slow};
+    q.consumers_device = [] { return 0; };
+    const double long_busy = 50e-3;
+    const auto d = modest.place(q, 0, long_busy);
+    EXPECT_EQ(d.backend, &f.cpu) << d.reason;
+    EXPECT_LE(d.device_s, 1.1 * long_busy) << "a close call";
 }
 
 TEST(Placement, ReadersThatLoseTimeOnTheHostPayForTheUploadOfTheirInput) {
