@@ -155,25 +155,32 @@ std::uint64_t region_signature(const RegionCost& c, RegionKind kind) {
 
 void PerformanceHistory::observe(std::uint64_t signature, double predicted_s, double observed_s) {
     if (!(predicted_s > 0) || !(observed_s > 0) || !std::isfinite(observed_s)) return;
-    const double ratio = std::clamp(observed_s / predicted_s, 1 / kMaxCorrection, kMaxCorrection);
-    auto& samples = ratios_[signature];
-    samples.push_back(ratio);
-    if (samples.size() > kSamples) samples.pop_front();
+    Samples& s = ratios_[signature];
+    s.ring[s.next] = std::clamp(observed_s / predicted_s, 1 / kMaxCorrection, kMaxCorrection);
+    s.next = static_cast<std::uint8_t>((s.next + 1) % kSamples);
+    s.count = static_cast<std::uint8_t>(std::min<std::size_t>(s.count + 1, kSamples));
+    if (s.count < kMinSamples) return;
+    std::array<double, kSamples> v = s.ring;  // (the ring holds them in its first `count` slots until full)
+    const auto end = v.begin() + s.count;
+    const auto mid = v.begin() + s.count / 2;
+    std::nth_element(v.begin(), mid, end);
+    s.median = s.count % 2 ? *mid : 0.5 * (*mid + *std::max_element(v.begin(), mid));
 }
 
 double PerformanceHistory::correction(std::uint64_t signature) const {
     auto it = ratios_.find(signature);
-    if (it == ratios_.end() || it->second.size() < kMinSamples) return 1;
-    std::vector<double> v(it->second.begin(), it->second.end());
-    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    if (v.size() % 2) return *mid;
-    return 0.5 * (*mid + *std::max_element(v.begin(), mid));
+    return it == ratios_.end() || it->second.count < kMinSamples ? 1.0 : it->second.median;
 }
 
 std::vector<PerformanceHistory::Entry> PerformanceHistory::entries() const {
     std::vector<Entry> out;
-    for (const auto& [sig, samples] : ratios_) out.push_back({sig, std::vector<double>(samples.begin(), samples.end())});
+    for (const auto& [sig, s] : ratios_) {
+        Entry e{sig, {}};
+        // Oldest first: from the next slot once the ring is full.
+        const std::size_t first = s.count == kSamples ? s.next : 0;
+        for (std::size_t k = 0; k < s.count; ++k) e.ratios.push_back(s.ring[(first + k) % kSamples]);
+        out.push_back(std::move(e));
+    }
     std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.signature < b.signature; });
     return out;
 }

@@ -13,7 +13,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -68,7 +67,7 @@ public:
     /// Runs of `signature` it holds (at most kSamples).
     std::size_t samples(std::uint64_t signature) const noexcept {
         auto it = ratios_.find(signature);
-        return it == ratios_.end() ? 0 : it->second.size();
+        return it == ratios_.end() ? 0 : it->second.count;
     }
 
     /// For the calibration file.
@@ -80,7 +79,14 @@ public:
     void add(const Entry& e);
 
 private:
-    std::unordered_map<std::uint64_t, std::deque<double>> ratios_;
+    /// The last kSamples ratios of a signature, and their median: placement asks for it a few
+    /// times a region, on the planning thread; a run adds to it once, on a completion thread.
+    struct Samples {
+        std::array<double, kSamples> ring{};
+        std::uint8_t count = 0, next = 0;  ///< held; where the next one goes (the oldest, when full)
+        double median = 1;                 ///< of those held, once kMinSamples are
+    };
+    std::unordered_map<std::uint64_t, Samples> ratios_;
 };
 
 /// One device: its rates, the link between it and the host, and what its runs taught.

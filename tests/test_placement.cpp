@@ -364,6 +364,16 @@ TEST(PerformanceHistory, TheMedianOfTheLastRunsScalesThePrediction) {
     h.observe(9, 0, 1.0);  // nothing to learn from a zero prediction or a bad time
     h.observe(9, 1, -1.0);
     EXPECT_EQ(h.entries().size(), 2u);
+    // Kept for the calibration file oldest first, the last 16 of them.
+    for (int i = 1; i <= 20; ++i) h.observe(11, 1.0, i);
+    std::vector<double> last16;
+    for (int i = 5; i <= 20; ++i) last16.push_back(i);
+    EXPECT_EQ(h.entries().back().ratios, last16);
+    EXPECT_DOUBLE_EQ(h.correction(11), 12.5);
+    PerformanceHistory back;
+    back.add(h.entries().back());
+    EXPECT_EQ(back.entries().back().ratios, last16);
+    EXPECT_DOUBLE_EQ(back.correction(11), 12.5);
 }
 
 TEST(PerformanceHistory, SignaturesSeparateKindsTypesAndSizes) {
