@@ -1218,6 +1218,26 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
     std::vector<std::shared_ptr<Node>> released;
     bool requeue = false;
     if (from_device) unpin(*job);
+    if (options_.learn) {
+        // The model learns how long regions like this one take there (a device region's kernels
+        // are timed on the device; its dispatch cost is the model's own), outside the scheduler's
+        // lock: a completion thread holding it longer slowed the recording of W5's device chain
+        // (auto 9% behind forced GPU with the same placement).
+        learn_link();
+        if (!error && job->observed_s > 0) {
+            const Backend& b = *job->placement.backend;
+            const int executor = b.on_host() ? kHost : static_cast<int>(b.ordinal());
+            std::lock_guard model(model_mutex_);
+            placement_.learn(r, executor,
+                             job->observed_s + (b.on_host() ? 0.0 : placement_.device_profile(b.ordinal()).rates.launch_s));
+        }
+    }
+    if (trace_ && r.kind != RegionKind::view && job->started != std::chrono::steady_clock::time_point{}) {
+        std::string name = std::string(region_kind_name(r.kind)) + " " + r.shape.to_string() + " " + r.summary();
+        if (name.size() > 120) name = name.substr(0, 117) + "...";
+        trace_->region(name, job->started,
+                       job->placement.backend->on_host() ? -1 : static_cast<int>(job->placement.backend->ordinal()));
+    }
     {
         std::lock_guard lock(mutex_);
         ++active_;  // this call, until its end: a requeued region may finish before it does
@@ -1241,12 +1261,6 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             }
             if (error && is_data_error(error) && r.outputs.size() > 1) requeue = true;
         }
-        if (trace_ && r.kind != RegionKind::view && job->started != std::chrono::steady_clock::time_point{}) {
-            std::string name = std::string(region_kind_name(r.kind)) + " " + r.shape.to_string() + " " + r.summary();
-            if (name.size() > 120) name = name.substr(0, 117) + "...";
-            trace_->region(name, job->started,
-                           job->placement.backend->on_host() ? -1 : static_cast<int>(job->placement.backend->ordinal()));
-        }
         if (options_.log_placement && r.kind != RegionKind::view && job->charged_s > 0) {
             // The prediction against what happened: a CPU region's run, a device region's time
             // from its recording to its completion (its batch's wait included).
@@ -1258,16 +1272,6 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                          error ? " (failed)" : "");
         }
         discharge(*job);
-        if (options_.learn) learn_link();
-        if (options_.learn && !error && !requeue && job->observed_s > 0) {
-            // The model learns how long regions like this one take there. A device region's
-            // kernels are timed on the device; its dispatch cost is the model's own.
-            const Backend& b = *job->placement.backend;
-            const int executor = b.on_host() ? kHost : static_cast<int>(b.ordinal());
-            std::lock_guard model(model_mutex_);
-            placement_.learn(r, executor,
-                             job->observed_s + (b.on_host() ? 0.0 : placement_.device_profile(b.ordinal()).rates.launch_s));
-        }
         if (requeue) {
             const char* why = !error                 ? " after an input was recomputed"
                               : is_data_error(error) ? " to find which of its outputs the data error concerns"
