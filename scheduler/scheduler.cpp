@@ -364,20 +364,31 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     std::unordered_set<const Node*> read_in_plan;
     for (const Region& r : regions)
         for (const auto& in : r.inputs) read_in_plan.insert(in.get());
-    // Which regions of the plan read each node, for the split and for placement's question of
-    // where a region's readers run (built then, once: most plans never ask it).
+    // Which regions of the plan read each node, for the split (it asks of every region).
     const bool splitting = placement_.enabled_devices() >= 2 && options_.split != SplitMode::off;
     std::unordered_map<const Node*, std::vector<std::size_t>> readers;
-    bool readers_known = false;
     std::vector<const Job*> job_of(regions.size(), nullptr);  // the placed regions' jobs
     std::vector<const Region*> region_at(regions.size());     // each region, where it is now (moved into its job)
     for (std::size_t i = 0; i < regions.size(); ++i) region_at[i] = &regions[i];
-    auto know_readers = [&] {
-        if (std::exchange(readers_known, true)) return;
+    if (splitting)
         for (std::size_t i = 0; i < regions.size(); ++i)
-            for (const auto& in : region_at[i]->inputs) readers[in.get()].push_back(i);
+            for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
+    // f(q) for each region q of the plan that reads `value`, made by region `maker`: from the map,
+    // else found among the regions after it (the plan is in topological order; placement asks
+    // this of few regions, and a map of every read cost more than the questions).
+    auto for_each_reader = [&](const Node* value, std::size_t maker, auto&& f) {
+        if (splitting) {
+            if (auto it = readers.find(value); it != readers.end())
+                for (std::size_t q : it->second) f(q);
+            return;
+        }
+        for (std::size_t q = maker + 1; q < regions.size(); ++q)
+            for (const auto& in : region_at[q]->inputs)
+                if (in.get() == value) {
+                    f(q);
+                    break;
+                }
     };
-    if (splitting) know_readers();
     // With several devices: which regions' results may be left split over them (every
     // reader in the plan, through views, may be split as well: it can be, and its own
     // results come back whole, or are read only by regions that may be split in turn).
@@ -409,26 +420,21 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     // Where the regions reading a region's outputs (through views) will run: the device of
     // those placed already, else the one device holding every other input of theirs placed so
     // far (-1: none, or the host for one of them).
-    auto consumers_device = [&](const Region& r) {
-        know_readers();
+    auto consumers_device = [&](const Region& r, std::size_t index) {
         std::uint32_t common = ~0u;
         bool known = false, host = false;
-        std::function<void(const Node*, int)> visit = [&](const Node* value, int depth) {
-            auto of = readers.find(value);
-            if (of == readers.end() || depth > 4) return;
-            for (std::size_t q : of->second) {
+        std::function<void(const Node*, std::size_t, int)> visit = [&](const Node* value, std::size_t maker, int depth) {
+            if (depth > 4) return;
+            for_each_reader(value, maker, [&](std::size_t q) {
                 const Job* placed = job_of[q];
                 const Region& reader = *region_at[q];
-                if (reader.kind == RegionKind::view) {
-                    visit(reader.outputs[0].node.get(), depth + 1);
-                    continue;
-                }
+                if (reader.kind == RegionKind::view) return visit(reader.outputs[0].node.get(), q, depth + 1);
                 if (placed) {
                     const PlacementDecision& d = placed->placement;
                     host = host || d.backend->on_host() || d.split || d.stream_pieces > 0;
                     if (!d.backend->on_host()) common &= 1u << d.backend->ordinal();
                     known = true;
-                    continue;
+                    return;
                 }
                 for (const auto& in : reader.inputs) {
                     if (in.get() == value) continue;
@@ -440,9 +446,9 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
                     common &= s.devices;
                     known = true;
                 }
-            }
+            });
         };
-        for (const auto& o : r.outputs) visit(o.node.get(), 0);
+        for (const auto& o : r.outputs) visit(o.node.get(), index, 0);
         return known && !host && common != 0 ? std::countr_zero(common) : -1;
     };
     bool cold_diverted = false;  // a region sent to the CPU because a device's kernel was cold
@@ -461,7 +467,8 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
             if (read_in_plan.count(out)) query.bytes_to_consumers += static_cast<std::int64_t>(out->bytes());
         }
-        if (query.bytes_to_consumers > 0) query.consumers_device = [&] { return consumers_device(job->region); };
+        if (query.bytes_to_consumers > 0)
+            query.consumers_device = [&, index = region_index - 1] { return consumers_device(job->region, index); };
         // A device's kernel not built yet costs its build (tens of milliseconds): the CPU may
         // finish first, while the kernel builds in the background for the next time.
         if (job->region.kind != RegionKind::view)
