@@ -431,6 +431,18 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
     };
 
     GroupGraph graph;  // groups[g]'s dependencies
+    // The group of the reductions of a value along a dimension (see below).
+    struct ReductionKey {
+        const Node* value;
+        double dim;
+        bool operator==(const ReductionKey&) const = default;
+    };
+    struct ReductionKeyHash {
+        std::size_t operator()(const ReductionKey& k) const noexcept {
+            return std::hash<const void*>()(k.value) * 31 + std::hash<double>()(k.dim);
+        }
+    };
+    std::unordered_map<ReductionKey, std::size_t, ReductionKeyHash> sibling_reductions;
     for (std::size_t i = 0; i < pending.size(); ++i) {
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
@@ -454,12 +466,26 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             continue;
         }
         if (is_reduction(n->op)) {
+            const std::size_t k = pos(n->inputs[0].get());
+            // Reductions of one value along one dimension that no elementwise group produces (an
+            // input of the plan, a product's or another reduction's result) share a group: one
+            // region reads the value once for all of them (a batch's sum and max: one pass, and
+            // one place to run it). One an elementwise group produces may join that group below.
+            const bool produced_elsewhere = k == kOutside || group_of[k] == kFolded || groups[group_of[k]].own ||
+                                            is_reduction(pending[k]->op);
+            if (options.fuse && produced_elsewhere) {
+                auto [it, fresh] = sibling_reductions.try_emplace({n->inputs[0].get(), n->attr[0]}, groups.size());
+                if (!fresh) {
+                    group_of[i] = it->second;
+                    groups[it->second].members.push_back(i);
+                    continue;
+                }
+            }
             // A group of its own over its input's shape; it may join its producer's group below.
             const std::size_t g = groups.size();
             groups.push_back({n->inputs[0]->shape, {i}, false});
             graph.add();
             group_of[i] = g;
-            const std::size_t k = pos(n->inputs[0].get());
             if (k != kOutside && group_of[k] != kFolded) graph.depend(g, group_of[k]);
             continue;
         }
@@ -711,6 +737,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         // Inputs by (node, folded view): several remaps of one array are several reads of it.
         std::vector<std::pair<const Node*, std::vector<AxisMap>>> input_keys;
         std::unordered_map<std::size_t, std::uint32_t> clone_of;  // recomputed nodes: their value here
+        std::unordered_map<const Node*, std::uint32_t> loaded;  // reductions' inputs loaded as they are: their value here
         // An elementwise node's instruction, its operands through `operand`.
         std::function<void(const std::shared_ptr<Node>&, Arg&)> operand;
         auto instruction = [&](const Node* n) {
@@ -838,13 +865,19 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
             }
             if (is_reduction(n->op)) {
                 // A reduction with nothing folded in: its program loads the input as is (or
-                // recomputes it: its ops come first).
-                Instr ins{OpKind::Cast, n->inputs[0]->dtype, DType::f64, {}, {static_cast<double>(n->inputs[0]->dtype), 0, 0}};
-                operand(n->inputs[0], ins.args[0]);
-                DType t = n->inputs[0]->dtype;
-                ins.compute = compute_dtype(OpKind::Cast, &t);
-                const auto v = static_cast<std::uint32_t>(r.program.size());  // after a recomputed input's ops
-                r.program.push_back(ins);
+                // recomputes it: its ops come first), once for the group's reductions of it.
+                std::uint32_t v = 0;
+                if (auto it = loaded.find(n->inputs[0].get()); it != loaded.end()) {
+                    v = it->second;
+                } else {
+                    Instr ins{OpKind::Cast, n->inputs[0]->dtype, DType::f64, {}, {static_cast<double>(n->inputs[0]->dtype), 0, 0}};
+                    operand(n->inputs[0], ins.args[0]);
+                    DType t = n->inputs[0]->dtype;
+                    ins.compute = compute_dtype(OpKind::Cast, &t);
+                    v = static_cast<std::uint32_t>(r.program.size());  // after a recomputed input's ops
+                    r.program.push_back(ins);
+                    loaded.emplace(n->inputs[0].get(), v);
+                }
                 r.kind = RegionKind::reduce;
                 r.reductions.push_back({n->op, v});
                 r.reduce_dim = static_cast<int>(n->attr[0]);

@@ -49,9 +49,11 @@ inline std::vector<Case> cases() {
          1},
         // var: the mean (its division a tail), then the squares' sum and its scaling.
         {"var dim 1", [](const Array& x) { return tandem::var(x, 0, 1); }, 2},
-        // A chain reading the results of two regions (each reduction reads x itself) is a region
-        // after them; mean's division is still its sum's tail.
-        {"mean + max dim 1", [](const Array& x) { return tandem::mean(x, 1) + tandem::max(x, {}, 1); }, 3},
+        // Two reductions of x along one dimension share a region (one pass over x), and the chain
+        // reading their results alone is its tail: mean's division, the addition.
+        {"mean + max dim 1", [](const Array& x) { return tandem::mean(x, 1) + tandem::max(x, {}, 1); }, 1},
+        // Along two dimensions: two passes, the chain a region after them.
+        {"mean dim 1 + max dim 2", [](const Array& x) { return tandem::sum(tandem::mean(x, 1)) + tandem::max(tandem::max(x, {}, 2)); }, 5},
     };
 }
 

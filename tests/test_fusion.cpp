@@ -164,6 +164,25 @@ TEST(Fusion, SharedSubexpressionIsComputedOnce) {
     EXPECT_TRUE(near_all(h.to_doubles(), want));
 }
 
+// Reductions of one input along one dimension share a pass: a batch's sum and max (and mean's
+// division, their tail) are one region; its variance about that mean another. The unfused
+// runtime's values, bit for bit.
+TEST(Fusion, ReductionsOfOneInputAlongOneDimensionShareARegion) {
+    Runtime rt{Config{}}, plain(unfused_config());
+    const auto bv = ramp(5000, -3, 7);
+    auto batch_stats = [&](Runtime& r) {
+        Array b = leaf(r, bv, Shape{1000, 5});
+        const Array m = tandem::mean(b);
+        return std::vector<Array>{m, tandem::max(b), tandem::mean(tandem::power(b - m, 2.0)), tandem::sum(b, 2)};
+    };
+    const auto m0 = rt.metrics();
+    auto got = rt.gather(batch_stats(rt)).get();
+    EXPECT_EQ(diff(m0, rt.metrics()).regions, 3u) << "sum and max of b along dim 1, the variance, the sum along dim 2";
+    auto want = plain.gather(batch_stats(plain)).get();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].to_doubles(), want[k].to_doubles()) << k;
+}
+
 TEST(Fusion, SharedSubexpressionWithFusionOff) {
     Runtime rt(unfused_config());
     const auto av = ramp(1000, -2, 2);
