@@ -189,11 +189,11 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             // An upload its readers' losses have paid for already (ski rental): free to use, and
             // then on the device (a chain may go on there). So is a move from another device
             // (down and up) that the readers kept waiting on a busier device have paid for.
-            if (host_only && in.regret_s >= up) {
+            if (host_only && in.paid_s() >= up) {
                 here += in.bytes;
                 continue;
             }
-            if (!in.on_host && in.devices && in.regret_s >= up + download_s(holder(in), in.bytes)) {
+            if (!in.on_host && in.devices && in.paid_s() >= up + download_s(holder(in), in.bytes)) {
                 here += in.bytes;
                 continue;
             }
@@ -409,7 +409,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
             if (!in.on_host) move += download_s(from, in.bytes) + profile_.devices[from].link.sync_s;
             // Windows its readers' losses paid for already (ski rental): moved once, they stay
             // as the value's parts, read in place from then on.
-            if (windowed && in.regret_s >= move) continue;
+            if (windowed && in.paid_s() >= move) continue;
             moved += move;
             if (!in.on_host && from < link_free_s.size()) links_free = std::max(links_free, link_free_s[from]);
         }

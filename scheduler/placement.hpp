@@ -49,6 +49,15 @@ struct InputSite {
     /// had it (Value::upload_regret_s). Once that reaches its upload's time, the upload counts as
     /// paid for: the next reader may go to a device (a copy there serves every later reader).
     double regret_s = 0;
+    /// Of regret_s, what readers earlier in this plan added. An upload they paid for serves the
+    /// readers still to come: it counts as paid for only when a later region of the plan reads
+    /// the value too (read_later), or for what earlier plans' readers paid (a value read again
+    /// run after run). Otherwise the upload would serve this region alone: a batch read by two
+    /// regions went up for the second after the first ran on the CPU.
+    double regret_plan_s = 0;
+    bool read_later = true;
+    /// The part of regret_s that pays for moving it.
+    double paid_s() const noexcept { return read_later ? regret_s : regret_s - regret_plan_s; }
 };
 
 struct PlacementQuery {

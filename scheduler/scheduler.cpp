@@ -379,7 +379,8 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     auto for_each_reader = [&](const Node* value, std::size_t maker, auto&& f) {
         if (splitting) {
             if (auto it = readers.find(value); it != readers.end())
-                for (std::size_t q : it->second) f(q);
+                for (std::size_t q : it->second)
+                    if (q > maker) f(q);
             return;
         }
         for (std::size_t q = maker + 1; q < regions.size(); ++q)
@@ -420,6 +421,12 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     // Where the regions reading a region's outputs (through views) will run: the device of
     // those placed already, else the one device holding every other input of theirs placed so
     // far (-1: none, or the host for one of them).
+    // Whether a region after region `index` reads `value` (for an upload's worth: see InputSite).
+    auto read_after = [&](const Node* value, std::size_t index) {
+        bool found = false;
+        for_each_reader(value, index, [&](std::size_t) { found = true; });
+        return found;
+    };
     auto consumers_device = [&](const Region& r, std::size_t index) {
         std::uint32_t common = ~0u;
         bool known = false, host = false;
@@ -462,6 +469,8 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
         query.region = &job->region;
         query.readers_split = region_readers_split;
         for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
+        for (std::size_t k = 0; k < query.inputs.size(); ++k)
+            if (query.inputs[k].regret_plan_s > 0) query.inputs[k].read_later = read_after(job->region.inputs[k].get(), region_index - 1);
         for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
             Node* out = job->region.outputs[j].node.get();
             if (to_host && wanted_set.count(out)) query.bytes_to_host += static_cast<std::int64_t>(out->bytes());
@@ -508,6 +517,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
                 if (!e.pending && e.value && moves) {
                     e.value->upload_regret_s += job->placement.regret_s;
                     query.inputs[k].regret_s = e.value->upload_regret_s;  // for later readers of the plan
+                    query.inputs[k].regret_plan_s += job->placement.regret_s;
                 }
             }
         }

@@ -597,6 +597,26 @@ TEST(Placement, ReadersThatLoseTimeOnTheHostPayForTheUploadOfTheirInput) {
     EXPECT_GE(regret, upload_seconds(q.inputs[0].bytes, fixed_profile().devices[0].link));
 }
 
+// Losses of readers earlier in the same plan pay for an upload only for the readers still to come:
+// the last reader of a value (tandem-mixed's batch: its sum and max ran on the CPU, then its
+// variance) does not send it up for itself alone. Losses of earlier plans (a value read again
+// run after run) still count.
+TEST(Placement, AnUploadPaidForInThisPlanServesOnlyLaterReaders) {
+    Runtime rt = cpu_runtime();
+    Fixture f;
+    const Region pass = region_of(tandem::sum(data(rt, 10'000'000) * 2.0));
+    PlacementQuery q = query(pass, false, false);
+    const double up = upload_seconds(q.inputs[0].bytes, fixed_profile().devices[0].link);
+    ASSERT_EQ(f.automatic.place(q, 0, 0).backend, &f.cpu);
+    q.inputs[0].regret_s = q.inputs[0].regret_plan_s = 2 * up;  // paid for by this plan's readers
+    q.inputs[0].read_later = true;
+    EXPECT_EQ(f.automatic.place(q, 0, 0).backend, &f.device) << "it serves the readers after this one";
+    q.inputs[0].read_later = false;
+    EXPECT_EQ(f.automatic.place(q, 0, 0).backend, &f.cpu) << "it would serve this region alone";
+    q.inputs[0].regret_plan_s = up / 2;  // the rest paid for by earlier plans
+    EXPECT_EQ(f.automatic.place(q, 0, 0).backend, &f.device);
+}
+
 // The head of a chain (its result read by the next region of the plan, as each step of a time
 // loop reads the last) that reads data living on the host: it stays with the data, and its
 // readers with it... until the losses pay for the upload. Had the data been on the device, the
