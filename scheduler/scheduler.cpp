@@ -370,14 +370,22 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     std::vector<const Job*> job_of(regions.size(), nullptr);  // the placed regions' jobs
     std::vector<const Region*> region_at(regions.size());     // each region, where it is now (moved into its job)
     for (std::size_t i = 0; i < regions.size(); ++i) region_at[i] = &regions[i];
-    if (splitting)
+    // f(q) for each region q of the plan that reads `value`, made by region `maker`. Placement
+    // asks this of few regions: in a plan of a few hundred they are found among the regions after
+    // the maker (the plan is in topological order), which costs less than a map of every read
+    // (W5); a larger plan (or one that may split, which asks of every region) builds the map once.
+    constexpr std::size_t kScannedPlan = 256;
+    const bool mapped = splitting || regions.size() > kScannedPlan;
+    bool readers_built = false;
+    auto build_readers = [&] {
+        if (std::exchange(readers_built, true)) return;
         for (std::size_t i = 0; i < regions.size(); ++i)
-            for (const auto& in : regions[i].inputs) readers[in.get()].push_back(i);
-    // f(q) for each region q of the plan that reads `value`, made by region `maker`: from the map,
-    // else found among the regions after it (the plan is in topological order; placement asks
-    // this of few regions, and a map of every read cost more than the questions).
+            for (const auto& in : region_at[i]->inputs) readers[in.get()].push_back(i);
+    };
+    if (splitting) build_readers();
     auto for_each_reader = [&](const Node* value, std::size_t maker, auto&& f) {
-        if (splitting) {
+        if (mapped) {
+            build_readers();
             if (auto it = readers.find(value); it != readers.end())
                 for (std::size_t q : it->second)
                     if (q > maker) f(q);

@@ -165,23 +165,27 @@ TEST(VulkanCalibration, AProgramBuiltAgainFormsNoKernelAgain) {
 
 TEST(VulkanCalibration, AGeneratorRunsWhereItsReadersInputsAre) {
     // The scheduler tells placement where the readers of a region with no inputs will run: a
-    // start vector read beside a matrix that lives on the device goes to the device.
+    // start vector read beside a matrix that lives on the device goes to the device. In a plan of
+    // a few regions the readers are found by a scan of the later ones; in one of hundreds (300
+    // small results gathered with it) from a map of every read.
     CalibrationDir calibration("generator");
     tandem::Config& c = calibration.config;
     c.placement_learning = false;
-    c.region_records = 64;
+    c.region_records = 1024;
     write_calibration(device_wins_calibration(c), calibration.path());
     auto gpu = tvk::open_gpu(c);
     tandem::Runtime cpu(tvk::cpu_config());
     std::mt19937_64 rng(tref::seed_of("generator readers"));
     const tref::Host ha = tref::random_host({512, 64}, tandem::DType::f64, rng);
-    auto program = [&](tandem::Runtime& rt, const tandem::Array& G) {
+    auto program = [&](tandem::Runtime& rt, const tandem::Array& G, int extra) {
         const tandem::Array v = rt.ones({64, 1}) / 8.0;
         const tandem::Array w = tandem::matmul(G, v);
-        return tandem::sum(w * w);
+        std::vector<tandem::Array> out = {tandem::sum(w * w)};
+        for (int k = 0; k < extra; ++k) out.push_back(rt.ones({k + 2, 1}) * static_cast<double>(k));  // a region each
+        return out;
     };
     const tandem::Array Gc = tandem::matmul(tandem::transpose(tref::make_array(cpu, ha)), tref::make_array(cpu, ha));
-    const tref::Host expected = tref::gather(program(cpu, Gc));
+    const tref::Host expected = tref::gather(program(cpu, Gc, 0)[0]);
     // G lives on the device (its product's kernel builds in the background: until then it is
     // computed on the CPU).
     const tandem::Array A = tref::make_array(*gpu, ha);
@@ -194,18 +198,25 @@ TEST(VulkanCalibration, AGeneratorRunsWhereItsReadersInputsAre) {
         gpu->wait_idle();
         on = gpu->metrics().device_regions - before;
     }
-    // Kernels build in the background meanwhile: a few runs may go to the CPU first.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    bool on_device = false;
-    std::string reason;
-    do {
-        EXPECT_TRUE(tref::same_values(tref::gather(program(*gpu, G)), expected, tref::Acc::exact_signed));
-        gpu->wait_idle();
-        for (const auto& r : gpu->region_records())
-            if (r.shape == "64x1" && r.kind == "elementwise") on_device = r.executor == "vulkan", reason = r.reason;
-    } while (!on_device && std::chrono::steady_clock::now() < until);
-    EXPECT_TRUE(on_device) << reason;
-    EXPECT_NE(reason.find("readers"), std::string::npos) << reason;
+    for (const int extra : {0, 300}) {
+        SCOPED_TRACE("with " + std::to_string(extra) + " more results in the plan");
+        // Kernels build in the background meanwhile: a few runs may go to the CPU first.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        bool on_device = false;
+        std::string reason;
+        do {
+            const std::vector<tandem::Array> out = program(*gpu, G, extra);
+            const std::vector<tandem::HostArray> got = gpu->gather(out).get();
+            ASSERT_EQ(got.size(), out.size());
+            EXPECT_TRUE(tref::same_values(tref::gather(out[0]), expected, tref::Acc::exact_signed));
+            if (extra > 0) EXPECT_EQ(got.back().to_doubles(), std::vector<double>(static_cast<std::size_t>(extra) + 1, extra - 1.0));
+            gpu->wait_idle();
+            for (const auto& r : gpu->region_records())
+                if (r.shape == "64x1" && r.kind == "elementwise") on_device = r.executor == "vulkan", reason = r.reason;
+        } while (!on_device && std::chrono::steady_clock::now() < until);
+        EXPECT_TRUE(on_device) << reason;
+        EXPECT_NE(reason.find("readers"), std::string::npos) << reason;
+    }
     tvk::expect_device_clean(*gpu);
 }
 
