@@ -426,15 +426,15 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             may_split[i] = plan && (plan->partials || readers_split[i]);
         }
     }
-    // Where the regions reading a region's outputs (through views) will run: the device of
-    // those placed already, else the one device holding every other input of theirs placed so
-    // far (-1: none, or the host for one of them).
     // Whether a region after region `index` reads `value` (for an upload's worth: see InputSite).
     auto read_after = [&](const Node* value, std::size_t index) {
         bool found = false;
         for_each_reader(value, index, [&](std::size_t) { found = true; });
         return found;
     };
+    // Where the regions reading a region's outputs (through views) will run: the device of
+    // those placed already, else the one device holding every other input of theirs placed so
+    // far (-1: none, or the host for one of them).
     auto consumers_device = [&](const Region& r, std::size_t index) {
         std::uint32_t common = ~0u;
         bool known = false, host = false;
@@ -1245,9 +1245,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
     if (from_device) unpin(*job);
     if (options_.learn) {
         // The model learns how long regions like this one take there (a device region's kernels
-        // are timed on the device; its dispatch cost is the model's own), outside the scheduler's
-        // lock: a completion thread holding it longer slowed the recording of W5's device chain
-        // (auto 9% behind forced GPU with the same placement).
+        // are timed on the device; its dispatch cost is the model's own), under the model's lock
+        // only: the scheduler's lock is taken per region by the threads recording device work.
         learn_link();
         if (!error && job->observed_s > 0) {
             const Backend& b = *job->placement.backend;
