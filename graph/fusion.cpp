@@ -1,5 +1,7 @@
 #include "graph/fusion.hpp"
 
+#include "graph/kernel_call.hpp"
+
 #include <algorithm>
 #include <array>
 #include <span>
@@ -359,6 +361,12 @@ void fold_tails(std::vector<Region>& regions) {
     regions.resize(kept);
 }
 
+/// The iteration domain of a kernel region: its range, as a shape of at least two dimensions.
+Shape kernel_shape(const KernelCall& call) {
+    if (call.range_dims == 3) return Shape{call.range[0], call.range[1], call.range[2]};
+    return Shape{call.range[0], call.range[1]};
+}
+
 }  // namespace
 
 std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<Node*>& targets, std::uint64_t mark,
@@ -443,6 +451,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         }
     };
     std::unordered_map<ReductionKey, std::size_t, ReductionKeyHash> sibling_reductions;
+    std::unordered_map<const KernelCall*, std::size_t> kernel_groups;  // a command group's region
     for (std::size_t i = 0; i < pending.size(); ++i) {
         const Node* n = pending[i];
         // Constants become immediates of their consumers; only a wanted constant is computed.
@@ -455,10 +464,22 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != g) graph.depend(g, group_of[k]);
             continue;
         }
+        if (n->op == OpKind::Kernel) {
+            // A command group's outputs (its written versions, its token): one region, over its range.
+            auto [it, fresh] = kernel_groups.try_emplace(n->call.get(), groups.size());
+            if (!fresh) {
+                group_of[i] = it->second;
+                groups[it->second].members.push_back(i);
+                for (auto& in : n->inputs)
+                    if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != it->second)
+                        graph.depend(it->second, group_of[k]);
+                continue;
+            }
+        }
         if (own_region(n->op)) {
-            // A region of its own, over the result's shape.
+            // A region of its own, over the result's shape (a kernel's: over its range).
             const std::size_t g = groups.size();
-            groups.push_back({n->shape, {i}, true});
+            groups.push_back({n->op == OpKind::Kernel ? kernel_shape(*n->call) : n->shape, {i}, true});
             graph.add();
             group_of[i] = g;
             for (auto& in : n->inputs)
@@ -798,6 +819,13 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 r.inputs = n->inputs;
                 r.index_extents = index_extents_of(*n);
                 r.index_position = n->op == OpKind::Find || n->attr[0] < 0 ? 0 : static_cast<int>(n->attr[0]) + 1;
+                r.outputs.push_back({0, pending[m]->shared_from_this()});
+                continue;
+            }
+            if (n->op == OpKind::Kernel) {
+                r.kind = RegionKind::kernel;
+                r.call = n->call;
+                r.inputs = n->inputs;  // (every output of a call has the same operands)
                 r.outputs.push_back({0, pending[m]->shared_from_this()});
                 continue;
             }

@@ -70,7 +70,7 @@ bool same_cost(const RegionCost& a, const RegionCost& b) {
 }  // namespace
 
 bool same_region(const Region& a, const Region& b) {
-    if (a.kind != b.kind || a.shape != b.shape || !same_cost(a.cost, b.cost) || a.inputs != b.inputs ||
+    if (a.kind != b.kind || a.shape != b.shape || !same_cost(a.cost, b.cost) || a.inputs != b.inputs || a.call != b.call ||
         a.input_views != b.input_views || !same_instrs(a.program, b.program) || !same_instrs(a.tail, b.tail))
         return false;
     if (a.outputs.size() != b.outputs.size() || a.reductions.size() != b.reductions.size()) return false;
@@ -136,6 +136,8 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
             for (std::size_t k = 0; k < regions[r].inputs.size(); ++k) regions[r].inputs[k] = node_of(e.inputs[r][k]);
             for (std::size_t j = 0; j < regions[r].outputs.size(); ++j) regions[r].outputs[j].node = node_of(e.outputs[r][j]);
             regions[r].memo.share(e.regions[r].memo);  // what the backends worked out holds for it too
+            // A command group alike in structure (its attributes): this plan's call runs.
+            if (regions[r].kind == RegionKind::kernel) regions[r].call = regions[r].outputs.front().node->call;
         }
         if (mode_ == Mode::verify) {
             const std::vector<Region> fresh = detail::fuse(pending, targets, mark, options);
@@ -164,6 +166,7 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
     e.outputs.resize(regions.size());
     for (std::size_t r = 0; r < regions.size(); ++r) {
         e.regions[r].memo.share(regions[r].memo);  // the backends' work on this plan serves the hits
+        e.regions[r].call.reset();  // (its body's captures are the call's own, not the cache's)
         for (auto& in : e.regions[r].inputs) {
             Code c = 0;
             if (!code_of(in.get(), c)) return regions;

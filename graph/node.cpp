@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "graph/kernel_call.hpp"
+
 namespace tandem::detail {
 
 Node::~Node() {
@@ -26,6 +28,7 @@ std::string Node::label() const {
     std::string s(op_info(op).name);
     if (op == OpKind::Constant) s += "(" + std::to_string(attr[0]) + ")";
     if (op == OpKind::Cast) s += "(" + std::string(dtype_name(dtype)) + ")";
+    if (op == OpKind::Kernel && call) s += " '" + call->name + "'";
     return s + " " + shape.to_string() + " " + std::string(dtype_name(dtype));
 }
 
@@ -155,10 +158,24 @@ std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape) {
     return node;
 }
 
+std::shared_ptr<Node> NodeTable::make_kernel(std::shared_ptr<const KernelCall> call, std::size_t slot, DType dtype,
+                                             const Shape& shape, std::vector<std::shared_ptr<Node>> inputs) {
+    auto node = std::make_shared<Node>(OpKind::Kernel, dtype, shape);
+    node->inputs = std::move(inputs);
+    // The call's structure, not its identity: fusion's cache keys on attributes (graph/kernel_call.hpp).
+    node->attr = {static_cast<double>(slot), static_cast<double>(call->structure & ((1ull << 52) - 1)), 0.0};
+    node->call = std::move(call);
+    node->id = next_id();
+    node->hash = static_cast<std::size_t>(node->id);
+    node->runtime = runtime_;
+    return node;
+}
+
 std::shared_ptr<Node> NodeTable::make_recipe(const Node& of, std::vector<std::shared_ptr<Node>> inputs) {
     auto node = std::make_shared<Node>(of.op, of.dtype, of.shape);
     node->inputs = std::move(inputs);
     node->attr = of.attr;
+    node->call = of.call;
     node->id = next_id();
     node->hash = static_cast<std::size_t>(node->id);
     node->runtime = runtime_;

@@ -19,6 +19,8 @@ namespace tandem::detail {
 class RuntimeImpl;
 /// What the scheduler keeps per node (scheduler/node_state.hpp): held here, never read here.
 struct NodeState;
+/// A user kernel's command group (graph/kernel_call.hpp), for Kernel nodes.
+struct KernelCall;
 struct NodeStateDelete {
     void operator()(NodeState* s) const noexcept;
 };
@@ -38,6 +40,8 @@ struct Node : std::enable_shared_from_this<Node> {
     /// list, valid when pass_mark is that pass's mark. Spares the passes hash-set lookups.
     std::uint64_t pass_mark = 0;
     std::size_t pass_index = 0;
+    /// What a Kernel node's command group runs (null for every other op).
+    std::shared_ptr<const KernelCall> call;
     /// The scheduler's (its evaluation, planning and lineage), made when it first looks.
     std::unique_ptr<NodeState, NodeStateDelete> state;
 
@@ -63,6 +67,10 @@ public:
     /// A fresh Input node (never interned): its value is the scheduler's to attach
     /// (scheduler/node_state.hpp's make_input).
     std::shared_ptr<Node> make_input(DType dtype, const Shape& shape);
+    /// Output `slot` of a user kernel's command group (a fresh Kernel node, never interned: two
+    /// groups alike are still two computations).
+    std::shared_ptr<Node> make_kernel(std::shared_ptr<const KernelCall> call, std::size_t slot, DType dtype,
+                                      const Shape& shape, std::vector<std::shared_ptr<Node>> inputs);
     /// A fresh, uncomputed node that computes what `of` computes from `inputs` (a recipe: never
     /// interned, so nothing the user builds ever finds it).
     std::shared_ptr<Node> make_recipe(const Node& of, std::vector<std::shared_ptr<Node>> inputs);

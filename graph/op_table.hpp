@@ -24,7 +24,7 @@ enum class OpKind : std::uint8_t {
 };
 inline constexpr std::size_t kOpCount = static_cast<std::size_t>(OpKind::Count_);
 
-enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, Contract, View, Scan };
+enum class OpGroup : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, Contract, View, Scan, User };
 
 /// How an op's result type follows from its operands'.
 enum class TypeRule : std::uint8_t {
@@ -67,10 +67,10 @@ inline bool is_elementwise(OpKind op) noexcept {
 
 inline bool is_reduction(OpKind op) noexcept { return op_info(op).group == OpGroup::Reduce; }
 /// Ops that are a region of their own: a matrix product, a view or other rearrangement
-/// (transpose, cat, remap, gather, scatter, find), a scan.
+/// (transpose, cat, remap, gather, scatter, find), a scan, a user kernel.
 inline bool own_region(OpKind op) noexcept {
     const OpGroup g = op_info(op).group;
-    return g == OpGroup::Contract || g == OpGroup::View || g == OpGroup::Scan;
+    return g == OpGroup::Contract || g == OpGroup::View || g == OpGroup::Scan || g == OpGroup::User;
 }
 
 /// The reduction of all elements (attr[0] of a Reduce node).

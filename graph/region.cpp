@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "graph/kernel_call.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail {
@@ -72,6 +73,7 @@ const char* region_kind_name(RegionKind k) noexcept {
         case RegionKind::gather: return "gather";
         case RegionKind::scatter: return "scatter";
         case RegionKind::find: return "find";
+        case RegionKind::kernel: return "kernel";
     }
     return "?";
 }
@@ -149,8 +151,32 @@ RegionCost summarize_cost(const Region& r) {
         case RegionKind::gather:
         case RegionKind::scatter:
         case RegionKind::find: break;  // bytes only
+        case RegionKind::kernel: {
+            // The kernel's own account (Kernel::cost): its operations per item, and its bytes when
+            // it gave them (else the buffers' bytes once each, as counted above).
+            const KernelCall& k = *r.call;
+            const auto items = static_cast<double>(k.items());
+            const std::size_t single = std::any_of(k.accesses.begin(), k.accesses.end(),
+                                                   [](const KernelAccess& a) { return a.dtype == DType::f32; }) ? 1 : 0;
+            c.ops[static_cast<std::size_t>(CostClass::simple)][single] = static_cast<std::int64_t>(k.flops_per_item * items);
+            c.elements = k.items();
+            if (k.bytes_per_item >= 0) {
+                // Half read, half written, spread evenly (what the model prices is the total).
+                const double total = k.bytes_per_item * items;
+                const double sides = c.input_bytes.empty() ? 1.0 : 2.0;
+                for (auto* side : {&c.input_bytes, &c.output_bytes})
+                    side->assign(side->size(), static_cast<std::int64_t>(total / sides / static_cast<double>(std::max<std::size_t>(1, side->size()))));
+            }
+            break;
+        }
     }
     return c;
+}
+
+int Region::kernel_output(std::size_t slot) const noexcept {
+    for (std::size_t j = 0; j < outputs.size(); ++j)
+        if (static_cast<std::size_t>(outputs[j].node->attr[0]) == slot) return static_cast<int>(j);
+    return -1;
 }
 
 Region Region::tail_region() const {
@@ -279,6 +305,7 @@ std::string Region::summary() const {
         case RegionKind::gather: own = "subsref"; break;
         case RegionKind::scatter: own = "subsasgn"; break;
         case RegionKind::find: own = "find"; break;
+        case RegionKind::kernel: own = call ? call->name.c_str() : "kernel"; break;
     }
     if (own) s += std::string(s.empty() ? "" : ",") + own;
     return s;

@@ -103,6 +103,7 @@ enum class RegionKind : std::uint8_t {
     gather,       ///< indexing: outputs[0] = the selection (index_extents)
     scatter,      ///< indexing: outputs[0] = inputs[0] with the selection set to inputs[2]
     find,         ///< outputs[0] = the 1-based positions of inputs[0]'s true elements
+    kernel,       ///< a user kernel's command group (`call`): outputs are the versions it writes and its token
 };
 /// "elementwise", "reduce", ... for logs and traces.
 const char* region_kind_name(RegionKind k) noexcept;
@@ -228,6 +229,12 @@ struct Region {
         for (int d = reduce_dim + 1; d < shape.ndims(); ++d) outer *= shape[d];
         return {inner, shape[reduce_dim], outer};
     }
+
+    /// A kernel region's command group; its outputs are Kernel nodes, each naming its slot among
+    /// the call's outputs in attr[0] (a plan may want only some of them).
+    std::shared_ptr<const KernelCall> call;
+    /// A kernel region: output slot s's position among `outputs`, or -1 when the plan left it out.
+    int kernel_output(std::size_t slot) const noexcept;
 
     /// What the devices' backends worked out about it (not part of its meaning: not copied).
     BackendMemo memo;

@@ -1,5 +1,7 @@
 #include "scheduler/placement.hpp"
 
+#include "graph/kernel_call.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <limits>
@@ -108,9 +110,18 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     PlacementDecision cpu{cpu_, ""};
     cpu.compute_s = cpu_compute;
     if (region.kind == RegionKind::view) return cpu.reason = "a view: shares its input's value", cpu;
+    // A user kernel runs where it has a body, and where its author asked it to (KernelPlacement).
+    bool pinned_to_device = false;
+    if (region.kind == RegionKind::kernel) {
+        const KernelCall& k = *region.call;
+        if (!k.has_glsl()) return cpu.reason = "a user kernel with a C++ body only", cpu;
+        if (k.prefer == KernelPlacement::cpu && k.has_cpu()) return cpu.reason = "a user kernel that asks for the CPU", cpu;
+        pinned_to_device = !k.has_cpu() || k.prefer == KernelPlacement::device;
+    }
     if (devices_.empty() || enabled_.load() == 0) return cpu.reason = "cpu only", cpu;
-    if (mode_ == PlacementMode::cpu) return cpu.reason = "placement forced to the CPU", cpu;
-    if (region.shape.numel() < min_device_elements_) return cpu.reason = "small: below device_min_elements", cpu;
+    if (mode_ == PlacementMode::cpu && !pinned_to_device) return cpu.reason = "placement forced to the CPU", cpu;
+    if (region.shape.numel() < min_device_elements_ && !pinned_to_device)
+        return cpu.reason = "small: below device_min_elements", cpu;
     // What the device kernels do badly whatever the model says (not priced yet).
     if (region.kind == RegionKind::concat &&
         region.reduce_extents().outer * static_cast<std::int64_t>(region.inputs.size()) > 4096)
@@ -294,6 +305,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     }
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;
+    if (pinned_to_device) return dev.reason = "a user kernel for the device", dev;
     if (mode_ == PlacementMode::device)
         return dev.reason = dev.split ? "placement forced to the devices: split over them" : "placement forced to the device", dev;
     if (resident_finish >= 0) cpu.regret_s = std::max(0.0, cpu.cpu_s - resident_finish);

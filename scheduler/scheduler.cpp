@@ -12,6 +12,7 @@
 #include <typeinfo>
 #include <utility>
 
+#include "graph/kernel_call.hpp"
 #include "scheduler/errors.hpp"
 #include "scheduler/streaming.hpp"
 #include "tandem/error.hpp"
@@ -957,6 +958,13 @@ void Scheduler::run_on_host(const JobPtr& job) {
         if (!error) job->outputs = {inputs.at(0)};
         return complete(job, error, {}, false);
     }
+    if (r.kind == RegionKind::kernel && !r.call->has_cpu()) {
+        // A GLSL-only kernel the device refused or failed: its error is the group's.
+        if (!error) error = job->device_error;
+        if (!error)
+            error = std::make_exception_ptr(Error(r.call->label() + " has only a GLSL body, and no device can run it now"));
+        return complete(job, error, {}, false);
+    }
     auto t0 = std::chrono::steady_clock::now();
     job->started = t0;
     std::vector<std::exception_ptr> per_output(r.outputs.size());
@@ -982,7 +990,7 @@ void Scheduler::run_on_host(const JobPtr& job) {
     const auto t_compute = std::chrono::steady_clock::now();  // after the downloads it waited for
     if (!error) {
         error = run(r, inputs, job->outputs);
-        if (error && r.outputs.size() > 1 && is_data_error(error)) {
+        if (error && r.outputs.size() > 1 && is_data_error(error) && r.kind != RegionKind::kernel) {
             // A data-dependent failure (a NaN in a logical op) must poison only the outputs that
             // depend on it: run each output's own slice of the region to find out which.
             for (std::size_t j = 0; j < r.outputs.size(); ++j) {
@@ -1029,6 +1037,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
     // Refused before anything was recorded (no device memory, a shader that does not compile, an
     // input that could not be brought over): the region runs on the CPU instead, and the log says so.
     auto run_on_cpu_instead = [&](const std::exception& e) {
+        job->device_error = std::current_exception();  // (called in the catch blocks below)
         this->run_on_cpu_instead(job, typeid(e).name(),
                                  "[tandem] " + std::string(device->name()) + " region " + r.summary() +
                                      " runs on the CPU instead: " + e.what());
@@ -1283,7 +1292,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
                 if (is_device_error(error)) placement_.disable_device(job->placement.backend->ordinal());
                 requeue = true;
             }
-            if (error && is_data_error(error) && r.outputs.size() > 1) requeue = true;
+            if (error && is_data_error(error) && r.outputs.size() > 1 && r.kind != RegionKind::kernel) requeue = true;
+            if (requeue && error) job->device_error = error;
         }
         if (options_.log_placement && r.kind != RegionKind::view && job->charged_s > 0) {
             // The prediction against what happened: a CPU region's run, a device region's time

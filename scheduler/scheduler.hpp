@@ -119,6 +119,9 @@ private:
         /// queries), 0 when unknown: what the model learns from.
         double observed_s = 0;
         bool fell_back = false;  // placed on the device, requeued on the CPU
+        /// Why its device refused or failed it: the error of a user kernel with no C++ body,
+        /// which the CPU cannot run instead.
+        std::exception_ptr device_error;
     };
     using JobPtr = std::shared_ptr<Job>;
 

@@ -189,6 +189,7 @@ void CpuBackend::execute(const Region& region, std::span<const Storage* const> i
         case RegionKind::gather: return run_gather(region, *inputs[0], *inputs[1], *outputs[0]);
         case RegionKind::scatter: return run_scatter(region, *inputs[0], *inputs[1], *inputs[2], *outputs[0]);
         case RegionKind::find: return run_find(region, *inputs[0], *outputs[0]);
+        case RegionKind::kernel: return run_kernel(region, inputs, outputs);
     }
 }
 

@@ -26,6 +26,8 @@ private:
     void run_transpose(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
     void run_cat(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
     void run_remap(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
+    /// A user kernel's C++ body over its range (backends/cpu/user_kernel.cpp).
+    void run_kernel(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
     void run_elementwise(const Region& region, std::span<const Storage* const> inputs, std::span<Storage* const> outputs);
     const KernelTable& kernels_;
     std::int64_t block_;

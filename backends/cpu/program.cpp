@@ -299,6 +299,7 @@ private:
             case OpGroup::Contract:  // a region of its own
             case OpGroup::View:
             case OpGroup::Scan:
+            case OpGroup::User:
                 break;
         }
         throw Error(std::string("cpu executor: ") + std::string(info.name) + " inside a region's program (fusion bug)");

@@ -934,6 +934,7 @@ private:
             case OpGroup::Contract:
             case OpGroup::View:
             case OpGroup::Scan:
+            case OpGroup::User:
                 throw DeviceError(std::string("vulkan codegen: ") + std::string(info.name) +
                                   " inside a region's program (fusion bug)");
         }

@@ -12,6 +12,7 @@
 #include "backends/vulkan/remap.hpp"
 #include "backends/vulkan/scan.hpp"
 #include "backends/vulkan/transpose.hpp"
+#include "backends/vulkan/user_kernel.hpp"
 #include "backends/vulkan/vulkan_backend.hpp"
 #include "graph/permute_plan.hpp"
 
@@ -65,6 +66,7 @@ std::string VulkanBackend::fixed_key(const Region& r) {
         case RegionKind::gather:
         case RegionKind::scatter:
         case RegionKind::find: break;
+        case RegionKind::kernel: return "user " + r.call->name + ' ' + std::to_string(r.call->structure);
         default: return "";  // generated kernels, GEMMs (their own keys), copies
     }
     const DType t = r.outputs[0].node->dtype;
@@ -85,6 +87,7 @@ std::vector<Kernel> VulkanBackend::fixed_kernels(const Region& r) {
         case RegionKind::gather: return {gather_kernel(t, sub)};
         case RegionKind::scatter: return {scatter_kernel(t, sub, true), scatter_kernel(t, sub, false)};
         case RegionKind::find: return {find_kernel(1), find_kernel(2), find_kernel(3)};
+        case RegionKind::kernel: return r.call->has_glsl() ? std::vector<Kernel>{user_kernel(*r.call)} : std::vector<Kernel>{};
         default: return {};
     }
 }

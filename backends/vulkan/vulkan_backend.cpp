@@ -401,6 +401,7 @@ void VulkanBackend::submit(Submission s) {
         case RegionKind::gather: return submit_gather(std::move(s));
         case RegionKind::scatter: return submit_scatter(std::move(s));
         case RegionKind::find: return submit_find(std::move(s));
+        case RegionKind::kernel: return submit_kernel(std::move(s));
     }
     // Everything that can fail for a reason of its own happens before recording anything.
     const std::shared_ptr<const KernelBuilder::Form> form = kernel_form(r);

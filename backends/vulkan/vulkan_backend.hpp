@@ -130,6 +130,9 @@ private:
     /// that turns what the kernels recorded there into region r's IndexError.
     std::function<void()> subscript_check(const Region& r, std::shared_ptr<DeviceArray> fault, std::shared_ptr<Value> subscripts);
     void submit_permute(Submission s);  // permute.cpp
+    void submit_kernel(Submission s);  // a user kernel's command group (user_kernel.cpp)
+    /// A kernel region's shader (formed once per structure: kept in its memo).
+    std::shared_ptr<const Kernel> user_kernel_of(const Region& r) const;
     /// A region with one input and one output run by one fixed kernel: its input uploaded (or
     /// reused), gx x gy x gz workgroups (none if any is 0) with the push constants push(src, dst).
     void record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,

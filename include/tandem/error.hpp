@@ -54,6 +54,20 @@ public:
     using Error::Error;
 };
 
+/// A user kernel's command group that cannot run as given (tandem/kernel.hpp): an accessor of the
+/// wrong type, a range larger than a buffer it writes, a buffer of a runtime that is gone, a body
+/// missing for the only executor there is. The message names the kernel and the buffer.
+class TANDEM_API KernelError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A user kernel's GLSL body that glslang rejects: each error with the body's own line number.
+class TANDEM_API KernelCompileError : public KernelError {
+public:
+    using KernelError::KernelError;
+};
+
 /// A bad setting: an environment variable or Config field with an invalid value.
 class TANDEM_API ConfigError : public Error {
 public:

@@ -167,6 +167,8 @@ public:
     const Config& config() const;
 
     detail::RuntimeImpl& impl() noexcept { return *impl_; }
+    /// The runtime's parts, held weakly (what outlives the runtime, as a Buffer may, asks it first).
+    std::weak_ptr<detail::RuntimeImpl> weak_impl() const noexcept { return impl_; }
 
 private:
     std::shared_ptr<detail::RuntimeImpl> impl_;

@@ -8,6 +8,7 @@
 #include "tandem/future.hpp"
 #include "tandem/host_array.hpp"
 #include "tandem/indexing.hpp"
+#include "tandem/kernel.hpp"
 #include "tandem/linalg.hpp"
 #include "tandem/ops.hpp"
 #include "tandem/random.hpp"

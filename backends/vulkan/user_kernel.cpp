@@ -1,0 +1,245 @@
+#include "backends/vulkan/user_kernel.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <regex>
+#include <sstream>
+
+#include "backends/vulkan/batch.hpp"
+#include "backends/vulkan/compiler.hpp"
+#include "backends/vulkan/pipeline_cache.hpp"
+#include "tandem/error.hpp"
+
+namespace tandem::detail::vk {
+
+namespace {
+
+const char* glsl_type(DType t) { return t == DType::f64 ? "double" : t == DType::f32 ? "float" : "uint8_t"; }
+
+/// The subscripts an accessor takes in GLSL: the buffer's dimensions, as MATLAB counts them (at
+/// least two: a column vector takes (i, 0)), at most three (later ones fold into the third).
+int accessor_dims(const Shape& s) { return std::clamp(s.ndims(), 2, 3); }
+
+/// The body's lines, for quoting them in messages.
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+}
+
+}  // namespace
+
+Kernel user_kernel(const KernelCall& call) {
+    const auto n = call.accesses.size();
+    bool bytes8 = false;
+    for (const KernelAccess& a : call.accesses) bytes8 = bytes8 || a.dtype == DType::logical;
+    std::ostringstream g;
+    g << "#version 450\n"
+         "#extension GL_EXT_buffer_reference : require\n"
+         "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+    if (bytes8)
+        g << "#extension GL_EXT_shader_8bit_storage : require\n"
+             "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
+    g << "layout(local_size_x = " << kUserKernelWorkgroup << ") in;\n";
+    for (std::size_t a = 0; a < n; ++a) {
+        const KernelAccess& acc = call.accesses[a];
+        g << "layout(buffer_reference, std430, buffer_reference_align = " << dtype_size(acc.dtype) << ") "
+          << (acc.writes() ? "" : "readonly ") << "buffer tdu_ref" << a << " { " << glsl_type(acc.dtype) << " v[]; };\n";
+    }
+    // 8-byte members first, then 4-byte ones: std430 puts each at its own alignment, no padding.
+    g << "layout(push_constant) uniform tdu_push_block {\n";
+    for (std::size_t a = 0; a < n; ++a) g << "    uint64_t a" << a << ";\n";
+    if (!call.scalars_f32)
+        for (std::size_t k = 0; k < call.scalar_names.size(); ++k) g << "    double s" << k << ";\n";
+    g << "    uint count; uint r0; uint r1; uint r2;\n";
+    for (std::size_t a = 0; a < n; ++a) g << "    uint e" << a << "_0; uint e" << a << "_1;\n";
+    if (call.scalars_f32)
+        for (std::size_t k = 0; k < call.scalar_names.size(); ++k) g << "    float s" << k << ";\n";
+    g << "} tdu_pc;\n";
+    for (std::size_t a = 0; a < n; ++a) {
+        const std::string& name = call.accessor_names[a];
+        const std::string v = "tdu_a" + std::to_string(a) + ".v";
+        const std::string e0 = "tdu_pc.e" + std::to_string(a) + "_0", e1 = "tdu_pc.e" + std::to_string(a) + "_1";
+        switch (accessor_dims(call.accesses[a].shape)) {
+            case 2: g << "#define " << name << "(i, j) " << v << "[uint(i) + " << e0 << " * uint(j)]\n"; break;
+            default:
+                g << "#define " << name << "(i, j, k) " << v << "[uint(i) + " << e0 << " * (uint(j) + " << e1 << " * uint(k))]\n";
+        }
+        g << "#define " << name << "_at(k) " << v << "[uint(k)]\n";
+    }
+    g << "void tdu_body(uvec3 item, uvec3 range) {\n";
+    for (std::size_t a = 0; a < n; ++a) g << "    tdu_ref" << a << " tdu_a" << a << " = tdu_ref" << a << "(tdu_pc.a" << a << ");\n";
+    for (std::size_t k = 0; k < call.scalar_names.size(); ++k)
+        g << "    const " << (call.scalars_f32 ? "float " : "double ") << call.scalar_names[k] << " = tdu_pc.s" << k << ";\n";
+    // The body's own line numbers in glslang's messages.
+    g << "#line 1\n" << call.glsl << "\n}\n";
+    g << "void main() {\n"
+         "    uint lin = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * "
+      << kUserKernelWorkgroup << "u);\n"
+         "    if (lin >= tdu_pc.count) return;\n"
+         "    uvec3 range = uvec3(tdu_pc.r0, tdu_pc.r1, tdu_pc.r2);\n"
+         "    tdu_body(uvec3(lin % range.x, (lin / range.x) % range.y, lin / (range.x * range.y)), range);\n"
+         "}\n";
+    Kernel k;
+    k.glsl = g.str();
+    k.key = "tandem-user-kernel 1;" + call.name;
+    k.workgroup_size = kUserKernelWorkgroup;
+    k.push_bytes = static_cast<std::uint32_t>(8 * n + (call.scalars_f32 ? 4 : 8) * call.scalar_names.size() + 16 + 8 * n);
+    return k;
+}
+
+std::vector<std::byte> user_kernel_push(const KernelCall& call, const std::vector<std::uint64_t>& addresses) {
+    std::vector<std::byte> p;
+    auto put = [&](const auto& v) {
+        const std::size_t at = p.size();
+        p.resize(at + sizeof v);
+        std::memcpy(p.data() + at, &v, sizeof v);
+    };
+    for (std::uint64_t a : addresses) put(a);
+    if (!call.scalars_f32)
+        for (double s : call.scalars) put(s);
+    put(static_cast<std::uint32_t>(call.items()));
+    for (std::int64_t e : call.range) put(static_cast<std::uint32_t>(e));
+    for (const KernelAccess& a : call.accesses) {
+        const Shape& s = a.shape;
+        put(static_cast<std::uint32_t>(s.ndims() > 0 ? s[0] : 1));
+        put(static_cast<std::uint32_t>(s.ndims() > 1 ? s[1] : 1));
+    }
+    if (call.scalars_f32)
+        for (double s : call.scalars) put(static_cast<float>(s));
+    return p;
+}
+
+std::string user_kernel_compile_error(const KernelCall& call, const std::string& compiler_message) {
+    const std::vector<std::string> body = lines_of(call.glsl);
+    std::ostringstream m;
+    m << call.label() << ": its GLSL body does not compile:\n";
+    static const std::regex error(R"(ERROR: [0-9]+:([0-9]+): ([^\n]*))");
+    bool any = false;
+    for (std::sregex_iterator it(compiler_message.begin(), compiler_message.end(), error), end; it != end; ++it) {
+        const auto line = static_cast<std::size_t>(std::strtoul((*it)[1].str().c_str(), nullptr, 10));
+        const std::string what = (*it)[2].str();
+        if (what.find("compilation terminated") != std::string::npos) continue;
+        any = true;
+        if (line >= 1 && line <= body.size())
+            m << "  line " << line << ": " << what << "\n    " << line << " | " << body[line - 1] << '\n';
+        else
+            m << "  " << what << '\n';
+    }
+    if (!any) m << compiler_message;
+    return m.str();
+}
+
+void VulkanBackend::submit_kernel(Submission s) {
+    const Region& r = *s.region;
+    const KernelCall& call = *r.call;
+    if (!call.has_glsl()) throw DeviceError(call.label() + " has no GLSL body");
+    const std::shared_ptr<const Kernel> kernel = user_kernel_of(r);
+    if (kernel->push_bytes > context_->description().max_push_constants)
+        throw Error(call.label() + ": its accessors and scalars need " + std::to_string(kernel->push_bytes) +
+                    " bytes of push constants; this device has " +
+                    std::to_string(context_->description().max_push_constants));
+    const ComputePipeline* pipeline = nullptr;
+    try {
+        pipeline = &pipelines_->get(*kernel);
+    } catch (const ShaderCompileError& e) {
+        throw KernelCompileError(user_kernel_compile_error(call, e.what()));
+    }
+    std::vector<std::shared_ptr<DeviceArray>> outs;
+    for (std::size_t j = 0; j < r.outputs.size(); ++j)
+        outs.push_back(device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[j]->bytes(), 1)));
+
+    std::lock_guard lock(record_mutex_);
+    if (open_ && open_->spans.size() + s.inputs.size() + 2 * outs.size() + 2 > kMaxSpansPerBatch) submit_locked();
+    Batch& b = open_batch();
+    std::vector<std::shared_ptr<DeviceArray>> ins;
+    for (auto& v : s.inputs) {
+        ins.push_back(device_copy(*v, b));
+        b.keep.push_back(ins.back());
+    }
+    for (std::size_t j = 0; j < outs.size(); ++j)
+        s.outputs[j]->set_device(ordinal(), std::make_shared<Copy>(context_, outs[j], b.signal, 0));
+    // Each accessor's array: a written buffer's new version (read_write: a copy of the old one
+    // first), or the version read.
+    std::vector<std::uint64_t> addresses;
+    std::vector<std::pair<const DeviceArray*, const DeviceArray*>> copies;
+    for (const KernelAccess& acc : call.accesses) {
+        if (!acc.writes()) {
+            addresses.push_back(ins[static_cast<std::size_t>(acc.input)]->address());
+            continue;
+        }
+        std::shared_ptr<DeviceArray> arr;
+        if (const int j = r.kernel_output(static_cast<std::size_t>(acc.output)); j >= 0) {
+            arr = outs[static_cast<std::size_t>(j)];
+        } else {  // a written buffer the plan does not want
+            arr = device_heap_->allocate(std::max<VkDeviceSize>(acc.shape.numel() * dtype_size(acc.dtype), 1));
+            b.keep.push_back(arr);
+        }
+        if (acc.reads() && acc.shape.numel() > 0) copies.emplace_back(ins[static_cast<std::size_t>(acc.input)].get(), arr.get());
+        addresses.push_back(arr->address());
+    }
+    if (!copies.empty()) {
+        // The old versions may have just been written by a copy (an upload) or a shader.
+        barrier(b.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                VK_ACCESS_TRANSFER_READ_BIT);
+        for (auto [from, to] : copies) {
+            VkBufferCopy region{from->offset(), to->offset(), std::min(from->bytes(), to->bytes())};
+            vkCmdCopyBuffer(b.cmd, from->buffer(), to->buffer(), 1, &region);
+        }
+        barrier(b.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    }
+    const std::vector<std::byte> push = user_kernel_push(call, addresses);
+    const auto count = static_cast<std::uint64_t>(call.items());
+    if (count > 0) {
+        const auto [gx, gy] = grid_of((count + kUserKernelWorkgroup - 1) / kUserKernelWorkgroup);
+        const int q = b.begin_span(Span::kernel, &r);
+        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
+        vkCmdPushConstants(b.cmd, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push.size()),
+                           push.data());
+        vkCmdDispatch(b.cmd, gx, gy, 1);
+        b.end_span(q);
+        ++b.dispatches;
+    }
+    for (auto& o : outs)
+        buffer_barrier(b.cmd, *o, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
+    Batch::Item item{std::move(s.done), &r, nullptr, {}, {}, std::move(s.measured)};
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+        if (j >= s.wanted_on_host.size() || !s.wanted_on_host[j]) continue;
+        auto rb = readback_heap_->allocate(outs[j]->bytes());
+        VkBufferCopy region{outs[j]->offset(), rb->offset(), outs[j]->bytes()};
+        if (outs[j]->bytes() >= kQueueCopyBytes) {
+            if (!b.readback) b.readback = open_copy(Span::download);
+            vkCmdCopyBuffer(b.readback->cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
+            b.readback->bytes += outs[j]->bytes();
+        } else {
+            const int q = b.begin_span(Span::download, &r);
+            vkCmdCopyBuffer(b.cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
+            b.end_span(q);
+        }
+        item.readbacks.emplace_back(rb, s.outputs[j]);
+    }
+    b.items.push_back(std::move(item));
+    {
+        std::lock_guard slock(stats_mutex_);
+        ++stats_.dispatches;
+    }
+    submit_if_due_locked();
+}
+
+std::shared_ptr<const Kernel> VulkanBackend::user_kernel_of(const Region& r) const {
+    // Kept in the region's memo: a loop's groups (fusion's cache shares it) form the text once.
+    const bool kept = ordinal() < BackendMemo::kSlots;
+    if (kept)
+        if (auto known = r.memo.get(ordinal())) return std::static_pointer_cast<const Kernel>(known);
+    auto k = std::make_shared<const Kernel>(user_kernel(*r.call));
+    if (kept) r.memo.set(ordinal(), k);
+    return k;
+}
+
+}  // namespace tandem::detail::vk

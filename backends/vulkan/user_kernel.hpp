@@ -1,0 +1,28 @@
+// A user kernel's GLSL body as a complete compute shader: its accessors as buffer references
+// (read-only where the group only reads), their subscripts as macros, its scalars as consts, the
+// item index computed from the invocation; addresses, extents and scalars in push constants, so a
+// kernel compiles once per structure whatever its buffers' sizes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/codegen.hpp"
+#include "graph/kernel_call.hpp"
+
+namespace tandem::detail::vk {
+
+inline constexpr std::uint32_t kUserKernelWorkgroup = 256;
+
+/// The compute shader of `call` (its key names the kernel and hashes the whole text).
+Kernel user_kernel(const KernelCall& call);
+/// Its push constants: the accessors' addresses (in order), the scalars, the item count, the
+/// range and the accessors' extents, laid out as user_kernel() declares them.
+std::vector<std::byte> user_kernel_push(const KernelCall& call, const std::vector<std::uint64_t>& addresses);
+/// glslang's complaint about the shader of `call` (ShaderCompileError's text) in the terms of the
+/// body its author wrote: each error with the body's own line number and that line.
+std::string user_kernel_compile_error(const KernelCall& call, const std::string& compiler_message);
+
+}  // namespace tandem::detail::vk

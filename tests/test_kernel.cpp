@@ -1,0 +1,74 @@
+// User kernels on the CPU executor: the C++ bodies (tests/kernel_cases.hpp).
+#include <gtest/gtest.h>
+
+#include "kernel_cases.hpp"
+
+namespace {
+
+tandem::Config cpu() {
+    tandem::Config c;
+    c.device = "cpu";
+    c.plan_cache = "verify";
+    return c;
+}
+
+}  // namespace
+
+TEST(Kernel, ElementwiseWithSpecialValues) {
+    tandem::Runtime rt(cpu());
+    kernel_cases::elementwise_with_specials(rt);
+}
+
+TEST(Kernel, DependencyKinds) {
+    tandem::Runtime rt(cpu());
+    kernel_cases::dependency_kinds(rt);
+}
+
+TEST(Kernel, ReadWriteInPlace) {
+    tandem::Runtime rt(cpu());
+    kernel_cases::read_write_in_place(rt);
+}
+
+TEST(Kernel, InteropWithArrays) {
+    tandem::Runtime rt(cpu());
+    kernel_cases::interop_with_arrays(rt);
+}
+
+TEST(Kernel, HostTaskAndHostAccessor) {
+    tandem::Runtime rt(cpu());
+    kernel_cases::host_task_and_host_accessor(rt);
+}
+
+TEST(Kernel, ExplicitAndInOrderDependencies) {
+    tandem::Runtime rt(cpu());
+    kernel_cases::explicit_and_in_order_dependencies(rt);
+}
+
+TEST(Kernel, ThrowingBodyPoisonsDependantsOnly) {
+    tandem::Runtime rt(cpu());
+    kernel_cases::throwing_body_poisons_dependants_only(rt);
+}
+
+TEST(Kernel, BadInputIsRefusedAtSubmit) {
+    tandem::Runtime rt(cpu());
+    kernel_cases::bad_input_is_refused_at_submit(rt);
+}
+
+TEST(Kernel, BufferOutlivingItsRuntime) { kernel_cases::buffer_outliving_its_runtime(cpu()); }
+
+TEST(Kernel, GlslOnlyKernelWithoutADeviceIsRefused) {
+    tandem::Runtime rt(cpu());
+    tandem::Buffer y(rt, tandem::Shape{8, 1}, tandem::DType::f64, "y");
+    tandem::Queue q(rt);
+    static const tandem::Kernel fill = tandem::Kernel("fill").accessors({"y"}).glsl("y(item.x) = 1.0;");
+    try {
+        q.submit([&](tandem::Handler& h) {
+            h.require(y, tandem::access::write);
+            h.parallel_for(tandem::Range(8), fill);
+        });
+        ADD_FAILURE() << "a GLSL-only kernel was accepted by a runtime without a device";
+    } catch (const tandem::KernelError& e) {
+        EXPECT_NE(std::string(e.what()).find("fill"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("no device"), std::string::npos) << e.what();
+    }
+}
