@@ -56,6 +56,9 @@ std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targe
 }
 
 
+/// A user kernel with no C++ body: a device that refuses or fails it fails the group.
+bool cpu_cannot_run(const Region& r) { return r.kind == RegionKind::kernel && !r.call->has_cpu(); }
+
 /// Whether the scheduler can compute `n` again: it is no user data, and it kept its operands
 /// (its recipe) or needs none.
 bool recomputable(const Node& n) {
@@ -921,7 +924,7 @@ bool Scheduler::waits_again(const JobPtr& job, std::vector<std::shared_ptr<Value
 }
 
 void Scheduler::run_on_cpu_instead(const JobPtr& job, const std::string& cause, const std::string& message) {
-    report_fallback(cause, message);
+    if (!cpu_cannot_run(job->region)) report_fallback(cause, message);  // (else the error is its result's)
     Deferred after;
     {
         std::lock_guard lock(mutex_);
@@ -958,7 +961,7 @@ void Scheduler::run_on_host(const JobPtr& job) {
         if (!error) job->outputs = {inputs.at(0)};
         return complete(job, error, {}, false);
     }
-    if (r.kind == RegionKind::kernel && !r.call->has_cpu()) {
+    if (cpu_cannot_run(r)) {
         // A GLSL-only kernel the device refused or failed: its error is the group's.
         if (!error) error = job->device_error;
         if (!error)
@@ -1310,7 +1313,8 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             const char* why = !error                 ? " after an input was recomputed"
                               : is_data_error(error) ? " to find which of its outputs the data error concerns"
                                                      : " after a device error";
-            report_fallback(why, "[tandem] device region " + r.summary() + " runs again on the CPU" + why +
+            if (!cpu_cannot_run(r))
+                report_fallback(why, "[tandem] device region " + r.summary() + " runs again on the CPU" + why +
                                      (error && !is_data_error(error) ? ": " + error_text(error) : std::string()));
             requeue_on_host(job, after);
         } else {

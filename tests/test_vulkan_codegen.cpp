@@ -51,7 +51,7 @@ std::vector<Region> regions_for(OpKind op, DType t) {
     const OpInfo& info = op_info(op);
     if (op == OpKind::Input) return out;
     if (info.group == OpGroup::Reduce || info.group == OpGroup::Contract || info.group == OpGroup::View ||
-        info.group == OpGroup::Scan)
+        info.group == OpGroup::Scan || info.group == OpGroup::User)
         return out;  // never program instructions
     if (op == OpKind::Constant) {
         Builder b(s);

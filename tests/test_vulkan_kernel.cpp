@@ -1,9 +1,17 @@
 // User kernels on the Vulkan device (lavapipe in CI, the validation layer on): the GLSL bodies
 // (tests/kernel_cases.hpp), what moves and what does not, and the device's own faults.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "kernel_cases.hpp"
 #include "vulkan_runtime.hpp"
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -65,3 +73,197 @@ TEST(VulkanKernel, BadInputIsRefusedAtSubmit) {
 }
 
 TEST(VulkanKernel, BufferOutlivingItsRuntime) { kernel_cases::buffer_outliving_its_runtime(tvk::gpu_config()); }
+
+namespace {
+
+using kernel_cases::Buffer;
+using kernel_cases::Handler;
+using kernel_cases::Item;
+using kernel_cases::Kernel;
+using kernel_cases::Queue;
+using kernel_cases::Range;
+using kernel_cases::Shape;
+namespace access = tandem::access;
+
+/// y(i, j) = x(i, j) + 1 with a mistake on the body's second line (both bodies, or GLSL only).
+const Kernel& broken() {
+    static const Kernel k = Kernel("broken").accessors({"x", "y"}).glsl(
+        "double v = x(item.x, item.y);\n"
+        "y(item.x, item.y) = v + undeclared_thing;\n");
+    return k;
+}
+
+}  // namespace
+
+TEST(VulkanKernel, WriteAndNoInitTransferNothing) {
+    // The old contents of a buffer the group only writes never go up: what is uploaded is what
+    // the groups read, counted by the device.
+    auto rt = tvk::open_gpu();
+    const std::int64_t m = 256, n = 128;
+    const std::uint64_t bytes = static_cast<std::uint64_t>(m * n) * 8;
+    Buffer x(*rt, std::vector<double>(static_cast<std::size_t>(m * n), 2.0), Shape{m, n}, "x");
+    Buffer y(*rt, std::vector<double>(static_cast<std::size_t>(m * n), -1.0), Shape{m, n}, "y");  // on the host
+    Queue q(*rt);
+    kernel_cases::submit_axpb(q, x, y, 3.0, 0.0, /*no_init=*/false);  // access::write
+    q.wait();
+    EXPECT_EQ(rt->metrics().upload_bytes, bytes) << "only x went up";
+    static const Kernel fill = Kernel("fill").accessors({"y"}).glsl("y(item.x, item.y) = 5.0;");
+    q.submit([&](Handler& h) {
+        h.require(y, access::read_write, tandem::no_init);
+        h.parallel_for(Range(m, n), fill);
+    });
+    q.wait();
+    EXPECT_EQ(rt->metrics().upload_bytes, bytes) << "read_write with no_init uploaded the old contents";
+    const auto v = kernel_cases::values(y);
+    EXPECT_EQ(v.front(), 5.0);
+    EXPECT_EQ(v.back(), 5.0);
+    tvk::expect_device_clean(*rt);
+}
+
+TEST(VulkanKernel, CompileErrorWithACppBodyRunsOnTheCpu) {
+    auto rt = tvk::open_gpu();
+    const std::int64_t n = 300;
+    Buffer x(*rt, kernel_cases::specials(n, 9), Shape{n, 1}, "x");
+    Buffer y(*rt, Shape{n, 1}, tandem::DType::f64, "y");
+    Queue q(*rt);
+    q.submit([&](Handler& h) {
+        auto in = h.require<double>(x, access::read);
+        auto out = h.require<double>(y, access::write);
+        h.parallel_for(Range(n, 1), broken(), [=](Item it) { out[it] = in[it] + 1.0; });
+    });
+    q.wait();
+    std::vector<double> want = kernel_cases::specials(n, 9);
+    for (double& w : want) w += 1.0;
+    kernel_cases::expect_values(kernel_cases::values(y), want, 0, "run on the CPU instead");
+    EXPECT_EQ(rt->metrics().device_fallbacks, 1u);
+    EXPECT_EQ(rt->metrics().validation_messages, 0u);
+}
+
+TEST(VulkanKernel, CompileErrorOfAGlslOnlyKernelArrivesThroughItsEvent) {
+    auto rt = tvk::open_gpu();
+    const std::int64_t n = 300;
+    Buffer x(*rt, kernel_cases::specials(n, 9), Shape{n, 1}, "x");
+    Buffer y(*rt, Shape{n, 1}, tandem::DType::f64, "y");
+    Queue q(*rt);
+    auto ev = q.submit([&](Handler& h) {
+        h.require(x, access::read);
+        h.require(y, access::write);
+        h.parallel_for(Range(n, 1), broken());
+    });
+    try {
+        ev.wait();
+        ADD_FAILURE() << "a GLSL body that does not compile ran";
+    } catch (const tandem::KernelCompileError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("kernel 'broken'"), std::string::npos) << what;
+        EXPECT_NE(what.find("line 2"), std::string::npos) << what;
+        EXPECT_NE(what.find("undeclared_thing"), std::string::npos) << what;
+    }
+    EXPECT_THROW(y.array().gather().get(), tandem::KernelCompileError) << "its output is poisoned";
+    EXPECT_EQ(rt->metrics().validation_messages, 0u);
+}
+
+TEST(VulkanKernel, WritingThroughAReadAccessorDoesNotCompile) {
+    auto rt = tvk::open_gpu();
+    Buffer x(*rt, std::vector<double>(64, 1.0), Shape{8, 8}, "x");
+    Buffer y(*rt, Shape{8, 8}, tandem::DType::f64, "y");
+    static const Kernel k = Kernel("writes_its_input").accessors({"x", "y"}).glsl(
+        "y(item.x, item.y) = 1.0;\nx(item.x, item.y) = 2.0;\n");
+    Queue q(*rt);
+    auto ev = q.submit([&](Handler& h) {
+        h.require(x, access::read);
+        h.require(y, access::write);
+        h.parallel_for(Range(8, 8), k);
+    });
+    try {
+        ev.wait();
+        ADD_FAILURE() << "a write through a read accessor compiled";
+    } catch (const tandem::KernelCompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+    }
+    // (In C++ the read accessor's elements are const: `in[it] = 1` does not compile.)
+    static_assert(std::is_same_v<tandem::Accessor<double, tandem::AccessMode::read>::reference, const double&>);
+}
+
+TEST(VulkanKernel, DeviceLostMidGroupFinishesOnTheCpuOrFailsClearly) {
+    tandem::Config c = tvk::gpu_config();
+    c.test_fault = "device_lost_later:1";  // lost when its first batch completes
+    auto rt = tvk::open_gpu(c);
+    const std::int64_t m = 64, n = 64;
+    auto xs = kernel_cases::specials(m * n, 11);
+    Buffer x(*rt, std::span<const double>(xs), Shape{m, n}, "x");
+    Buffer y(*rt, Shape{m, n}, tandem::DType::f64, "y");
+    Buffer z(*rt, Shape{m, n}, tandem::DType::f64, "z");
+    Queue q(*rt);
+    kernel_cases::submit_axpb(q, x, y, 2.0, 1.0);  // both bodies: finishes on the CPU
+    q.wait();
+    std::vector<double> want(xs);
+    for (double& w : want) w = 2.0 * w + 1.0;
+    kernel_cases::expect_values(kernel_cases::values(y), want, 4e-16, "finished on the CPU");
+    static const Kernel copy = Kernel("copy_only_on_device").accessors({"y", "z"}).glsl("z(item.x, item.y) = y(item.x, item.y);");
+    auto ev = q.submit([&](Handler& h) {  // GLSL only, the device gone: a clear error
+        h.require(y, access::read);
+        h.require(z, access::write);
+        h.parallel_for(Range(m, n), copy);
+    });
+    try {
+        ev.wait();
+        ADD_FAILURE() << "a GLSL-only kernel ran without its device";
+    } catch (const tandem::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("copy_only_on_device"), std::string::npos) << e.what();
+    }
+}
+
+TEST(VulkanKernel, IndependentGroupsRunOnTheCpuAndTheDeviceAtOnce) {
+    // A GLSL-only group (the device) and a C++-only one (the CPU), no buffer in common: the trace
+    // shows them overlapping, not only both done.
+    const fs::path file = fs::temp_directory_path() / ("tandem-kernel-trace-" + std::to_string(::getpid()) + ".json");
+    {
+        tandem::Config c = tvk::gpu_config();
+        c.placement = "auto";
+        c.trace_file = file.string();
+        auto rt = tvk::open_gpu(c);
+        const std::int64_t n = 1 << 14;
+        Buffer a(*rt, std::vector<double>(static_cast<std::size_t>(n), 0.5), Shape{n, 1}, "a");
+        Buffer b(*rt, Shape{n, 1}, tandem::DType::f64, "b");
+        Buffer c2(*rt, Shape{n, 1}, tandem::DType::f64, "c");
+        static const Kernel spin = Kernel("spin").accessors({"a", "b"}).scalars({"rounds"}).glsl(
+            "double v = a(item.x, 0);\n"
+            "for (int k = 0; k < int(rounds); ++k) v = v * 0.999 + 0.001;\n"
+            "b(item.x, 0) = v;\n");
+        Queue q(*rt);
+        auto on_device = q.submit([&](Handler& h) {
+            h.require(a, access::read);
+            h.require(b, access::write);
+            h.scalars({20000});
+            h.parallel_for(Range(n), spin);
+        });
+        auto on_cpu = q.submit([&](Handler& h) {
+            auto out = h.require<double>(c2, access::write);
+            h.host_task([=] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                for (std::int64_t i = 0; i < n; ++i) out[i] = 1.0;
+            });
+        });
+        on_device.wait();
+        on_cpu.wait();
+        EXPECT_NEAR(kernel_cases::values(b)[5], 1.0 - 0.5 * std::pow(0.999, 20000), 1e-9);
+        EXPECT_EQ(rt->metrics().validation_messages, 0u);
+    }
+    std::ifstream in(file);
+    ASSERT_TRUE(in) << "no trace written to " << file;
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    double dev_start = -1, dev_end = -1, cpu_start = -1, cpu_end = -1;
+    for (const auto& e : doc.at("traceEvents")) {
+        if (e.at("ph") != "X") continue;
+        const std::string name = e.at("name").get<std::string>();
+        const double ts = e.at("ts").get<double>(), end = ts + e.at("dur").get<double>();
+        if (name.find("spin") != std::string::npos) dev_start = ts, dev_end = end;
+        if (name.find("host_task") != std::string::npos) cpu_start = ts, cpu_end = end;
+    }
+    ASSERT_GE(dev_start, 0) << doc.dump();
+    ASSERT_GE(cpu_start, 0) << doc.dump();
+    EXPECT_LT(std::max(dev_start, cpu_start), std::min(dev_end, cpu_end))
+        << "device " << dev_start << ".." << dev_end << " us, cpu " << cpu_start << ".." << cpu_end << " us: no overlap";
+    fs::remove(file);
+}

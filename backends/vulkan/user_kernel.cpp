@@ -57,19 +57,30 @@ Kernel user_kernel(const KernelCall& call) {
     if (call.scalars_f32)
         for (std::size_t k = 0; k < call.scalar_names.size(); ++k) g << "    float s" << k << ";\n";
     g << "} tdu_pc;\n";
+    // A written accessor is an l-value (its element in the buffer); a read one is a function's
+    // result, so that assigning to it does not compile.
     for (std::size_t a = 0; a < n; ++a) {
+        const KernelAccess& acc = call.accesses[a];
         const std::string& name = call.accessor_names[a];
-        const std::string v = "tdu_a" + std::to_string(a) + ".v";
-        const std::string e0 = "tdu_pc.e" + std::to_string(a) + "_0", e1 = "tdu_pc.e" + std::to_string(a) + "_1";
-        switch (accessor_dims(call.accesses[a].shape)) {
-            case 2: g << "#define " << name << "(i, j) " << v << "[uint(i) + " << e0 << " * uint(j)]\n"; break;
-            default:
-                g << "#define " << name << "(i, j, k) " << v << "[uint(i) + " << e0 << " * (uint(j) + " << e1 << " * uint(k))]\n";
+        const std::string id = std::to_string(a);
+        const std::string e0 = "tdu_pc.e" + id + "_0", e1 = "tdu_pc.e" + id + "_1";
+        std::string element;  // of a linear index k
+        if (acc.writes()) {
+            element = "tdu_a" + id + ".v[";
+        } else {
+            g << glsl_type(acc.dtype) << " tdu_get" << id << "(uint k) { return tdu_ref" << id << "(tdu_pc.a" << id << ").v[k]; }\n";
+            element = "tdu_get" + id + "(";
         }
-        g << "#define " << name << "_at(k) " << v << "[uint(k)]\n";
+        const char* close = acc.writes() ? "]" : ")";
+        if (accessor_dims(acc.shape) == 2)
+            g << "#define " << name << "(i, j) " << element << "uint(i) + " << e0 << " * uint(j)" << close << "\n";
+        else
+            g << "#define " << name << "(i, j, k) " << element << "uint(i) + " << e0 << " * (uint(j) + " << e1 << " * uint(k))" << close << "\n";
+        g << "#define " << name << "_at(k) " << element << "uint(k)" << close << "\n";
     }
     g << "void tdu_body(uvec3 item, uvec3 range) {\n";
-    for (std::size_t a = 0; a < n; ++a) g << "    tdu_ref" << a << " tdu_a" << a << " = tdu_ref" << a << "(tdu_pc.a" << a << ");\n";
+    for (std::size_t a = 0; a < n; ++a)
+        if (call.accesses[a].writes()) g << "    tdu_ref" << a << " tdu_a" << a << " = tdu_ref" << a << "(tdu_pc.a" << a << ");\n";
     for (std::size_t k = 0; k < call.scalar_names.size(); ++k)
         g << "    const " << (call.scalars_f32 ? "float " : "double ") << call.scalar_names[k] << " = tdu_pc.s" << k << ";\n";
     // The body's own line numbers in glslang's messages.
@@ -122,8 +133,9 @@ std::string user_kernel_compile_error(const KernelCall& call, const std::string&
         const std::string what = (*it)[2].str();
         if (what.find("compilation terminated") != std::string::npos) continue;
         any = true;
+        const char* hint = what.find("l-value") != std::string::npos ? " (an assignment through a read accessor?)" : "";
         if (line >= 1 && line <= body.size())
-            m << "  line " << line << ": " << what << "\n    " << line << " | " << body[line - 1] << '\n';
+            m << "  line " << line << ": " << what << hint << "\n    " << line << " | " << body[line - 1] << '\n';
         else
             m << "  " << what << '\n';
     }
