@@ -458,16 +458,11 @@ void QueueState::flush() {
         for (auto& e : groups) settle(e, {}, gone);
         return;
     }
-    std::vector<std::shared_ptr<Node>> all;
-    for (auto& e : groups) all.insert(all.end(), e->nodes.begin(), e->nodes.end());
-    (void)rt->scheduler().gather(all, false);  // one plan for the batch
-    for (auto& e : groups)
-        settle(e,
-               detail::continue_through(rt->scheduler().gather(e->nodes, false).then([](const std::vector<HostArray>&) {
-                   return std::monostate{};
-               }),
-                                        rt->continuations().poster()),
-               nullptr);
+    std::vector<std::vector<std::shared_ptr<Node>>> nodes;
+    for (auto& e : groups) nodes.push_back(e->nodes);
+    std::vector<Future<std::monostate>> done = rt->scheduler().evaluate_groups(nodes);  // one plan
+    for (std::size_t k = 0; k < groups.size(); ++k)
+        settle(groups[k], detail::continue_through(done[k], rt->continuations().poster()), nullptr);
     std::lock_guard lock(mutex);
     // wait() needs only those not known to be done well.
     std::erase_if(unwaited, [](const std::shared_ptr<EventState>& e) {

@@ -17,6 +17,9 @@
 //   e. reductions: sum of 2^log2n fp32 along dimension 1, 2, all, and sum(A .* B, 2) (--only reduce);
 //      with them transpose, randn, N-D permutes, a gather of n/4 random elements, their indexed
 //      assignment and find (bytes counted: what a minimal kernel moves).
+//   f. command groups (--only kernel): an empty one submitted and waited for, and 10000 submitted
+//      then waited for once, against raw vkQueueSubmit of one tiny dispatch (waited for each time,
+//      and 10000 submitted then waited for once).
 //   d. host <-> device copies of up to 256 MiB (the copy queue): upload and download time (wall and
 //      Metrics::upload_ms / download_ms), and 4 upload -> compute -> readback jobs launched together
 //      against one (the overlap).
@@ -24,7 +27,7 @@
 // Every result is checked before it is timed (a small size against a double-precision CPU
 // reference). Output: one JSON object per line (stdout), then a readable table.
 //
-// Usage: tandem-gpu-bench [--log2n N] [--cache-dir DIR|none] [--only pipeline|reduce|all]
+// Usage: tandem-gpu-bench [--log2n N] [--cache-dir DIR|none] [--only pipeline|reduce|kernel|all]
 //                         [--reps R] [--warmup W] [--latency-reps L] [--label TEXT]
 // Exit status: 0 done, 1 a check failed, 2 bad usage or no device.
 #include <algorithm>
@@ -199,9 +202,12 @@ public:
     const vk::Context& context() const { return *ctx_; }
 
     // Records `body` into the command buffer (between two timestamps when `timed`).
-    void record(const std::function<void(VkCommandBuffer)>& body, bool timed) {
+    // (simultaneous: the buffer may be pending several times at once, for submit_many.)
+    void record(const std::function<void(VkCommandBuffer)>& body, bool timed, bool simultaneous = false) {
         vk::check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
-        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr, 0, nullptr};
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
+                                    simultaneous ? VkCommandBufferUsageFlags{VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT} : 0u,
+                                    nullptr};
         vk::check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
         timed_ = timed && queries_;
         if (timed_) {
@@ -233,6 +239,15 @@ public:
             }
         }
         return wall;
+    }
+    // Submits the recorded command buffer (recorded simultaneous) `count` times, one vkQueueSubmit
+    // each, then waits for the queue; returns wall ms.
+    double submit_many(int count) {
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &cmd_, 0, nullptr};
+        const auto t0 = Clock::now();
+        for (int i = 0; i < count; ++i) vk::check(vkQueueSubmit(ctx_->compute_queue(), 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+        vk::check(vkQueueWaitIdle(ctx_->compute_queue()), "vkQueueWaitIdle");
+        return ms_since(t0);
     }
     // A pipeline whose shader does nothing (local size 1), for the tiny-dispatch round trip.
     VkPipeline tiny_pipeline() {
@@ -567,6 +582,59 @@ void bench_latency(tandem::Runtime& rt, Raw& raw, const Options& o) {
     }
 }
 
+// f. command groups (tandem/kernel.hpp): an empty one (a GLSL-only kernel of one item that does
+// nothing, no accessors) submitted and waited for, and `kGroups` submitted then waited for once;
+// against a raw vkQueueSubmit of one 1x1x1 dispatch of an empty shader, waited for each time, and
+// kGroups of them submitted then waited for once.
+void bench_command_groups(tandem::Runtime& rt, Raw& raw, const Options& o) {
+    constexpr int kGroups = 10000;
+    static const tandem::Kernel nothing = tandem::Kernel("nothing").glsl("// an empty command group's work\n");
+    tandem::Queue q(rt);
+    auto submit_one = [&] { return q.submit([](tandem::Handler& h) { h.parallel_for(tandem::Range(1), nothing); }); };
+    for (int i = 0; i < 20; ++i) submit_one().wait();  // the pipeline built, the plans cached
+    std::vector<double> one;
+    for (int i = 0; i < o.latency_reps; ++i) {
+        const auto t0 = Clock::now();
+        submit_one().wait();
+        one.push_back(ms_since(t0));
+    }
+    emit({{"kind", "command_group"}, {"system", "tandem_empty_group"},
+          {"what", "submit of an empty command group (GLSL, 1 item) and wait on its event"},
+          {"median_us", median(one) * 1e3}, {"min_us", min_of(one) * 1e3}});
+    std::vector<double> many;
+    for (int r = 0; r < 3; ++r) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < kGroups; ++i) submit_one();
+        q.wait();
+        many.push_back(ms_since(t0) / kGroups);
+    }
+    emit({{"kind", "command_group"}, {"system", "tandem_empty_groups"},
+          {"what", std::to_string(kGroups) + " empty command groups submitted, then waited for; per group"},
+          {"median_us", median(many) * 1e3}, {"min_us", min_of(many) * 1e3}});
+    VkPipeline p = raw.tiny_pipeline();
+    raw.record(
+        [&](VkCommandBuffer cmd) {
+            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p);
+            vkCmdDispatch(cmd, 1, 1, 1);
+        },
+        false, true);
+    std::vector<double> raw_one, raw_many;
+    for (int i = 0; i < 10 + o.latency_reps; ++i) {
+        const double w = raw.submit_wait();
+        if (i >= 10) raw_one.push_back(w);
+    }
+    for (int r = 0; r < 3; ++r) raw_many.push_back(raw.submit_many(kGroups) / kGroups);
+    emit({{"kind", "command_group"}, {"system", "raw_submit"},
+          {"what", "vkQueueSubmit + vkWaitForFences, one 1x1x1 dispatch of an empty shader"},
+          {"median_us", median(raw_one) * 1e3}, {"min_us", min_of(raw_one) * 1e3}});
+    emit({{"kind", "command_group"}, {"system", "raw_submits"},
+          {"what", std::to_string(kGroups) + " vkQueueSubmit of that dispatch, then vkQueueWaitIdle; per submit"},
+          {"median_us", median(raw_many) * 1e3}, {"min_us", min_of(raw_many) * 1e3}});
+    const auto m = rt.metrics();
+    emit({{"kind", "command_group"}, {"system", "tandem_metrics"}, {"device_regions", m.device_regions},
+          {"device_batches", m.device_batches}, {"device_fallbacks", m.device_fallbacks}});
+}
+
 // d. host <-> device copies: uploads and readbacks of 1 MiB or more go to the copy (transfer)
 // queue. Upload: evaluate of x * 1.0 with x only on the host; download: gather of a value left on
 // the device; pipelined: 4 independent upload -> compute -> readback jobs launched together,
@@ -710,6 +778,9 @@ void print_table() {
         if (j["kind"] == "latency")
             std::printf("latency  %-20s median %8.1f us  (min %.1f us): %s\n", j["system"].get<std::string>().c_str(),
                         j["median_us"].get<double>(), j["min_us"].get<double>(), j["what"].get<std::string>().c_str());
+        if (j["kind"] == "command_group" && j.contains("median_us"))
+            std::printf("group    %-20s median %8.2f us  (min %.2f us): %s\n", j["system"].get<std::string>().c_str(),
+                        j["median_us"].get<double>(), j["min_us"].get<double>(), j["what"].get<std::string>().c_str());
         if (j["kind"] == "transfer")
             std::printf("transfer %.0f MiB: upload %.3f ms wall, %.3f ms copy (%.1f GB/s); download %.3f ms wall, %.3f ms "
                         "copy (%.1f GB/s); upload+compute+readback x1 %.3f ms, x4 launched together %.3f ms (%.2fx); "
@@ -734,7 +805,7 @@ void print_table() {
 int usage(const char* msg) {
     std::fprintf(stderr,
                  "tandem-gpu-bench: %s\nusage: tandem-gpu-bench [--log2n N] [--cache-dir DIR|none] "
-                 "[--only pipeline|reduce|all] [--reps R] [--warmup W] [--latency-reps L] [--label TEXT]\n",
+                 "[--only pipeline|reduce|kernel|all] [--reps R] [--warmup W] [--latency-reps L] [--label TEXT]\n",
                  msg);
     return 2;
 }
@@ -763,7 +834,7 @@ int main(int argc, char** argv) {
             return usage(e.what());
         }
     }
-    if (o.log2n < 10 || o.log2n > 31 || (o.only != "all" && o.only != "pipeline" && o.only != "reduce") || o.reps < 1)
+    if (o.log2n < 10 || o.log2n > 31 || (o.only != "all" && o.only != "pipeline" && o.only != "reduce" && o.only != "kernel") || o.reps < 1)
         return usage("bad option value");
 
     try {
@@ -796,6 +867,11 @@ int main(int argc, char** argv) {
             return 0;
         }
         Raw raw;
+        if (o.only == "kernel") {
+            bench_command_groups(rt, raw, o);
+            print_table();
+            return 0;
+        }
         // c. latency
         bench_latency(rt, raw, o);
         // a. bandwidth
@@ -804,6 +880,8 @@ int main(int argc, char** argv) {
         bench_transfer(rt, o);
         // e. reductions
         bench_reduce(rt, o);
+        // f. command groups
+        bench_command_groups(rt, raw, o);
         const auto m = rt.metrics();
         emit({{"kind", "metrics"}, {"device_regions", m.device_regions}, {"device_fallbacks", m.device_fallbacks},
               {"device_dispatches", m.device_dispatches}, {"device_batches", m.device_batches},

@@ -276,6 +276,49 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
     return result;
 }
 
+std::vector<Future<std::monostate>> Scheduler::evaluate_groups(const std::vector<std::vector<std::shared_ptr<Node>>>& groups) {
+    std::vector<std::shared_ptr<Node>> all;
+    for (const auto& g : groups) all.insert(all.end(), g.begin(), g.end());
+    struct Join {
+        std::vector<std::shared_ptr<Node>> nodes;
+        std::size_t remaining = 0;
+        Promise<std::monostate> promise;
+    };
+    std::vector<std::shared_ptr<Join>> joins;
+    std::vector<Future<std::monostate>> futures;
+    for (const auto& g : groups) {
+        joins.push_back(std::make_shared<Join>());
+        joins.back()->nodes = g;
+        futures.push_back(joins.back()->promise.future());
+    }
+    Deferred after;
+    plan(all, false, after, [&] {
+        for (auto& join : joins) {
+            // Under the lock, read the outcome; outside it, resolve (continuations run user code).
+            auto resolve = [join](Deferred& d) {
+                std::exception_ptr error;
+                for (auto& n : join->nodes)
+                    if ((error = state(*n).eval.error)) break;
+                d.push_back([join, error] {
+                    join->nodes.clear();  // (hold no node once resolved)
+                    if (error) join->promise.set_error(error);
+                    else join->promise.set_value(std::monostate{});
+                });
+            };
+            for (auto& n : join->nodes) {
+                if (state(*n).eval.done() || !state(*n).eval.pending) continue;
+                ++join->remaining;
+                state(*n).eval.pending->on_done.push_back([join, resolve](Deferred& d) {
+                    if (--join->remaining == 0) resolve(d);
+                });
+            }
+            if (join->remaining == 0) resolve(after);
+        }
+    });
+    drain(after);
+    return futures;
+}
+
 Scheduler::PlanWalk Scheduler::walk_plan(const std::vector<std::shared_ptr<Node>>& targets) {
     PlanWalk w;
     w.started = std::chrono::steady_clock::now();

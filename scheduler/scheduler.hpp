@@ -79,6 +79,10 @@ public:
     /// The targets' values. `to_host`: with host copies (HostArrays with elements); otherwise
     /// the values stay where they are computed and the HostArrays are empty placeholders.
     Future<std::vector<HostArray>> gather(const std::vector<std::shared_ptr<Node>>& targets, bool to_host);
+    /// Computes every group's nodes in one plan and leaves them where they are computed; a future
+    /// per group, ready when its nodes are (with the first error among them): the command groups
+    /// a queue sends at once (tandem/kernel.hpp), each failing on its own.
+    std::vector<Future<std::monostate>> evaluate_groups(const std::vector<std::vector<std::shared_ptr<Node>>>& groups);
     void wait_idle();
     /// Runs f under the scheduler's lock (reading Node::inputs or Node::eval safely).
     template <class F>

@@ -147,16 +147,19 @@ void VulkanBackend::submit_kernel(Submission s) {
     const Region& r = *s.region;
     const KernelCall& call = *r.call;
     if (!call.has_glsl()) throw DeviceError(call.label() + " has no GLSL body");
-    const std::shared_ptr<const Kernel> kernel = user_kernel_of(r);
-    if (kernel->push_bytes > context_->description().max_push_constants)
-        throw Error(call.label() + ": its accessors and scalars need " + std::to_string(kernel->push_bytes) +
+    const std::shared_ptr<const UserKernel> kernel = user_kernel_of(r);
+    if (kernel->kernel.push_bytes > context_->description().max_push_constants)
+        throw Error(call.label() + ": its accessors and scalars need " + std::to_string(kernel->kernel.push_bytes) +
                     " bytes of push constants; this device has " +
                     std::to_string(context_->description().max_push_constants));
-    const ComputePipeline* pipeline = nullptr;
-    try {
-        pipeline = &pipelines_->get(*kernel);
-    } catch (const ShaderCompileError& e) {
-        throw KernelCompileError(user_kernel_compile_error(call, e.what()));
+    const ComputePipeline* pipeline = kernel->pipeline.load(std::memory_order_acquire);
+    if (!pipeline) {
+        try {
+            pipeline = &pipelines_->get(kernel->kernel);  // (hashes the whole text: once per structure)
+        } catch (const ShaderCompileError& e) {
+            throw KernelCompileError(user_kernel_compile_error(call, e.what()));
+        }
+        kernel->pipeline.store(pipeline, std::memory_order_release);
     }
     std::vector<std::shared_ptr<DeviceArray>> outs;
     for (std::size_t j = 0; j < r.outputs.size(); ++j)
@@ -244,12 +247,12 @@ void VulkanBackend::submit_kernel(Submission s) {
     submit_if_due_locked();
 }
 
-std::shared_ptr<const Kernel> VulkanBackend::user_kernel_of(const Region& r) const {
+std::shared_ptr<const UserKernel> VulkanBackend::user_kernel_of(const Region& r) const {
     // Kept in the region's memo: a loop's groups (fusion's cache shares it) form the text once.
     const bool kept = ordinal() < BackendMemo::kSlots;
     if (kept)
-        if (auto known = r.memo.get(ordinal())) return std::static_pointer_cast<const Kernel>(known);
-    auto k = std::make_shared<const Kernel>(user_kernel(*r.call));
+        if (auto known = r.memo.get(ordinal())) return std::static_pointer_cast<const UserKernel>(known);
+    auto k = std::make_shared<const UserKernel>(user_kernel(*r.call));
     if (kept) r.memo.set(ordinal(), k);
     return k;
 }

@@ -4,12 +4,14 @@
 // kernel compiles once per structure whatever its buffers' sizes.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "backends/vulkan/codegen.hpp"
+#include "backends/vulkan/pipeline_cache.hpp"
 #include "graph/kernel_call.hpp"
 
 namespace tandem::detail::vk {
@@ -18,6 +20,13 @@ inline constexpr std::uint32_t kUserKernelWorkgroup = 256;
 
 /// The compute shader of `call` (its key names the kernel and hashes the whole text).
 Kernel user_kernel(const KernelCall& call);
+
+/// A kernel region's shader, and its pipeline once built (kept in the region's memo).
+struct UserKernel {
+    explicit UserKernel(Kernel k) : kernel(std::move(k)) {}
+    Kernel kernel;
+    mutable std::atomic<const ComputePipeline*> pipeline{nullptr};
+};
 /// Its push constants: the accessors' addresses (in order), the scalars, the item count, the
 /// range and the accessors' extents, laid out as user_kernel() declares them.
 std::vector<std::byte> user_kernel_push(const KernelCall& call, const std::vector<std::uint64_t>& addresses);

@@ -30,6 +30,7 @@
 namespace tandem::detail::vk {
 
 class Gemm;
+struct UserKernel;
 struct GemmArgs;
 
 /// A batch goes to an idle device once it holds this many dispatches (the host keeps recording).
@@ -132,7 +133,7 @@ private:
     void submit_permute(Submission s);  // permute.cpp
     void submit_kernel(Submission s);  // a user kernel's command group (user_kernel.cpp)
     /// A kernel region's shader (formed once per structure: kept in its memo).
-    std::shared_ptr<const Kernel> user_kernel_of(const Region& r) const;
+    std::shared_ptr<const UserKernel> user_kernel_of(const Region& r) const;
     /// A region with one input and one output run by one fixed kernel: its input uploaded (or
     /// reused), gx x gy x gz workgroups (none if any is 0) with the push constants push(src, dst).
     void record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
