@@ -49,6 +49,7 @@ struct EventState {
 
 struct QueueState : std::enable_shared_from_this<QueueState> {
     std::weak_ptr<RuntimeImpl> runtime;
+    std::shared_ptr<BackgroundGate> gate;  // held across a flush (runtime/runtime_impl.hpp)
     const RuntimeImpl* owner = nullptr;
     QueueOptions options;
     std::mutex mutex;
@@ -98,6 +99,7 @@ using detail::HandlerState;
 using detail::KernelCall;
 using detail::Node;
 using detail::QueueState;
+using detail::BackgroundGate;
 using detail::RuntimeImpl;
 
 namespace {
@@ -272,6 +274,7 @@ void Handler::set_work(Range range, const Kernel* kernel, ChunkBody cpu, bool ho
 Queue::Queue(Runtime& rt, QueueOptions options) : state_(std::make_shared<QueueState>()) {
     state_->runtime = rt.weak_impl();
     state_->owner = &rt.impl();
+    state_->gate = rt.impl().gate();
     state_->options = options;
 }
 
@@ -443,7 +446,18 @@ void QueueState::flush() {
         flush_posted = false;
     }
     if (groups.empty()) return;
-    auto rt = runtime.lock();
+    // The runtime is held only inside the gate: its owner waits for us before letting go of it.
+    const bool entered = gate->enter();
+    struct Leave {
+        BackgroundGate* gate;
+        std::shared_ptr<RuntimeImpl>* rt;
+        ~Leave() {
+            rt->reset();  // (first: never the last reference)
+            if (gate) gate->leave();
+        }
+    };
+    std::shared_ptr<RuntimeImpl> rt = entered ? runtime.lock() : nullptr;
+    Leave leave{entered ? gate.get() : nullptr, &rt};
     auto settle = [&](const std::shared_ptr<EventState>& e, Future<std::monostate> f, std::exception_ptr error) {
         {
             std::lock_guard lock(e->mutex);

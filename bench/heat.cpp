@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
                             {"fallbacks", m1.device_fallbacks}, {"upload_bytes", m1.upload_bytes},
                             {"download_bytes", m1.download_bytes}, {"peak_resident_bytes", m1.device_peak_resident_bytes},
                             {"evictions", m1.evictions}, {"recomputed", m1.values_recomputed},
-                            {"checkpoints", m1.lineage_checkpoints}, {"handed_off", m1.recordings_handed_off}};
+                            {"checkpoints", m1.lineage_checkpoints}, {"handed_off", m1.recordings_handed_off},
+                            {"run_ahead_waits", m1.run_ahead_waits}};
         std::cout << j.dump() << std::endl;
     } catch (const std::exception& e) {
         std::cerr << "tandem-heat: " << e.what() << "\n";

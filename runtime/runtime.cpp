@@ -226,7 +226,10 @@ using detail::RuntimeImpl;
 
 Runtime::Runtime() : Runtime(Config::from_environment()) {}
 Runtime::Runtime(Config config) : impl_(std::make_shared<RuntimeImpl>(*this, std::move(config))) {}
-Runtime::~Runtime() { impl_->scheduler().wait_idle(); }
+Runtime::~Runtime() {
+    impl_->gate()->close_and_wait();  // (a queue's flush in the background is done with it)
+    impl_->scheduler().wait_idle();
+}
 
 namespace {
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <utility>
 
@@ -15,6 +17,35 @@
 #include "tandem/runtime.hpp"
 
 namespace tandem::detail {
+
+/// Work on the runtime's behalf from threads of its own (a queue's background flush) holds the
+/// runtime only between enter() and leave(): the owner closes the gate and waits before it lets go,
+/// so such a thread never drops the last reference (destroying the runtime on one of its threads).
+class BackgroundGate {
+public:
+    /// False once closed: the runtime is going away.
+    bool enter() {
+        std::lock_guard lock(mutex_);
+        if (closed_) return false;
+        ++inside_;
+        return true;
+    }
+    void leave() {
+        std::lock_guard lock(mutex_);
+        if (--inside_ == 0) idle_.notify_all();
+    }
+    void close_and_wait() {
+        std::unique_lock lock(mutex_);
+        closed_ = true;
+        idle_.wait(lock, [&] { return inside_ == 0; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable idle_;
+    int inside_ = 0;
+    bool closed_ = false;
+};
 
 class RuntimeImpl {
 public:
@@ -36,6 +67,7 @@ public:
     /// Every device in use, in ordinal order.
     std::vector<Backend*> devices() const;
     const std::string& device_note() const noexcept { return device_note_; }
+    const std::shared_ptr<BackgroundGate>& gate() const noexcept { return gate_; }
 
     /// The random-number generator's state: its seed, and the next stream (each rand/randn call
     /// takes one, so every call draws numbers of its own).
@@ -65,6 +97,7 @@ private:
     std::string device_note_;                // why no device is in use (set by open_device)
     std::vector<std::unique_ptr<Backend>> devices_;  // the Vulkan backends in use
     std::atomic<std::uint64_t> rng_seed_{0}, rng_stream_{0};
+    std::shared_ptr<BackgroundGate> gate_ = std::make_shared<BackgroundGate>();
     /// Stopped (its queue run, its threads joined) after the scheduler is gone and before the
     /// rest: the last continuations still see the runtime's parts.
     struct Continuations {

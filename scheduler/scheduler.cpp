@@ -85,6 +85,7 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
       options_(options), fusion_cache_(options.fusion_cache),
       outstanding_{0.0, std::vector<double>(devices.size(), 0.0), std::vector<double>(devices.size(), 0.0)},
       device_jobs_(devices.size(), 0),
+      device_written_(devices.size(), 0),
       trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
       workers_(options.threads) {
     placement_.set_exploration(options.learn && options.placement == PlacementMode::automatic);
@@ -1110,6 +1111,20 @@ void Scheduler::record_on_device(const JobPtr& job) {
             budget_waits_.fetch_add(1, std::memory_order_relaxed);
             return;
         }
+        // Nor does the host record far ahead of the device: what work in flight writes is memory
+        // the device holds until it completes (a loop of 1000 steps recorded at once would hold
+        // 1000 results). Past kRunAhead of its budget, it records as work completes.
+        std::uint64_t written = 0;
+        for (auto& v : job->outputs) written += v->bytes();
+        const std::uint64_t base = table.budget() > 0 ? table.budget() : device->memory_budget();
+        const std::uint64_t ahead = std::clamp<std::uint64_t>(base / kRunAhead, kMinRunAheadBytes, kMaxRunAheadBytes);
+        if (device_jobs_[ordinal] > 0 && device_written_[ordinal] + written > ahead) {
+            memory_waiters_.push_back(job);
+            run_ahead_waits_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        job->written_bytes = written;
+        device_written_[ordinal] += written;
         ++device_jobs_[ordinal];
     }
     // Counted in the device's budget from now, and never evicted until it completes.
@@ -1184,6 +1199,7 @@ void Scheduler::unpin(Job& job) {
     job.pinned.clear();
     std::lock_guard lock(mutex_);
     --device_jobs_[ordinal];
+    device_written_[ordinal] -= std::exchange(job.written_bytes, 0);
 }
 
 bool Scheduler::retry_after_oom(const JobPtr& job) {
@@ -1470,6 +1486,7 @@ void Scheduler::add_metrics(Metrics& m) const {
     m.device_fallbacks = fallbacks_.load(std::memory_order_relaxed);
     m.memory_retries = memory_retries_.load(std::memory_order_relaxed);
     m.budget_waits = budget_waits_.load(std::memory_order_relaxed);
+    m.run_ahead_waits = run_ahead_waits_.load(std::memory_order_relaxed);
     m.values_recomputed = recomputed_.load(std::memory_order_relaxed);
     m.lineage_checkpoints = checkpoints_.load(std::memory_order_relaxed);
     m.streamed_regions = streamed_.load(std::memory_order_relaxed);

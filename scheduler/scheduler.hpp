@@ -126,6 +126,7 @@ private:
         /// Why its device refused or failed it: the error of a user kernel with no C++ body,
         /// which the CPU cannot run instead.
         std::exception_ptr device_error;
+        std::uint64_t written_bytes = 0;  // its outputs' bytes, counted in device_written_ while recorded
     };
     using JobPtr = std::shared_ptr<Job>;
 
@@ -272,6 +273,13 @@ private:
         elements_{0};
     std::vector<std::unique_ptr<ResidencyTable>> residency_;  // each device's copies
     std::vector<std::size_t> device_jobs_;  // per device: recorded there, not complete (under the lock)
+    /// Per device: bytes the jobs recorded there and not complete write (under the lock). Past
+    /// the budget / kRunAhead (within [kMinRunAheadBytes, kMaxRunAheadBytes]) the host records no
+    /// further ahead: new device jobs wait for completions.
+    std::vector<std::uint64_t> device_written_;
+    static constexpr std::uint64_t kRunAhead = 8;
+    static constexpr std::uint64_t kMinRunAheadBytes = std::uint64_t{64} << 20, kMaxRunAheadBytes = std::uint64_t{2} << 30;
+    std::atomic<std::uint64_t> run_ahead_waits_{0};  // device jobs that waited for the device to catch up
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
     std::atomic<std::uint64_t> memory_retries_{0}, budget_waits_{0};
     /// Values computed again after their device was lost; results brought back to bound lineage.

@@ -72,3 +72,25 @@ TEST(Kernel, GlslOnlyKernelWithoutADeviceIsRefused) {
         EXPECT_NE(std::string(e.what()).find("no device"), std::string::npos) << e.what();
     }
 }
+
+TEST(Kernel, RuntimeDestroyedWhileItsQueueSendsGroupsInTheBackground) {
+    // The queue sends groups from a runtime thread; the runtime going away waits for that send
+    // instead of being destroyed by it (seen: the last reference dropped on a continuation thread).
+    for (int round = 0; round < 20; ++round) {
+        auto rt = std::make_unique<tandem::Runtime>(cpu());
+        auto q = std::make_unique<tandem::Queue>(*rt);
+        tandem::Buffer b(*rt, std::vector<double>(64, 1.0), tandem::Shape{64, 1}, "b");
+        for (int k = 0; k < 50; ++k)
+            q->submit([&](tandem::Handler& h) {
+                auto acc = h.require<double>(b, tandem::access::read_write);
+                h.parallel_for(tandem::Range(64), [=](tandem::Item it) { acc[it.linear] += 1.0; });
+            });
+        rt.reset();  // the queue outlives it: what it still holds fails, nothing crashes
+        try {
+            q->wait();
+        } catch (const tandem::KernelError& e) {
+            EXPECT_NE(std::string(e.what()).find("gone"), std::string::npos) << e.what();
+        }
+        q.reset();
+    }
+}

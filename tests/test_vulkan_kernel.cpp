@@ -267,3 +267,23 @@ TEST(VulkanKernel, IndependentGroupsRunOnTheCpuAndTheDeviceAtOnce) {
         << "device " << dev_start << ".." << dev_end << " us, cpu " << cpu_start << ".." << cpu_end << " us: no overlap";
     fs::remove(file);
 }
+
+TEST(VulkanKernel, ARangeBeyondOneDispatchsGridAndLogicalBuffers) {
+    // 2^24 + 3 items in one dimension: more workgroups than a dispatch has a dimension, so the
+    // items come from a linear index; a logical buffer's bytes through an 8-bit accessor.
+    auto rt = tvk::open_gpu();
+    const std::int64_t n = (std::int64_t{1} << 24) + 3;
+    Buffer flags(*rt, Shape{n, 1}, tandem::DType::logical, "flags");
+    static const Kernel mark = Kernel("mark_multiples_of_3").accessors({"f"}).glsl("f(item.x, 0) = uint8_t(item.x % 3u == 0u ? 1 : 0);");
+    Queue q(*rt);
+    q.submit([&](Handler& h) {
+        auto f = h.require<std::uint8_t>(flags, access::write, tandem::no_init);
+        h.parallel_for(Range(n), mark, [=](Item it) { f[it.linear] = it.linear % 3 == 0 ? 1 : 0; });
+    });
+    const double count = tandem::sum(flags.array(), tandem::all_dims).gather().get().at(0);
+    EXPECT_EQ(count, static_cast<double>((n + 2) / 3));
+    tandem::HostAccessor<std::uint8_t, tandem::AccessMode::read> h(flags);
+    EXPECT_EQ(h[n - 1], (n - 1) % 3 == 0 ? 1 : 0);
+    EXPECT_EQ(h[(n / 3) * 3], 1);
+    expect_kernels_on_device(*rt);
+}

@@ -30,7 +30,30 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
+UserKernelGrid user_kernel_grid(const KernelCall& call) {
+    UserKernelGrid g;
+    const auto items = static_cast<std::uint64_t>(call.items());
+    if (items == 0) return g;
+    const int dims = std::max({call.range_dims, call.range[1] > 1 ? 2 : 1, call.range[2] > 1 ? 3 : 1});
+    g.local = dims == 1 ? std::array<std::uint32_t, 3>{kUserKernelWorkgroup, 1, 1}
+              : dims == 2 ? std::array<std::uint32_t, 3>{32, 8, 1}
+                          : std::array<std::uint32_t, 3>{8, 8, 4};
+    bool fits = true;
+    for (std::size_t d = 0; d < 3; ++d) {
+        const std::uint64_t n = (static_cast<std::uint64_t>(call.range[d]) + g.local[d] - 1) / g.local[d];
+        fits = fits && n <= 65535;
+        g.groups[d] = static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 65535));
+    }
+    if (fits) return g;
+    g.linear = true;
+    g.local = {kUserKernelWorkgroup, 1, 1};
+    const auto [gx, gy] = grid_of((items + kUserKernelWorkgroup - 1) / kUserKernelWorkgroup);
+    g.groups = {gx, gy, 1};
+    return g;
+}
+
 Kernel user_kernel(const KernelCall& call) {
+    const UserKernelGrid grid = user_kernel_grid(call);
     const auto n = call.accesses.size();
     bool bytes8 = false;
     for (const KernelAccess& a : call.accesses) bytes8 = bytes8 || a.dtype == DType::logical;
@@ -39,9 +62,9 @@ Kernel user_kernel(const KernelCall& call) {
          "#extension GL_EXT_buffer_reference : require\n"
          "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
     if (bytes8)
-        g << "#extension GL_EXT_shader_8bit_storage : require\n"
-             "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
-    g << "layout(local_size_x = " << kUserKernelWorkgroup << ") in;\n";
+        g << "#extension GL_EXT_shader_8bit_storage : require\n";  // (loads, stores, conversions: no Int8 arithmetic)
+    g << "layout(local_size_x = " << grid.local[0] << ", local_size_y = " << grid.local[1] << ", local_size_z = "
+      << grid.local[2] << ") in;\n";
     for (std::size_t a = 0; a < n; ++a) {
         const KernelAccess& acc = call.accesses[a];
         g << "layout(buffer_reference, std430, buffer_reference_align = " << dtype_size(acc.dtype) << ") "
@@ -86,16 +109,20 @@ Kernel user_kernel(const KernelCall& call) {
     // The body's own line numbers in glslang's messages.
     g << "#line 1\n" << call.glsl << "\n}\n";
     g << "void main() {\n"
-         "    uint lin = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * "
-      << kUserKernelWorkgroup << "u);\n"
-         "    if (lin >= tdu_pc.count) return;\n"
-         "    uvec3 range = uvec3(tdu_pc.r0, tdu_pc.r1, tdu_pc.r2);\n"
-         "    tdu_body(uvec3(lin % range.x, (lin / range.x) % range.y, lin / (range.x * range.y)), range);\n"
-         "}\n";
+         "    uvec3 range = uvec3(tdu_pc.r0, tdu_pc.r1, tdu_pc.r2);\n";
+    if (grid.linear)
+        g << "    uint lin = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * "
+          << kUserKernelWorkgroup << "u);\n"
+             "    if (lin >= tdu_pc.count) return;\n"
+             "    tdu_body(uvec3(lin % range.x, (lin / range.x) % range.y, lin / (range.x * range.y)), range);\n";
+    else
+        g << "    if (any(greaterThanEqual(gl_GlobalInvocationID, range))) return;\n"
+             "    tdu_body(gl_GlobalInvocationID, range);\n";
+    g << "}\n";
     Kernel k;
     k.glsl = g.str();
     k.key = "tandem-user-kernel 1;" + call.name;
-    k.workgroup_size = kUserKernelWorkgroup;
+    k.workgroup_size = grid.local[0] * grid.local[1] * grid.local[2];
     k.push_bytes = static_cast<std::uint32_t>(8 * n + (call.scalars_f32 ? 4 : 8) * call.scalar_names.size() + 16 + 8 * n);
     return k;
 }
@@ -209,12 +236,12 @@ void VulkanBackend::submit_kernel(Submission s) {
     const std::vector<std::byte> push = user_kernel_push(call, addresses);
     const auto count = static_cast<std::uint64_t>(call.items());
     if (count > 0) {
-        const auto [gx, gy] = grid_of((count + kUserKernelWorkgroup - 1) / kUserKernelWorkgroup);
+        const UserKernelGrid grid = user_kernel_grid(call);
         const int q = b.begin_span(Span::kernel, &r);
         vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
         vkCmdPushConstants(b.cmd, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push.size()),
                            push.data());
-        vkCmdDispatch(b.cmd, gx, gy, 1);
+        vkCmdDispatch(b.cmd, grid.groups[0], grid.groups[1], grid.groups[2]);
         b.end_span(q);
         ++b.dispatches;
     }

@@ -4,6 +4,7 @@
 // kernel compiles once per structure whatever its buffers' sizes.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,17 @@
 namespace tandem::detail::vk {
 
 inline constexpr std::uint32_t kUserKernelWorkgroup = 256;
+
+/// How a kernel's items map to invocations: the range's shape as the dispatch's grid (a
+/// workgroup of 256 x 1 x 1, 32 x 8 x 1 or 8 x 8 x 4 items by the range's dimensions: no
+/// division per item), or, for a range whose grid exceeds a dispatch's 65535 workgroups a
+/// dimension, a linear index split into the item's (a division and a remainder per item).
+struct UserKernelGrid {
+    bool linear = false;
+    std::array<std::uint32_t, 3> local{kUserKernelWorkgroup, 1, 1};
+    std::array<std::uint32_t, 3> groups{0, 0, 0};  ///< the dispatch's (0 anywhere: no item)
+};
+UserKernelGrid user_kernel_grid(const KernelCall& call);
 
 /// The compute shader of `call` (its key names the kernel and hashes the whole text).
 Kernel user_kernel(const KernelCall& call);

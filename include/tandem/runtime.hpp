@@ -87,6 +87,7 @@ struct Metrics {
     std::uint64_t evicted_bytes = 0, written_back_bytes = 0;
     std::uint64_t memory_retries = 0;           ///< regions retried after the device ran out of memory
     std::uint64_t budget_waits = 0;             ///< regions that waited for work in flight to free budget
+    std::uint64_t run_ahead_waits = 0;          ///< device regions that waited for the device to catch up (recorded far ahead)
     std::uint64_t runs_learned = 0;             ///< region runs the cost model learned from (Config::placement_learning)
     std::uint64_t explorations = 0;             ///< regions run on the side the model predicted slower, to learn its time there
     std::uint64_t values_recomputed = 0;        ///< values lost with a device and computed again from their recipes
