@@ -53,6 +53,7 @@ struct QueueState : std::enable_shared_from_this<QueueState> {
     const RuntimeImpl* owner = nullptr;
     QueueOptions options;
     std::mutex mutex;
+    std::mutex flush_mutex;  // held by a flush, from taking the pending groups to planning them
     std::vector<std::shared_ptr<EventState>> pending;  // submitted, not sent yet
     bool flush_posted = false;
     std::shared_ptr<Node> last_token;                    // in order: what the next group follows
@@ -422,6 +423,7 @@ Event Queue::end(std::shared_ptr<HandlerState> h) {
     }
     ev->token = rt->nodes().make_kernel(shared, written, DType::logical, Shape{1, 1}, inputs);
     outputs.push_back(ev->token);
+    for (const auto& n : outputs) call->outputs.push_back(n);
     ev->nodes = std::move(outputs);
     locks.clear();
     bool post = false;
@@ -439,6 +441,8 @@ Event Queue::end(std::shared_ptr<HandlerState> h) {
 }
 
 void QueueState::flush() {
+    // One flush at a time: the groups are planned in the order they were submitted.
+    std::lock_guard sending(flush_mutex);
     std::vector<std::shared_ptr<EventState>> groups;
     {
         std::lock_guard lock(mutex);

@@ -18,6 +18,8 @@
 
 namespace tandem::detail {
 
+struct Node;
+
 /// One accessor of a group, in the order the group required them.
 struct KernelAccess {
     std::string buffer;   ///< the buffer's name, for messages
@@ -55,6 +57,10 @@ struct KernelCall {
     std::uint64_t structure = 0;
     /// Accessor k's elements while the C++ body runs (stable addresses: accessors point here).
     std::shared_ptr<std::deque<KernelBinding>> bindings;
+    /// Its Kernel nodes (the written versions, then the token), set as they are made, before any
+    /// other thread sees them: a plan that reaches one of them computes them all (one run of the
+    /// group, whichever of its values was asked for first).
+    mutable std::vector<std::weak_ptr<Node>> outputs;
     /// Held while the C++ body runs: the bindings are one run's at a time.
     std::shared_ptr<std::mutex> run_mutex = std::make_shared<std::mutex>();
 

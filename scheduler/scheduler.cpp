@@ -46,9 +46,17 @@ std::vector<Node*> pending_nodes(const std::vector<std::shared_ptr<Node>>& targe
                 Node* child = n->inputs[next++].get();
                 if (wanted(child)) stack.emplace_back(child, 0);
             } else {
-                n->pass_index = order.size();
-                order.push_back(n);
+                Node* done = n;
+                done->pass_index = order.size();
+                order.push_back(done);
                 stack.pop_back();
+                // A command group's other values come with it (their operands are done's).
+                if (done->op == OpKind::Kernel)
+                    for (const auto& w : done->call->outputs)
+                        if (auto sibling = w.lock(); sibling && wanted(sibling.get())) {
+                            sibling->pass_index = order.size();
+                            order.push_back(sibling.get());
+                        }
             }
         }
     }

@@ -94,3 +94,30 @@ TEST(Kernel, RuntimeDestroyedWhileItsQueueSendsGroupsInTheBackground) {
         q.reset();
     }
 }
+
+TEST(Kernel, AGroupRunsOnceWhicheverOfItsValuesIsAskedForFirst) {
+    // A gather of one buffer a group writes, before the queue sends the group: the plan computes
+    // all of the group's values (its other buffer, its token), and the group runs once.
+    tandem::Runtime rt(cpu());
+    tandem::Buffer x(rt, std::vector<double>(100, 2.0), tandem::Shape{100, 1}, "x");
+    tandem::Buffer a(rt, tandem::Shape{100, 1}, tandem::DType::f64, "a");
+    tandem::Buffer b(rt, tandem::Shape{100, 1}, tandem::DType::f64, "b");
+    std::atomic<int> runs{0};
+    tandem::Queue q(rt);
+    for (int k = 0; k < 20; ++k) {
+        auto ev = q.submit([&](tandem::Handler& h) {
+            auto in = h.require<double>(x, tandem::access::read);
+            auto oa = h.require<double>(a, tandem::access::write);
+            auto ob = h.require<double>(b, tandem::access::write);
+            h.host_task([=, &runs] {
+                ++runs;
+                for (int i = 0; i < 100; ++i) oa[i] = in[i] + 1, ob[i] = in[i] * 3;
+            });
+        });
+        EXPECT_EQ(a.array().gather().get().at(5), 3.0);
+        ev.wait();
+        EXPECT_EQ(b.array().gather().get().at(5), 6.0);
+    }
+    q.wait();
+    EXPECT_EQ(runs.load(), 20);
+}
