@@ -408,6 +408,12 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             s.on_host = b->on_host();
             if (e.pending->parts) s.parts = e.pending->parts;
             else if (!s.on_host) s.devices = 1u << b->ordinal();
+            // On a device, it is there once the device's queue reaches it: at most when the work
+            // placed there drains (the last of a loop's steps: exactly then). A reader elsewhere
+            // starts no sooner (a plan sent while a loop's earlier steps run on the GPU put steps
+            // on the CPU, which then waited for them and for the copy down).
+            if (!s.on_host && !e.pending->parts && b->ordinal() < outstanding.device.size())
+                s.ready_s = outstanding.device[b->ordinal()];
         } else if (e.value) {
             s.on_host = e.value->host() != nullptr;
             s.devices = e.value->device_mask();

@@ -279,7 +279,21 @@ std::shared_ptr<const UserKernel> VulkanBackend::user_kernel_of(const Region& r)
     const bool kept = ordinal() < BackendMemo::kSlots;
     if (kept)
         if (auto known = r.memo.get(ordinal())) return std::static_pointer_cast<const UserKernel>(known);
-    auto k = std::make_shared<const UserKernel>(user_kernel(*r.call));
+    // Else by the call's structure: a loop's groups planned in batches of varying sizes miss
+    // fusion's cache (and so the memo), and forming the text is most of a small group's cost.
+    const KernelCall& call = *r.call;
+    std::shared_ptr<const UserKernel> k;
+    {
+        std::lock_guard lock(user_kernels_mutex_);
+        auto it = user_kernels_.find(call.structure);
+        if (it != user_kernels_.end() && it->second.first == call.glsl) k = it->second.second;
+    }
+    if (!k) {
+        k = std::make_shared<const UserKernel>(user_kernel(call));
+        std::lock_guard lock(user_kernels_mutex_);
+        if (user_kernels_.size() >= kKeptUserKernels) user_kernels_.clear();
+        user_kernels_[call.structure] = {call.glsl, k};
+    }
     if (kept) r.memo.set(ordinal(), k);
     return k;
 }

@@ -173,6 +173,10 @@ private:
     bool copy_timestamps_ = false;
     std::chrono::microseconds completion_spin_{0};  // polling before a blocking wait
 
+    /// User kernels' shaders by their call's structure (with the body, against collisions).
+    mutable std::mutex user_kernels_mutex_;
+    mutable std::unordered_map<std::uint64_t, std::pair<std::string, std::shared_ptr<const UserKernel>>> user_kernels_;
+    static constexpr std::size_t kKeptUserKernels = 256;
     std::mutex fixed_ready_mutex_;
     std::unordered_set<std::string> fixed_ready_;  // fixed_kernels() keys found built: no more lookups
     // Generated kernels by signature, built when first recorded or ahead of time (prepare).
