@@ -55,11 +55,13 @@ std::shared_ptr<Storage> HostPool::allocate(std::size_t bytes, const std::string
     void* p = nullptr;
     {
         std::lock_guard lock(mutex_);
-        auto it = free_.find(cap);
-        if (it != free_.end()) {
+        // The newest of its class (the likeliest to be in cache).
+        auto it = free_.upper_bound({cap, UINT64_MAX});
+        if (it != free_.begin() && std::prev(it)->first.first == cap) {
+            --it;
             p = it->second;
+            order_.erase(it->first.second);
             free_.erase(it);
-            std::erase_if(order_, [&](const auto& e) { return e.second == p; });
             cached_ -= cap;
         }
     }
@@ -89,20 +91,17 @@ void HostPool::release(void* p, std::size_t capacity) noexcept {
         if (capacity > limit_) {
             evicted.push_back(p);
         } else {
-            free_.emplace(capacity, p);
-            order_.emplace_back(capacity, p);
+            const std::uint64_t age = ++age_;
+            free_.emplace(std::make_pair(capacity, age), p);
+            order_.emplace(age, capacity);
             cached_ += capacity;
             while (cached_ > limit_ && !order_.empty()) {
-                auto [cap, q] = order_.front();
+                const auto [oldest, cap] = *order_.begin();
                 order_.erase(order_.begin());
-                auto range = free_.equal_range(cap);
-                for (auto it = range.first; it != range.second; ++it)
-                    if (it->second == q) {
-                        free_.erase(it);
-                        break;
-                    }
+                auto it = free_.find({cap, oldest});
+                evicted.push_back(it->second);
+                free_.erase(it);
                 cached_ -= cap;
-                evicted.push_back(q);
             }
         }
     }
@@ -115,7 +114,7 @@ HostPoolStats HostPool::stats() const {
 
 void HostPool::trim() {
     std::lock_guard lock(mutex_);
-    for (auto& [cap, p] : free_) std::free(p);
+    for (auto& [key, p] : free_) std::free(p);
     free_.clear();
     order_.clear();
     cached_ = 0;

@@ -78,8 +78,12 @@ private:
     std::size_t limit_;
     std::uint64_t memory_;
     mutable std::mutex mutex_;
-    std::multimap<std::size_t, void*> free_;  // capacity -> buffer
-    std::vector<std::pair<std::size_t, void*>> order_;  // oldest first, for eviction
+    /// The cached buffers by (capacity, age), and their capacities by age (oldest first, for
+    /// eviction): a reuse or an eviction is a lookup, not a scan (a program of many small
+    /// values, a loop of command groups' tokens, caches thousands).
+    std::map<std::pair<std::size_t, std::uint64_t>, void*> free_;
+    std::map<std::uint64_t, std::size_t> order_;
+    std::uint64_t age_ = 0;
     std::size_t cached_ = 0;
     std::atomic<std::uint64_t> allocated_{0}, hits_{0};
 };
