@@ -250,28 +250,7 @@ void VulkanBackend::submit_kernel(Submission s) {
                        VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    Batch::Item item{std::move(s.done), &r, nullptr, {}, {}, std::move(s.measured)};
-    for (std::size_t j = 0; j < outs.size(); ++j) {
-        if (j >= s.wanted_on_host.size() || !s.wanted_on_host[j]) continue;
-        auto rb = readback_heap_->allocate(outs[j]->bytes());
-        VkBufferCopy region{outs[j]->offset(), rb->offset(), outs[j]->bytes()};
-        if (outs[j]->bytes() >= kQueueCopyBytes) {
-            if (!b.readback) b.readback = open_copy(Span::download);
-            vkCmdCopyBuffer(b.readback->cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
-            b.readback->bytes += outs[j]->bytes();
-        } else {
-            const int q = b.begin_span(Span::download, &r);
-            vkCmdCopyBuffer(b.cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
-            b.end_span(q);
-        }
-        item.readbacks.emplace_back(rb, s.outputs[j]);
-    }
-    b.items.push_back(std::move(item));
-    {
-        std::lock_guard slock(stats_mutex_);
-        ++stats_.dispatches;
-    }
-    submit_if_due_locked();
+    finish_outputs(b, s, nullptr, outs);
 }
 
 std::shared_ptr<const UserKernel> VulkanBackend::user_kernel_of(const Region& r) const {

@@ -473,7 +473,12 @@ void VulkanBackend::submit(Submission s) {
         buffer_barrier(b.cmd, *o, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT);
-    Batch::Item item{std::move(s.done), &r, args, {}, {}, std::move(s.measured)};
+    finish_outputs(b, s, args, outs);
+}
+
+void VulkanBackend::finish_outputs(Batch& b, Submission& s, std::shared_ptr<DeviceArray> args,
+                                   const std::vector<std::shared_ptr<DeviceArray>>& outs) {
+    Batch::Item item{std::move(s.done), s.region, std::move(args), {}, {}, std::move(s.measured)};
     for (std::size_t j = 0; j < outs.size(); ++j) {
         if (j >= s.wanted_on_host.size() || !s.wanted_on_host[j]) continue;
         auto rb = readback_heap_->allocate(outs[j]->bytes());
@@ -484,7 +489,7 @@ void VulkanBackend::submit(Submission s) {
             vkCmdCopyBuffer(b.readback->cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
             b.readback->bytes += outs[j]->bytes();
         } else {
-            const int q = b.begin_span(Span::download, &r);
+            const int q = b.begin_span(Span::download, s.region);
             vkCmdCopyBuffer(b.cmd, outs[j]->buffer(), rb->buffer(), 1, &region);
             b.end_span(q);
         }

@@ -139,6 +139,11 @@ private:
     void record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
                            const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push,
                            std::uint32_t gz = 1);
+    /// The end of recording a region with several outputs: its completion (s.done, with `args`
+    /// kept until then) joins the batch with the readbacks of the outputs a host sink wants
+    /// (record_mutex_ held).
+    void finish_outputs(Batch& b, Submission& s, std::shared_ptr<DeviceArray> args,
+                        const std::vector<std::shared_ptr<DeviceArray>>& outs);
     /// `check` (optional) runs when the batch completes and throws to fail the region.
     void finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out,
                      std::function<void()> check = {});  // record_mutex_ held
