@@ -72,7 +72,7 @@ struct HandlerState {
         int dtype_code;  // what the C++ body expects (-1: nothing)
     };
     std::vector<Request> requests;
-    std::shared_ptr<std::deque<KernelBinding>> bindings = std::make_shared<std::deque<KernelBinding>>();
+    std::shared_ptr<std::deque<KernelBinding>> bindings;  // made at the first require (most groups of a loop have some; an empty one none)
     std::vector<std::shared_ptr<EventState>> depends;
     std::vector<double> scalars;
     bool has_work = false;
@@ -249,6 +249,7 @@ detail::KernelBinding* Handler::add_access(Buffer& buffer, AccessMode mode, bool
     for (int d = 0; d < shape.ndims(); ++d) extents[static_cast<std::size_t>(std::min(d, 2))] *= shape[d];
     index = s_->requests.size();
     s_->requests.push_back({buffer.state(), mode, skip_old, dtype_code});
+    if (!s_->bindings) s_->bindings = std::make_shared<std::deque<detail::KernelBinding>>();
     return &s_->bindings->emplace_back();
 }
 

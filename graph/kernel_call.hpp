@@ -55,14 +55,15 @@ struct KernelCall {
     /// Identifies the call's structure for fusion's cache (the kernel's signature, the range, the
     /// accesses): two calls alike in it fuse alike.
     std::uint64_t structure = 0;
-    /// Accessor k's elements while the C++ body runs (stable addresses: accessors point here).
+    /// Accessor k's elements while the C++ body runs (stable addresses: accessors point here;
+    /// null for a group without accessors).
     std::shared_ptr<std::deque<KernelBinding>> bindings;
     /// Its Kernel nodes (the written versions, then the token), set as they are made, before any
     /// other thread sees them: a plan that reaches one of them computes them all (one run of the
     /// group, whichever of its values was asked for first).
     mutable std::vector<std::weak_ptr<Node>> outputs;
     /// Held while the C++ body runs: the bindings are one run's at a time.
-    std::shared_ptr<std::mutex> run_mutex = std::make_shared<std::mutex>();
+    mutable std::mutex run_mutex;
 
     std::int64_t items() const noexcept { return range[0] * range[1] * range[2]; }
     bool has_glsl() const noexcept { return !glsl.empty(); }

@@ -94,6 +94,7 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
       outstanding_{0.0, std::vector<double>(devices.size(), 0.0), std::vector<double>(devices.size(), 0.0)},
       device_jobs_(devices.size(), 0),
       device_written_(devices.size(), 0),
+      run_ahead_full_(devices.size(), false),
       trace_(options.trace_file.empty() ? nullptr : std::make_shared<Trace>(options.trace_file)),
       workers_(options.threads) {
     placement_.set_exploration(options.learn && options.placement == PlacementMode::automatic);
@@ -1132,11 +1133,16 @@ void Scheduler::record_on_device(const JobPtr& job) {
         for (auto& v : job->outputs) written += v->bytes();
         const std::uint64_t base = table.budget() > 0 ? table.budget() : device->memory_budget();
         const std::uint64_t ahead = std::clamp<std::uint64_t>(base / kRunAhead, kMinRunAheadBytes, kMaxRunAheadBytes);
-        if (device_jobs_[ordinal] > 0 && device_written_[ordinal] + written > ahead) {
+        // Once full, it waits until the device is half way through what was recorded, then records
+        // the next half at once: a batch of several regions, not one a completion.
+        if (device_jobs_[ordinal] > 0 && (device_written_[ordinal] + written > ahead ||
+                                          (run_ahead_full_[ordinal] && device_written_[ordinal] > ahead / 2))) {
+            run_ahead_full_[ordinal] = true;
             memory_waiters_.push_back(job);
             run_ahead_waits_.fetch_add(1, std::memory_order_relaxed);
             return;
         }
+        run_ahead_full_[ordinal] = false;
         job->written_bytes = written;
         device_written_[ordinal] += written;
         ++device_jobs_[ordinal];

@@ -277,6 +277,7 @@ private:
     /// the budget / kRunAhead (within [kMinRunAheadBytes, kMaxRunAheadBytes]) the host records no
     /// further ahead: new device jobs wait for completions.
     std::vector<std::uint64_t> device_written_;
+    std::vector<bool> run_ahead_full_;  // per device: reached its run-ahead; records again at half
     static constexpr std::uint64_t kRunAhead = 8;
     static constexpr std::uint64_t kMinRunAheadBytes = std::uint64_t{64} << 20, kMaxRunAheadBytes = std::uint64_t{2} << 30;
     std::atomic<std::uint64_t> run_ahead_waits_{0};  // device jobs that waited for the device to catch up

@@ -43,7 +43,7 @@ void CpuBackend::run_kernel(const Region& region, std::span<const Storage* const
         data[a] = out->data();
     }
     // The accessors the body captured point at the call's bindings: one run of it at a time.
-    std::lock_guard lock(*k.run_mutex);
+    std::lock_guard lock(k.run_mutex);
     for (std::size_t a = 0; a < data.size(); ++a) (*k.bindings)[a].data = data[a];
     if (k.host_task) return k.cpu(0, 1);
     for_chunks(k.items(), kItemsPerChunk, [&](std::int64_t first, std::int64_t last) { k.cpu(first, last); });

@@ -174,6 +174,10 @@ void VulkanBackend::submit_kernel(Submission s) {
     const Region& r = *s.region;
     const KernelCall& call = *r.call;
     if (!call.has_glsl()) throw DeviceError(call.label() + " has no GLSL body");
+    // The shader's indices are 32-bit (a GLSL-only group this large was refused at submit).
+    bool too_large = static_cast<std::uint64_t>(call.items()) >= (1ull << 32);
+    for (const KernelAccess& a : call.accesses) too_large = too_large || static_cast<std::uint64_t>(a.shape.numel()) >= (1ull << 32);
+    if (too_large) throw DeviceError(call.label() + ": a range or buffer of 2^32 elements or more (GLSL indices are 32-bit)");
     const std::shared_ptr<const UserKernel> kernel = user_kernel_of(r);
     if (kernel->kernel.push_bytes > context_->description().max_push_constants)
         throw Error(call.label() + ": its accessors and scalars need " + std::to_string(kernel->kernel.push_bytes) +

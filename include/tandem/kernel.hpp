@@ -197,7 +197,10 @@ enum class KernelPlacement : std::uint8_t { any, cpu, device };
 ///   assignable when the accessor
 ///   writes (a read accessor's buffer is declared readonly: assigning to it does not compile);
 ///   each scalar as a const of its type (double, or float for scalars_f32).
-/// `return` ends the item. Indices are 32-bit: a buffer of 2^32 elements or more is refused.
+/// Elements are `double`, `float`, or `uint8_t` for logical buffers (8-bit storage: loads, stores
+/// and conversions, e.g. `f(i, j) = uint8_t(x > 0.0 ? 1 : 0)`; compute in uint).
+/// `return` ends the item. Indices are 32-bit: a buffer of 2^32 elements or more is refused for a
+/// GLSL-only kernel, and a kernel with both bodies runs such a group on the CPU.
 class TANDEM_API Kernel {
 public:
     explicit Kernel(std::string name);
