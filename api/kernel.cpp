@@ -12,7 +12,6 @@
 
 #include "graph/kernel_call.hpp"
 #include "runtime/runtime_impl.hpp"
-#include "scheduler/node_state.hpp"
 
 namespace tandem {
 
@@ -407,9 +406,12 @@ Event Queue::end(std::shared_ptr<HandlerState> h) {
     call->written = written;
     for (const auto& e : h->depends)
         if (e->token) inputs.push_back(e->token);
-    {
-        std::lock_guard lock(state_->mutex);
-        if (state_->options.in_order && state_->last_token) inputs.push_back(state_->last_token);
+    // In order: the group follows the last one and becomes the last at once (threads submitting
+    // to one in-order queue make one chain).
+    std::unique_lock queue_lock(state_->mutex, std::defer_lock);
+    if (state_->options.in_order) {
+        queue_lock.lock();
+        if (state_->last_token) inputs.push_back(state_->last_token);
     }
     std::shared_ptr<const KernelCall> shared = call;
     auto ev = std::make_shared<EventState>();
@@ -427,13 +429,11 @@ Event Queue::end(std::shared_ptr<HandlerState> h) {
     for (const auto& n : outputs) call->outputs.push_back(n);
     ev->nodes = std::move(outputs);
     locks.clear();
-    bool post = false;
-    {
-        std::lock_guard lock(state_->mutex);
-        if (state_->options.in_order) state_->last_token = ev->token;
-        state_->pending.push_back(ev);
-        post = !std::exchange(state_->flush_posted, true);
-    }
+    if (!queue_lock.owns_lock()) queue_lock.lock();
+    if (state_->options.in_order) state_->last_token = ev->token;
+    state_->pending.push_back(ev);
+    const bool post = !std::exchange(state_->flush_posted, true);
+    queue_lock.unlock();
     // Sent in the background (a group commit: what is pending when the thread gets to it).
     if (post) rt->continuations().post([q = std::weak_ptr<QueueState>(state_)] {
         if (auto s = q.lock()) s->flush();

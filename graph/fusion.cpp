@@ -467,12 +467,9 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
         if (n->op == OpKind::Kernel) {
             // A command group's outputs (its written versions, its token): one region, over its range.
             auto [it, fresh] = kernel_groups.try_emplace(n->call.get(), groups.size());
-            if (!fresh) {
+            if (!fresh) {  // (its operands are the first output's: the group depends on them already)
                 group_of[i] = it->second;
                 groups[it->second].members.push_back(i);
-                for (auto& in : n->inputs)
-                    if (std::size_t k = pos(in.get()); k != kOutside && group_of[k] != kFolded && group_of[k] != it->second)
-                        graph.depend(it->second, group_of[k]);
                 continue;
             }
         }

@@ -289,44 +289,44 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
 std::vector<Future<std::monostate>> Scheduler::evaluate_groups(const std::vector<std::vector<std::shared_ptr<Node>>>& groups) {
     std::vector<std::shared_ptr<Node>> all;
     for (const auto& g : groups) all.insert(all.end(), g.begin(), g.end());
-    struct Join {
-        std::vector<std::shared_ptr<Node>> nodes;
-        std::size_t remaining = 0;
-        Promise<std::monostate> promise;
-    };
-    std::vector<std::shared_ptr<Join>> joins;
+    std::vector<Promise<std::monostate>> promises(groups.size());
     std::vector<Future<std::monostate>> futures;
-    for (const auto& g : groups) {
-        joins.push_back(std::make_shared<Join>());
-        joins.back()->nodes = g;
-        futures.push_back(joins.back()->promise.future());
-    }
+    for (const auto& p : promises) futures.push_back(p.future());
     Deferred after;
     plan(all, false, after, [&] {
-        for (auto& join : joins) {
+        for (std::size_t g = 0; g < groups.size(); ++g) {
             // Under the lock, read the outcome; outside it, resolve (continuations run user code).
-            auto resolve = [join](Deferred& d) {
+            auto nodes = std::make_shared<std::vector<std::shared_ptr<Node>>>(groups[g]);
+            when_done(groups[g], [nodes, promise = promises[g]](Deferred& d) {
                 std::exception_ptr error;
-                for (auto& n : join->nodes)
+                for (auto& n : *nodes)
                     if ((error = state(*n).eval.error)) break;
-                d.push_back([join, error] {
-                    join->nodes.clear();  // (hold no node once resolved)
-                    if (error) join->promise.set_error(error);
-                    else join->promise.set_value(std::monostate{});
+                d.push_back([nodes, promise, error] {
+                    nodes->clear();  // (hold no node once resolved; not under the lock)
+                    if (error) promise.set_error(error);
+                    else promise.set_value(std::monostate{});
                 });
-            };
-            for (auto& n : join->nodes) {
-                if (state(*n).eval.done() || !state(*n).eval.pending) continue;
-                ++join->remaining;
-                state(*n).eval.pending->on_done.push_back([join, resolve](Deferred& d) {
-                    if (--join->remaining == 0) resolve(d);
-                });
-            }
-            if (join->remaining == 0) resolve(after);
+            }, after);
         }
     });
     drain(after);
     return futures;
+}
+
+void Scheduler::when_done(const std::vector<std::shared_ptr<Node>>& nodes, std::function<void(Deferred&)> resolve,
+                          Deferred& after) {
+    auto remaining = std::make_shared<std::size_t>(0);
+    auto once = std::make_shared<std::function<void(Deferred&)>>(std::move(resolve));
+    std::unordered_set<Node*> counted;
+    for (auto& n : nodes) {
+        const Evaluation& e = state(*n).eval;
+        if (e.done() || !e.pending || !counted.insert(n.get()).second) continue;
+        ++*remaining;
+        e.pending->on_done.push_back([remaining, once](Deferred& d) {
+            if (--*remaining == 0) (*once)(d);
+        });
+    }
+    if (*remaining == 0) (*once)(after);
 }
 
 Scheduler::PlanWalk Scheduler::walk_plan(const std::vector<std::shared_ptr<Node>>& targets) {
@@ -774,7 +774,6 @@ void Scheduler::gather_into(const std::vector<std::shared_ptr<Node>>& targets, b
         // The future: ready when every target is computed, with host copies.
         struct Join {
             std::vector<std::shared_ptr<Node>> targets;
-            std::size_t remaining = 0;
             Promise<std::vector<HostArray>> promise;
         };
         auto join = std::make_shared<Join>();
@@ -826,15 +825,7 @@ void Scheduler::gather_into(const std::vector<std::shared_ptr<Node>>& targets, b
                 }
             });
         };
-        std::unordered_set<Node*> counted;
-        for (auto& t : targets) {
-            if (state(*t).eval.done() || !counted.insert(t.get()).second) continue;
-            ++join->remaining;
-            state(*t).eval.pending->on_done.push_back([join, resolve](Deferred& d) {
-                if (--join->remaining == 0) resolve(d);
-            });
-        }
-        if (join->remaining == 0) resolve(after);
+        when_done(targets, std::move(resolve), after);
     });
     drain(after);
 }

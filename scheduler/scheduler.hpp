@@ -177,6 +177,9 @@ private:
     std::shared_ptr<Node> recipe_of(Node* n, const Region& region, RecipeMemo& memo);
     /// `n`'s recipe when it needs none of its operands' (null otherwise).
     std::shared_ptr<Node> recipe_leaf(Node& n, const Region& region);
+    /// Under the lock: `resolve` runs once every node of `nodes` is computed or failed (with the
+    /// deferred actions of the completion that finishes the last; into `after` if none is pending).
+    void when_done(const std::vector<std::shared_ptr<Node>>& nodes, std::function<void(Deferred&)> resolve, Deferred& after);
     /// Makes `job` wait for its inputs (under the lock); true if it can start now.
     bool wire(const JobPtr& job);
     void launch(const JobPtr& job);

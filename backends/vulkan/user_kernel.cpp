@@ -180,7 +180,7 @@ void VulkanBackend::submit_kernel(Submission s) {
     if (too_large) throw DeviceError(call.label() + ": a range or buffer of 2^32 elements or more (GLSL indices are 32-bit)");
     const std::shared_ptr<const UserKernel> kernel = user_kernel_of(r);
     if (kernel->kernel.push_bytes > context_->description().max_push_constants)
-        throw Error(call.label() + ": its accessors and scalars need " + std::to_string(kernel->kernel.push_bytes) +
+        throw KernelError(call.label() + ": its accessors and scalars need " + std::to_string(kernel->kernel.push_bytes) +
                     " bytes of push constants; this device has " +
                     std::to_string(context_->description().max_push_constants));
     const ComputePipeline* pipeline = kernel->pipeline.load(std::memory_order_acquire);
