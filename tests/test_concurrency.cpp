@@ -354,3 +354,30 @@ TEST(Concurrency, EightThreadsSubmitCommandGroups) {
     shared.wait();
     EXPECT_EQ(failures.load(), 0);
 }
+
+TEST(Concurrency, EightThreadsOnOneInOrderQueueMakeOneChain) {
+    // Every group of an in-order queue follows the one submitted before it, whichever thread
+    // submitted either: no two of its host tasks ever run at once.
+    Runtime rt;
+    tandem::Queue q(rt, {.in_order = true});
+    std::atomic<int> active{0}, overlaps{0}, runs{0};
+    std::barrier start(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&] {
+            start.arrive_and_wait();
+            for (int k = 0; k < 10; ++k)
+                q.submit([&](tandem::Handler& h) {
+                    h.host_task([&] {
+                        if (active.fetch_add(1) != 0) ++overlaps;
+                        std::this_thread::sleep_for(std::chrono::microseconds(200));
+                        active.fetch_sub(1);
+                        ++runs;
+                    });
+                });
+        });
+    for (auto& th : threads) th.join();
+    q.wait();
+    EXPECT_EQ(runs.load(), kThreads * 10);
+    EXPECT_EQ(overlaps.load(), 0);
+}
