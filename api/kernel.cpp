@@ -477,9 +477,15 @@ void QueueState::flush() {
         for (auto& e : groups) settle(e, {}, gone);
         return;
     }
+    // The scheduler takes the groups' nodes: held here until the plan's regions are recorded,
+    // every result of a long flush would stay alive (with its device memory) until the last.
     std::vector<std::vector<std::shared_ptr<Node>>> nodes;
-    for (auto& e : groups) nodes.push_back(e->nodes);
-    std::vector<Future<std::monostate>> done = rt->scheduler().evaluate_groups(nodes);  // one plan
+    for (auto& e : groups) {
+        std::lock_guard l(e->mutex);
+        nodes.push_back(std::move(e->nodes));
+        e->nodes.clear();
+    }
+    std::vector<Future<std::monostate>> done = rt->scheduler().evaluate_groups(std::move(nodes));  // one plan
     for (std::size_t k = 0; k < groups.size(); ++k)
         settle(groups[k], detail::continue_through(done[k], rt->continuations().poster()), nullptr);
     std::lock_guard lock(mutex);

@@ -39,6 +39,11 @@ struct NodeState {
     /// device data (NodeTable::make_recipe), from which the value is recomputed if that device
     /// is lost.)
     std::optional<std::vector<std::shared_ptr<Node>>> recipe;
+    /// A device result only its own plan reads (no recipe, no host copy wanted): it lets go of
+    /// its value once `plan_readers`, the plan's regions that read it, are done. It keeps its
+    /// graph, so it is computed again should it ever be needed (as after a lost device).
+    bool intermediate = false;
+    std::uint32_t plan_readers = 0;
 };
 
 /// n's state, made on first use.

@@ -286,7 +286,7 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
     return result;
 }
 
-std::vector<Future<std::monostate>> Scheduler::evaluate_groups(const std::vector<std::vector<std::shared_ptr<Node>>>& groups) {
+std::vector<Future<std::monostate>> Scheduler::evaluate_groups(std::vector<std::vector<std::shared_ptr<Node>>> groups) {
     std::vector<std::shared_ptr<Node>> all;
     for (const auto& g : groups) all.insert(all.end(), g.begin(), g.end());
     std::vector<Promise<std::monostate>> promises(groups.size());
@@ -309,6 +309,10 @@ std::vector<Future<std::monostate>> Scheduler::evaluate_groups(const std::vector
             }, after);
         }
     });
+    // Recording a long flush takes a while, and the device may finish its first regions
+    // meanwhile: their results die with their readers, not with the flush.
+    groups = {};
+    all = {};
     drain(after);
     return futures;
 }
@@ -698,7 +702,10 @@ void Scheduler::install_plan(const PlanWalk& walk, const std::vector<JobPtr>& jo
         const bool resident = job->placement.resident();
         // Device-only results keep their recipe (complete()); past kLineageCheckpoint
         // device regions on a chain, a result also comes back to the host with its
-        // batch, so that what lineage keeps stays bounded in a long loop.
+        // batch, so that what lineage keeps stays bounded in a long loop. A large result
+        // comes back less often: at most kCheckpointBytesPerRegion of download a region of
+        // the chain (a heat step's 128 MiB field every 1024 steps cost 8 us a step on the
+        // H100: the batch waits for its download, and the device's queue ran dry meanwhile).
         std::uint32_t depth = 0;
         if (resident) {
             for (const auto& in : job->region.inputs) {
@@ -708,7 +715,10 @@ void Scheduler::install_plan(const PlanWalk& walk, const std::vector<JobPtr>& jo
             }
             if (job->region.kind != RegionKind::view) ++depth;
         }
-        const bool checkpoint = depth >= kLineageCheckpoint && job->region.kind != RegionKind::view;
+        std::uint64_t bytes = 0;
+        for (const auto& o : job->region.outputs) bytes = std::max<std::uint64_t>(bytes, o.node->bytes());
+        const std::uint64_t every = std::max<std::uint64_t>(kLineageCheckpoint, bytes / kCheckpointBytesPerRegion);
+        const bool checkpoint = depth >= every && job->region.kind != RegionKind::view;
         if (checkpoint) checkpoints_.fetch_add(1, std::memory_order_relaxed);
         for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
             Node* n = job->region.outputs[j].node.get();
@@ -752,6 +762,17 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
         for (const auto& o : job->region.outputs) count(o.node);
     }
     for (const auto& t : targets) count(t);
+    // The plan's regions that read each of its results (an intermediate's device copies go once
+    // they are done: complete()).
+    for (const auto& job : jobs)
+        for (const auto& o : job->region.outputs) {
+            state(*o.node).plan_readers = 0;
+            state(*o.node).intermediate = false;
+        }
+    // (A view counts and never lets go: its result is its input's value itself.)
+    for (const auto& job : jobs)
+        for (const auto& in : job->region.inputs)
+            if (in->pass_mark == mark) ++state(*in).plan_readers;
     RecipeMemo memo;
     for (auto& job : jobs) {
         for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
@@ -763,7 +784,26 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
             // again after, in case a builder found it in the index meanwhile.
             if (!outlives()) nodes_.forget(o);
             if (outlives()) state(o).recipe = recipe_inputs(o, job->region, memo);
+            else if (std::none_of(targets.begin(), targets.end(), [&](const auto& t) { return t.get() == &o; }))
+                state(o).intermediate = job->region.kind != RegionKind::view;
         }
+    }
+}
+
+void Scheduler::release_intermediates(const Region& r) {
+    // A loop of device regions planned at once (a fused program's chain) would otherwise hold
+    // every step's result until the last is done: an intermediate keeps its graph for recovery,
+    // and with it its value. The node lets go of its value (computed again, from its graph,
+    // should anything ever need it); a view sharing the value keeps it.
+    auto drop = [](NodeState& st) {
+        if (st.intermediate && st.plan_readers == 0 && !st.eval.pending) st.eval.value.reset();
+    };
+    // Its own results first: a batch's completions may come in any order, the readers' first.
+    for (const auto& o : r.outputs) drop(state(*o.node));
+    if (r.kind == RegionKind::view) return;  // (counted as a reader for good)
+    for (const auto& in : r.inputs) {
+        NodeState& st = state(*in);
+        if (st.plan_readers > 0 && --st.plan_readers == 0) drop(st);
     }
 }
 
@@ -1124,10 +1164,13 @@ void Scheduler::record_on_device(const JobPtr& job) {
         for (auto& v : job->outputs) written += v->bytes();
         const std::uint64_t base = table.budget() > 0 ? table.budget() : device->memory_budget();
         const std::uint64_t ahead = std::clamp<std::uint64_t>(base / kRunAhead, kMinRunAheadBytes, kMaxRunAheadBytes);
-        // Once full, it waits until the device is half way through what was recorded, then records
-        // the next half at once: a batch of several regions, not one a completion.
+        // Once full, it waits until the device is a quarter of the way through what was
+        // recorded, then records the next quarter at once: a batch of several regions, not one a
+        // completion (each submission costs the device ~16 us on an H100), while three quarters
+        // are still queued (at half, a heat step at 4096 found the queue empty: completions come
+        // a batch at a time, and the host's answer took 0.12-0.15 ms).
         if (device_jobs_[ordinal] > 0 && (device_written_[ordinal] + written > ahead ||
-                                          (run_ahead_full_[ordinal] && device_written_[ordinal] > ahead / 2))) {
+                                          (run_ahead_full_[ordinal] && device_written_[ordinal] > ahead / 4 * 3))) {
             run_ahead_full_[ordinal] = true;
             memory_waiters_.push_back(job);
             run_ahead_waits_.fetch_add(1, std::memory_order_relaxed);
@@ -1431,9 +1474,12 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             for (auto& w : c.on_done) w(after);
             c.on_recorded.clear();
             c.on_done.clear();
-            // Likewise the job's own references, before any future resolves.
+            release_intermediates(r);
+            // Likewise the job's own references, before any future resolves (its values live
+            // on in the nodes that own them: one let go above dies now, not with the batch).
             for (auto& out : job->region.outputs) released.push_back(std::move(out.node));
             for (auto& in : job->region.inputs) released.push_back(std::move(in));
+            job->outputs.clear();
         }
     }
     // Resolve first, free the graph after (it is buried before: see NodeTable::bury).

@@ -81,8 +81,9 @@ public:
     Future<std::vector<HostArray>> gather(const std::vector<std::shared_ptr<Node>>& targets, bool to_host);
     /// Computes every group's nodes in one plan and leaves them where they are computed; a future
     /// per group, ready when its nodes are (with the first error among them): the command groups
-    /// a queue sends at once (tandem/kernel.hpp), each failing on its own.
-    std::vector<Future<std::monostate>> evaluate_groups(const std::vector<std::vector<std::shared_ptr<Node>>>& groups);
+    /// a queue sends at once (tandem/kernel.hpp), each failing on its own. It lets go of the
+    /// groups before recording them (a group's future holds its nodes until it is done).
+    std::vector<Future<std::monostate>> evaluate_groups(std::vector<std::vector<std::shared_ptr<Node>>> groups);
     void wait_idle();
     /// Runs f under the scheduler's lock (reading Node::inputs or Node::eval safely).
     template <class F>
@@ -176,6 +177,9 @@ private:
     std::vector<std::shared_ptr<Node>> recipe_inputs(const Node& n, const Region& region, RecipeMemo& memo);
     std::shared_ptr<Node> recipe_of(Node* n, const Region& region, RecipeMemo& memo);
     /// `n`'s recipe when it needs none of its operands' (null otherwise).
+    /// A region is done: the intermediates it was the last reader of (or made, unread) drop their
+    /// device copies.
+    void release_intermediates(const Region& r);  // mutex_ held
     std::shared_ptr<Node> recipe_leaf(Node& n, const Region& region);
     /// Under the lock: `resolve` runs once every node of `nodes` is computed or failed (with the
     /// deferred actions of the completion that finishes the last; into `after` if none is pending).
@@ -280,9 +284,9 @@ private:
     /// the budget / kRunAhead (within [kMinRunAheadBytes, kMaxRunAheadBytes]) the host records no
     /// further ahead: new device jobs wait for completions.
     std::vector<std::uint64_t> device_written_;
-    std::vector<bool> run_ahead_full_;  // per device: reached its run-ahead; records again at half
+    std::vector<bool> run_ahead_full_;  // per device: reached its run-ahead; records again at three quarters
     static constexpr std::uint64_t kRunAhead = 8;
-    static constexpr std::uint64_t kMinRunAheadBytes = std::uint64_t{64} << 20, kMaxRunAheadBytes = std::uint64_t{2} << 30;
+    static constexpr std::uint64_t kMinRunAheadBytes = std::uint64_t{64} << 20, kMaxRunAheadBytes = std::uint64_t{8} << 30;
     std::atomic<std::uint64_t> run_ahead_waits_{0};  // device jobs that waited for the device to catch up
     std::vector<JobPtr> memory_waiters_;         // out of device memory, relaunched at the next completion
     std::atomic<std::uint64_t> memory_retries_{0}, budget_waits_{0};
@@ -293,6 +297,7 @@ private:
     /// Device regions on a chain of device-only results after which a result also comes back
     /// to the host (a checkpoint): the recipes a long loop keeps stay this deep at most.
     static constexpr std::uint32_t kLineageCheckpoint = 1024;
+    static constexpr std::uint64_t kCheckpointBytesPerRegion = 8 << 10;  // a larger result's checkpoints are further apart
     std::array<std::atomic<std::uint64_t>, kMaxDevices> device_regions_each_{};
     std::mutex reported_mutex_;
     std::set<std::string> reported_;  // fallback causes already printed

@@ -167,3 +167,32 @@ TEST(VulkanResidency, WorkInFlightThatFillsTheBudgetMakesTheNextRegionWait) {
     EXPECT_EQ(m.device_regions, 12u);
     tvk::expect_device_clean(*gpu);
 }
+
+// A chain of device regions planned at once (one gather at its end) whose results nothing else
+// reads: each step's result goes once its reader is done, so 32 steps of 512 KiB run within a
+// 3 MiB budget without writing any of them back (they kept their device memory until the last
+// step was done: the budget then forced write-backs of results nobody would read).
+TEST(VulkanResidency, AChainPlannedAtOnceLetsEachStepGoOnceItsReaderIsDone) {
+    tandem::Config c = tvk::gpu_config();
+    c.device_memory_limit = "3M";
+    auto gpu = tvk::open_gpu(c);
+    Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(tref::seed_of("residency chain at once"));
+    const Host x0 = tref::random_host({256, 256}, DType::f64, rng);  // 512 KiB
+    constexpr int kSteps = 32;
+    auto run = [&](Runtime& rt) {
+        Array y = tref::make_array(rt, x0);
+        // A transpose does not fuse with the one after it: a region a step, each reading the last.
+        for (int i = 0; i < kSteps; ++i) y = tandem::transpose(tandem::max(y, -1.0) * 0.5 + 0.25);
+        return y.gather().get();
+    };
+    const auto got = run(*gpu), want = run(cpu);
+    EXPECT_TRUE(tref::same_values(tref::from_host_array(got), tref::from_host_array(want), Acc::exact_signed));
+    gpu->wait_idle();
+    const auto m = gpu->metrics();
+    EXPECT_GE(m.device_regions, static_cast<std::uint64_t>(kSteps)) << "every step on the device";
+    EXPECT_EQ(m.write_backs, 0u) << "a step's result outlived its reader";
+    EXPECT_LE(m.device_peak_resident_bytes, 3u << 20);
+    EXPECT_EQ(m.download_bytes, kArrayBytes) << "only the last step's result came down";
+    tvk::expect_device_clean(*gpu);
+}
