@@ -38,15 +38,26 @@ UserKernelGrid user_kernel_grid(const KernelCall& call) {
     g.local = dims == 1 ? std::array<std::uint32_t, 3>{kUserKernelWorkgroup, 1, 1}
               : dims == 2 ? std::array<std::uint32_t, 3>{32, 8, 1}
                           : std::array<std::uint32_t, 3>{8, 8, 4};
+    if (dims > 1) {
+        g.last = static_cast<std::uint32_t>(dims - 1);
+        for (std::uint32_t c : {4u, 2u})
+            if (items / c >= kUserKernelMinInvocations &&
+                static_cast<std::uint64_t>(call.range[g.last]) >= std::uint64_t{c} * g.local[g.last]) {
+                g.per_invocation = c;
+                break;
+            }
+    }
     bool fits = true;
     for (std::size_t d = 0; d < 3; ++d) {
-        const std::uint64_t n = (static_cast<std::uint64_t>(call.range[d]) + g.local[d] - 1) / g.local[d];
+        const std::uint64_t step = std::uint64_t{g.local[d]} * (d == g.last ? g.per_invocation : 1);
+        const std::uint64_t n = (static_cast<std::uint64_t>(call.range[d]) + step - 1) / step;
         fits = fits && n <= 65535;
         g.groups[d] = static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 65535));
     }
     if (fits) return g;
     g.linear = true;
     g.local = {kUserKernelWorkgroup, 1, 1};
+    g.per_invocation = 1;
     const auto [gx, gy] = grid_of((items + kUserKernelWorkgroup - 1) / kUserKernelWorkgroup);
     g.groups = {gx, gy, 1};
     return g;
@@ -115,6 +126,14 @@ Kernel user_kernel(const KernelCall& call) {
           << kUserKernelWorkgroup << "u);\n"
              "    if (lin >= tdu_pc.count) return;\n"
              "    tdu_body(uvec3(lin % range.x, (lin / range.x) % range.y, lin / (range.x * range.y)), range);\n";
+    else if (grid.per_invocation > 1)
+        // (the body's own `return` leaves tdu_body: the next item still runs)
+        g << "    uvec3 item = gl_GlobalInvocationID;\n"
+             "    item[" << grid.last << "] *= " << grid.per_invocation << "u;\n"
+             "    if (any(greaterThanEqual(item, range))) return;\n"
+             "    for (uint t = 0u; t < " << grid.per_invocation << "u && item[" << grid.last << "] < range[" << grid.last
+          << "]; ++t, ++item[" << grid.last << "])\n"
+             "        tdu_body(item, range);\n";
     else
         g << "    if (any(greaterThanEqual(gl_GlobalInvocationID, range))) return;\n"
              "    tdu_body(gl_GlobalInvocationID, range);\n";

@@ -23,11 +23,19 @@ inline constexpr std::uint32_t kUserKernelWorkgroup = 256;
 /// workgroup of 256 x 1 x 1, 32 x 8 x 1 or 8 x 8 x 4 items by the range's dimensions: no
 /// division per item), or, for a range whose grid exceeds a dispatch's 65535 workgroups a
 /// dimension, a linear index split into the item's (a division and a remainder per item).
+/// On a large 2-D or 3-D range an invocation runs `per_invocation` items along the last
+/// dimension, one after the other: neighbours' loads are shared (a stencil reads the column
+/// beside its own; on an H100 the heat step goes from 0.102 to 0.096 ms with 4), and a million
+/// invocations or more are left to fill the device.
 struct UserKernelGrid {
     bool linear = false;
     std::array<std::uint32_t, 3> local{kUserKernelWorkgroup, 1, 1};
     std::array<std::uint32_t, 3> groups{0, 0, 0};  ///< the dispatch's (0 anywhere: no item)
+    std::uint32_t per_invocation = 1;  ///< items an invocation runs, along dimension `last`
+    std::uint32_t last = 0;
 };
+/// Invocations a range keeps at least when its items are shared out several to one.
+inline constexpr std::uint64_t kUserKernelMinInvocations = std::uint64_t{1} << 20;
 UserKernelGrid user_kernel_grid(const KernelCall& call);
 
 /// The compute shader of `call` (its key names the kernel and hashes the whole text).
