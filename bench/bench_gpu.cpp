@@ -589,28 +589,34 @@ void bench_latency(tandem::Runtime& rt, Raw& raw, const Options& o) {
 void bench_command_groups(tandem::Runtime& rt, Raw& raw, const Options& o) {
     constexpr int kGroups = 10000;
     static const tandem::Kernel nothing = tandem::Kernel("nothing").glsl("// an empty command group's work\n");
-    tandem::Queue q(rt);
-    auto submit_one = [&] { return q.submit([](tandem::Handler& h) { h.parallel_for(tandem::Range(1), nothing); }); };
-    for (int i = 0; i < 20; ++i) submit_one().wait();  // the pipeline built, the plans cached
-    std::vector<double> one;
-    for (int i = 0; i < o.latency_reps; ++i) {
-        const auto t0 = Clock::now();
-        submit_one().wait();
-        one.push_back(ms_since(t0));
+    // A queue as it comes and an in-order one (each group also follows the one before it).
+    for (const bool in_order : {false, true}) {
+        tandem::Queue q(rt, tandem::QueueOptions{.in_order = in_order});
+        const std::string suffix = in_order ? "_in_order" : "";
+        auto submit_one = [&] { return q.submit([](tandem::Handler& h) { h.parallel_for(tandem::Range(1), nothing); }); };
+        for (int i = 0; i < 20; ++i) submit_one().wait();  // the pipeline built, the plans cached
+        std::vector<double> one;
+        for (int i = 0; i < o.latency_reps; ++i) {
+            const auto t0 = Clock::now();
+            submit_one().wait();
+            one.push_back(ms_since(t0));
+        }
+        emit({{"kind", "command_group"}, {"system", "tandem_empty_group" + suffix},
+              {"what", "submit of an empty command group (GLSL, 1 item) and wait on its event" +
+                           std::string(in_order ? ", in-order queue" : "")},
+              {"median_us", median(one) * 1e3}, {"min_us", min_of(one) * 1e3}});
+        std::vector<double> many;
+        for (int r = 0; r < 3; ++r) {
+            const auto t0 = Clock::now();
+            for (int i = 0; i < kGroups; ++i) submit_one();
+            q.wait();
+            many.push_back(ms_since(t0) / kGroups);
+        }
+        emit({{"kind", "command_group"}, {"system", "tandem_empty_groups" + suffix},
+              {"what", std::to_string(kGroups) + " empty command groups submitted, then waited for; per group" +
+                           std::string(in_order ? ", in-order queue" : "")},
+              {"median_us", median(many) * 1e3}, {"min_us", min_of(many) * 1e3}});
     }
-    emit({{"kind", "command_group"}, {"system", "tandem_empty_group"},
-          {"what", "submit of an empty command group (GLSL, 1 item) and wait on its event"},
-          {"median_us", median(one) * 1e3}, {"min_us", min_of(one) * 1e3}});
-    std::vector<double> many;
-    for (int r = 0; r < 3; ++r) {
-        const auto t0 = Clock::now();
-        for (int i = 0; i < kGroups; ++i) submit_one();
-        q.wait();
-        many.push_back(ms_since(t0) / kGroups);
-    }
-    emit({{"kind", "command_group"}, {"system", "tandem_empty_groups"},
-          {"what", std::to_string(kGroups) + " empty command groups submitted, then waited for; per group"},
-          {"median_us", median(many) * 1e3}, {"min_us", min_of(many) * 1e3}});
     VkPipeline p = raw.tiny_pipeline();
     raw.record(
         [&](VkCommandBuffer cmd) {
