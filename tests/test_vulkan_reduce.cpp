@@ -77,6 +77,25 @@ TEST_P(VulkanReduce, ScansSameBitsAsDocumented) {
     tvk::expect_device_clean(*gpu);
 }
 
+// Lines longer than one dispatch walks (backends/vulkan/scan.hpp: several dispatches in turn,
+// the running values carried in double between them): the reference's bits, along the first
+// dimension and along the second.
+TEST_P(VulkanReduce, ScansOfLinesLongerThanOneDispatchWalks) {
+    const DType t = GetParam();
+    auto gpu = tvk::open_gpu();
+    std::mt19937_64 rng(7 + static_cast<int>(t));
+    for (const Dims& shape : {Dims{70001, 2}, Dims{3, 65537}})
+        for (tred::ScanOp op : {tred::ScanOp::cumsum, tred::ScanOp::cumprod, tred::ScanOp::cummax, tred::ScanOp::cummin}) {
+            const Host x = tred::random_data(shape, t, rng, true, op == tred::ScanOp::cumprod);
+            const Array a = tref::make_array(*gpu, x);
+            const int dim = shape[0] > shape[1] ? 1 : 2;
+            SCOPED_TRACE("scan " + std::to_string(static_cast<int>(op)) + " of " + tref::dims_str(shape) + " dim " +
+                         std::to_string(dim));
+            EXPECT_TRUE(tref::same_values(tref::gather(tred::call_scan(op, a, dim)), tred::scan(x, op, dim - 1)));
+        }
+    tvk::expect_device_clean(*gpu);
+}
+
 INSTANTIATE_TEST_SUITE_P(VulkanReduce, VulkanReduce, ::testing::Values(DType::f64, DType::f32, DType::logical),
                          [](const auto& p) { return std::string(tref::dtype_str(p.param)); });
 

@@ -184,13 +184,37 @@ void VulkanBackend::submit_scan(Submission s) {
     const std::uint64_t lines = static_cast<std::uint64_t>(e.inner) * static_cast<std::uint64_t>(e.outer);
     const auto [gx, gy] = grid_of(e.len > 0 ? (lines + kScanWorkgroup - 1) / kScanWorkgroup : 0);
     const ComputePipeline& pipeline = pipelines_->get(scan_kernel(r.scan_op, r.outputs[0].node->dtype));  // before recording
-    record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst) {
-        struct {
-            std::uint64_t src, dst, inner, len, outer;
-        } push{src, dst, static_cast<std::uint64_t>(e.inner), static_cast<std::uint64_t>(e.len),
-               static_cast<std::uint64_t>(e.outer)};
-        return bytes_of(push);
-    });
+    const auto len = static_cast<std::uint64_t>(e.len);
+    // A long line is walked by several dispatches in turn (scan.hpp), the running values passing
+    // through a carry buffer.
+    std::shared_ptr<DeviceArray> carry;
+    if (len > kScanStepsPerDispatch) carry = device_heap_->allocate(std::max<VkDeviceSize>(lines * 8, 8));
+    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
+    std::lock_guard lock(record_mutex_);
+    Batch& b = open_batch();
+    auto src = device_copy(*s.inputs[0], b);
+    b.keep.push_back(src);
+    if (carry) b.keep.push_back(carry);
+    s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
+    if (gx > 0 && gy > 0) {
+        const int q = b.begin_span(Span::kernel, s.region);
+        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+        for (std::uint64_t first = 0; first < len; first += kScanStepsPerDispatch) {
+            if (first > 0)  // the last dispatch's carries (and outputs) before this one reads them
+                barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+            struct {
+                std::uint64_t src, dst, carry, inner, len, outer, first, last;
+            } push{src->address(), out->address(), carry ? carry->address() : 0, static_cast<std::uint64_t>(e.inner),
+                   len, static_cast<std::uint64_t>(e.outer), first, std::min(len, first + kScanStepsPerDispatch)};
+            static_assert(sizeof(push) == kScanPushBytes);
+            vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kScanPushBytes, &push);
+            vkCmdDispatch(b.cmd, gx, gy, 1);
+            ++b.dispatches;
+        }
+        b.end_span(q);
+    }
+    finish_item(b, std::move(s), out);
 }
 
 void VulkanBackend::submit_cat(Submission s) {
