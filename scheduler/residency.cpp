@@ -46,11 +46,17 @@ std::vector<std::shared_ptr<Value>> ResidencyTable::make_room(std::uint64_t byte
     const std::uint64_t target = bytes >= limit ? 0 : limit - bytes;
     // The peak is taken here, where the copies counted are about to be allocated (a pin counts
     // its value before its room is made), over live copies only: values that died since are
-    // swept out before a new peak is recorded.
+    // swept out before a new peak is recorded. A sweep walks every entry, so a large table is
+    // swept once its entries have grown by a quarter since the last sweep, and a higher count
+    // waits for it (the peak of a large table may miss the last quarter's growth): with
+    // thousands of regions in flight, a sweep at each made recording quadratic (a third of the
+    // host's time in a stream of empty command groups on lavapipe).
     struct Peak {
         ResidencyTable& t;
         ~Peak() {
-            if (t.resident_ > t.counters_.peak_resident_bytes) t.sweep();
+            if (t.resident_ <= t.counters_.peak_resident_bytes) return;
+            if (t.entries_.size() > kSweepAlways && 4 * t.entries_.size() < 5 * t.swept_entries_) return;
+            t.sweep();
             t.counters_.peak_resident_bytes = std::max(t.counters_.peak_resident_bytes, t.resident_);
         }
     } peak{*this};
@@ -96,6 +102,7 @@ void ResidencyTable::sweep() {
         }
         it = next;
     }
+    swept_entries_ = entries_.size();
 }
 
 ResidencyCounters ResidencyTable::counters() const {

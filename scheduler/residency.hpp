@@ -151,12 +151,15 @@ private:
     };
     void forget(std::unordered_map<const Value*, Entry>::iterator it);  // mutex_ held
     void sweep();  // forgets what died or lost its copy (mutex_ held)
+    /// Entries a table may have and still be swept at every new peak (make_room).
+    static constexpr std::size_t kSweepAlways = 256;
 
     const std::uint64_t budget_;
     const std::size_t ordinal_;
     mutable std::mutex mutex_;
     std::unordered_map<const Value*, Entry> entries_;
     std::uint64_t clock_ = 0, resident_ = 0;
+    std::size_t swept_entries_ = 0;  // entries the last sweep left
     ResidencyCounters counters_;
 };
 

@@ -86,3 +86,27 @@ TEST(Residency, NoBudgetNeverEvicts) {
     EXPECT_TRUE(t.make_room(std::uint64_t{1} << 40).empty());
     EXPECT_EQ(t.evict_all().size(), 1u) << "after running out of memory anyway, all unpinned copies go";
 }
+
+// A large table is swept at a new peak only once its entries have grown by a quarter (a sweep
+// walks them all): the peak never counts a value that died, and misses at most the last
+// quarter's growth of live ones.
+TEST(Residency, ALargeTablesPeakCountsLiveCopiesOnly) {
+    ResidencyTable dying(0);
+    for (int i = 0; i < 5000; ++i) {
+        auto v = on_device(100);
+        dying.pin(v);
+        EXPECT_TRUE(dying.make_room(0).empty());
+        dying.unpin(*v);
+    }  // each dies unswept, the table growing with dead entries
+    EXPECT_EQ(dying.counters().peak_resident_bytes, 100u) << "a dead value counted in the peak";
+    ResidencyTable growing(0);
+    std::vector<std::shared_ptr<Value>> live;
+    for (int i = 0; i < 3000; ++i) {
+        live.push_back(on_device(100));
+        growing.pin(live.back());
+        EXPECT_TRUE(growing.make_room(0).empty());
+    }
+    const std::uint64_t peak = growing.counters().peak_resident_bytes;
+    EXPECT_LE(peak, 300000u);
+    EXPECT_GE(peak, 240000u) << "more than a quarter of the live growth missed";
+}
