@@ -762,8 +762,8 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
         for (const auto& o : job->region.outputs) count(o.node);
     }
     for (const auto& t : targets) count(t);
-    // The plan's regions that read each of its results (an intermediate's device copies go once
-    // they are done: complete()).
+    // The plan's regions that read each of its results (an intermediate lets go of its value
+    // once they are done: release_intermediates).
     for (const auto& job : jobs)
         for (const auto& o : job->region.outputs) {
             state(*o.node).plan_readers = 0;
@@ -773,6 +773,9 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
     for (const auto& job : jobs)
         for (const auto& in : job->region.inputs)
             if (in->pass_mark == mark) ++state(*in).plan_readers;
+    // (A target is wanted whole, never let go of: a queue's flush has a target a group's value.)
+    std::unordered_set<const Node*> target_set;
+    for (const auto& t : targets) target_set.insert(t.get());
     RecipeMemo memo;
     for (auto& job : jobs) {
         for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
@@ -784,8 +787,7 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
             // again after, in case a builder found it in the index meanwhile.
             if (!outlives()) nodes_.forget(o);
             if (outlives()) state(o).recipe = recipe_inputs(o, job->region, memo);
-            else if (std::none_of(targets.begin(), targets.end(), [&](const auto& t) { return t.get() == &o; }))
-                state(o).intermediate = job->region.kind != RegionKind::view;
+            else if (!target_set.count(&o)) state(o).intermediate = job->region.kind != RegionKind::view;
         }
     }
 }

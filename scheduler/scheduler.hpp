@@ -177,10 +177,10 @@ private:
     std::vector<std::shared_ptr<Node>> recipe_inputs(const Node& n, const Region& region, RecipeMemo& memo);
     std::shared_ptr<Node> recipe_of(Node* n, const Region& region, RecipeMemo& memo);
     /// `n`'s recipe when it needs none of its operands' (null otherwise).
-    /// A region is done: the intermediates it was the last reader of (or made, unread) drop their
-    /// device copies.
-    void release_intermediates(const Region& r);  // mutex_ held
     std::shared_ptr<Node> recipe_leaf(Node& n, const Region& region);
+    /// A region is done: the intermediates it was the last reader of (or made, unread) let go of
+    /// their values.
+    void release_intermediates(const Region& r);  // mutex_ held
     /// Under the lock: `resolve` runs once every node of `nodes` is computed or failed (with the
     /// deferred actions of the completion that finishes the last; into `after` if none is pending).
     void when_done(const std::vector<std::shared_ptr<Node>>& nodes, std::function<void(Deferred&)> resolve, Deferred& after);

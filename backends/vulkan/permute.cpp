@@ -100,7 +100,7 @@ void VulkanBackend::submit_permute(Submission s) {
         const std::uint64_t run = p.extent.empty() ? 1 : static_cast<std::uint64_t>(p.extent[0]);
         const auto gx = static_cast<std::uint32_t>(numel == 0 ? 0 : std::min<std::uint64_t>((run + 1023) / 1024, 65535));
         const auto gy = static_cast<std::uint32_t>(std::min<std::uint64_t>(numel / std::max<std::uint64_t>(run, 1), 65535));
-        return record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst) {
+        return record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst, std::uint32_t) {
             PermuteRunsPush push{};
             push.src = src;
             push.dst = dst;
@@ -134,7 +134,7 @@ void VulkanBackend::submit_permute(Submission s) {
                                                     std::to_string(push.nb) + " needs more workgroups than one dispatch has");
     // z: the batch, walked in steps of the grid past 65535.
     record_one_kernel(std::move(s), pipeline, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy),
-                      [&](std::uint64_t src, std::uint64_t dst) {
+                      [&](std::uint64_t src, std::uint64_t dst, std::uint32_t) {
                           push.src = src;
                           push.dst = dst;
                           return bytes_of(push);

@@ -139,23 +139,29 @@ void VulkanBackend::submit_matmul(Submission s) {
 }
 
 void VulkanBackend::record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
-                                      const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push,
-                                      std::uint32_t gz) {
+                                      const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t, std::uint32_t)>& push,
+                                      std::uint32_t gz, std::uint32_t passes, std::shared_ptr<DeviceArray> scratch) {
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
     std::lock_guard lock(record_mutex_);
     Batch& b = open_batch();
     auto src = device_copy(*s.inputs[0], b);
     b.keep.push_back(src);
+    if (scratch) b.keep.push_back(std::move(scratch));
     s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (gx > 0 && gy > 0 && gz > 0) {
-        const std::vector<std::byte> p = push(src->address(), out->address());
+    if (gx > 0 && gy > 0 && gz > 0 && passes > 0) {
         const int q = b.begin_span(Span::kernel, s.region);
         vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
-        vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(p.size()),
-                           p.data());
-        vkCmdDispatch(b.cmd, gx, gy, gz);
+        for (std::uint32_t pass = 0; pass < passes; ++pass) {
+            if (pass > 0)  // what the last pass wrote, before this one reads it
+                barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+            const std::vector<std::byte> p = push(src->address(), out->address(), pass);
+            vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                               static_cast<std::uint32_t>(p.size()), p.data());
+            vkCmdDispatch(b.cmd, gx, gy, gz);
+            ++b.dispatches;
+        }
         b.end_span(q);
-        ++b.dispatches;
     }
     finish_item(b, std::move(s), out);
 }
@@ -169,7 +175,7 @@ void VulkanBackend::submit_transpose(Submission s) {
         throw DeviceError("vulkan: a transpose of " + in.to_string() + " needs more workgroups than one dispatch has");
     const ComputePipeline& pipeline = pipelines_->get(transpose_kernel(r.outputs[0].node->dtype));  // before recording
     record_one_kernel(std::move(s), pipeline, static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy),
-                      [&](std::uint64_t src, std::uint64_t dst) {
+                      [&](std::uint64_t src, std::uint64_t dst, std::uint32_t) {
                           struct {
                               std::uint64_t src, dst;
                               std::uint32_t rows, cols;
@@ -185,36 +191,20 @@ void VulkanBackend::submit_scan(Submission s) {
     const auto [gx, gy] = grid_of(e.len > 0 ? (lines + kScanWorkgroup - 1) / kScanWorkgroup : 0);
     const ComputePipeline& pipeline = pipelines_->get(scan_kernel(r.scan_op, r.outputs[0].node->dtype));  // before recording
     const auto len = static_cast<std::uint64_t>(e.len);
-    // A long line is walked by several dispatches in turn (scan.hpp), the running values passing
+    // A long line is walked by several passes in turn (scan.hpp), the running values passing
     // through a carry buffer.
-    std::shared_ptr<DeviceArray> carry;
-    if (len > kScanStepsPerDispatch) carry = device_heap_->allocate(std::max<VkDeviceSize>(lines * 8, 8));
-    auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
-    std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
-    auto src = device_copy(*s.inputs[0], b);
-    b.keep.push_back(src);
-    if (carry) b.keep.push_back(carry);
-    s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
-    if (gx > 0 && gy > 0) {
-        const int q = b.begin_span(Span::kernel, s.region);
-        vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
-        for (std::uint64_t first = 0; first < len; first += kScanStepsPerDispatch) {
-            if (first > 0)  // the last dispatch's carries (and outputs) before this one reads them
-                barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-            struct {
-                std::uint64_t src, dst, carry, inner, len, outer, first, last;
-            } push{src->address(), out->address(), carry ? carry->address() : 0, static_cast<std::uint64_t>(e.inner),
-                   len, static_cast<std::uint64_t>(e.outer), first, std::min(len, first + kScanStepsPerDispatch)};
-            static_assert(sizeof(push) == kScanPushBytes);
-            vkCmdPushConstants(b.cmd, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kScanPushBytes, &push);
-            vkCmdDispatch(b.cmd, gx, gy, 1);
-            ++b.dispatches;
-        }
-        b.end_span(q);
-    }
-    finish_item(b, std::move(s), out);
+    const auto passes = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, (len + kScanStepsPerDispatch - 1) / kScanStepsPerDispatch));
+    auto carry = passes > 1 ? device_heap_->allocate(std::max<VkDeviceSize>(lines * 8, 8)) : nullptr;
+    const std::uint64_t carry_at = carry ? carry->address() : 0;
+    record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst, std::uint32_t pass) {
+        const std::uint64_t first = pass * kScanStepsPerDispatch;
+        struct {
+            std::uint64_t src, dst, carry, inner, len, outer, first, last;
+        } push{src, dst, carry_at, static_cast<std::uint64_t>(e.inner), len, static_cast<std::uint64_t>(e.outer),
+               first, std::min(len, first + kScanStepsPerDispatch)};
+        static_assert(sizeof(push) == kScanPushBytes);
+        return bytes_of(push);
+    }, 1, passes, std::move(carry));
 }
 
 void VulkanBackend::submit_cat(Submission s) {
@@ -265,7 +255,7 @@ void VulkanBackend::submit_remap(Submission s) {
     const auto [gx, gy] = grid_of(in_len > 0 ? (total + kRemapWorkgroup - 1) / kRemapWorkgroup : 0);
     const ComputePipeline& pipeline = pipelines_->get(remap_kernel(r.outputs[0].node->dtype));  // before recording
     const std::int64_t a = r.remap_a, b = r.remap_b;
-    record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst) {
+    record_one_kernel(std::move(s), pipeline, gx, gy, [&](std::uint64_t src, std::uint64_t dst, std::uint32_t) {
         struct {
             std::uint64_t src, dst;
             std::int64_t inner, out_len, outer, in_len, a, b;

@@ -135,10 +135,12 @@ private:
     /// A kernel region's shader (formed once per structure: kept in its memo).
     std::shared_ptr<const UserKernel> user_kernel_of(const Region& r) const;
     /// A region with one input and one output run by one fixed kernel: its input uploaded (or
-    /// reused), gx x gy x gz workgroups (none if any is 0) with the push constants push(src, dst).
+    /// reused), gx x gy x gz workgroups (none if any is 0) with the push constants
+    /// push(src, dst, pass), dispatched `passes` times in turn (a barrier between), `scratch`
+    /// kept until the batch is done.
     void record_one_kernel(Submission s, const ComputePipeline& pipeline, std::uint32_t gx, std::uint32_t gy,
-                           const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t)>& push,
-                           std::uint32_t gz = 1);
+                           const std::function<std::vector<std::byte>(std::uint64_t, std::uint64_t, std::uint32_t)>& push,
+                           std::uint32_t gz = 1, std::uint32_t passes = 1, std::shared_ptr<DeviceArray> scratch = nullptr);
     /// The end of recording a region with several outputs: its completion (s.done, with `args`
     /// kept until then) joins the batch with the readbacks of the outputs a host sink wants
     /// (record_mutex_ held).
