@@ -63,7 +63,12 @@ int main(int argc, char** argv) {
                             {"plans_per_step", static_cast<double>(m1.plans - m0.plans) / runs},
                             {"device_regions_per_step", static_cast<double>(m1.device_regions - m0.device_regions) / runs},
                             {"batches_per_step", static_cast<double>(m1.device_batches - m0.device_batches) / runs},
-                            {"kernel_ms_per_step", (m1.kernel_ms - m0.kernel_ms) / runs},
+                            // The mean of the steps the cost model sampled (a step is one kernel).
+                            {"kernel_ms_per_step", m1.kernel_timed_regions > m0.kernel_timed_regions
+                                                       ? (m1.kernel_ms - m0.kernel_ms) /
+                                                             static_cast<double>(m1.kernel_timed_regions - m0.kernel_timed_regions)
+                                                       : 0.0},
+                            {"kernel_timed_steps", m1.kernel_timed_regions - m0.kernel_timed_regions},
                             {"fallbacks", m1.device_fallbacks}, {"upload_bytes", m1.upload_bytes},
                             {"download_bytes", m1.download_bytes}, {"peak_resident_bytes", m1.device_peak_resident_bytes},
                             {"evictions", m1.evictions}, {"recomputed", m1.values_recomputed},

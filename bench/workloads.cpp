@@ -370,7 +370,8 @@ json metrics_delta(const tandem::Metrics& a, const tandem::Metrics& b) {
             {"device_dispatches", b.device_dispatches - a.device_dispatches},
             {"upload_MB", static_cast<double>(b.upload_bytes - a.upload_bytes) / 1e6},
             {"download_MB", static_cast<double>(b.download_bytes - a.download_bytes) / 1e6},
-            {"kernel_ms", b.kernel_ms - a.kernel_ms},
+            {"kernel_ms", b.kernel_ms - a.kernel_ms},  // of the regions sampled (Metrics::kernel_timed_regions)
+            {"kernel_timed_regions", b.kernel_timed_regions - a.kernel_timed_regions},
             {"pipeline_misses", b.pipeline_misses - a.pipeline_misses},
             {"pipelines_built_ahead", b.pipelines_built_ahead - a.pipelines_built_ahead},
             {"kernels_formed", b.kernels_formed - a.kernels_formed},

@@ -67,6 +67,7 @@ Config Config::from_environment() {
     if (const char* v = env("TANDEM_F32_SUBNORMALS")) c.f32_subnormals = v;
     if (const char* v = env("TANDEM_VULKAN_SUBGROUPS")) c.vulkan_subgroups = parse_int("TANDEM_VULKAN_SUBGROUPS", v, 0, 1) != 0;
     if (const char* v = env("TANDEM_VULKAN_LOOPS")) c.vulkan_loops = parse_int("TANDEM_VULKAN_LOOPS", v, 0, 1) != 0;
+    if (const char* v = env("TANDEM_TIME_KERNELS")) c.time_kernels = parse_int("TANDEM_TIME_KERNELS", v, 0, 1) != 0;
     c.validate();
     return c;
 }

@@ -192,6 +192,7 @@ std::unique_ptr<Backend> RuntimeImpl::open_device(const std::string& request, st
         o.subgroups = config_.vulkan_subgroups;
         o.exact_f32_subnormals = config_.f32_subnormals == "exact";
         o.loops = config_.vulkan_loops;
+        o.time_kernels = config_.time_kernels;
         o.log_gpu = config_.log.find("gpu") != std::string::npos;
         o.pool = pool_.get();
         return vk::VulkanBackend::create(o);

@@ -167,6 +167,12 @@ void PerformanceHistory::observe(std::uint64_t signature, double predicted_s, do
     s.median = s.count % 2 ? *mid : 0.5 * (*mid + *std::max_element(v.begin(), mid));
 }
 
+bool PerformanceHistory::wants_sample(std::uint64_t signature) {
+    auto it = ratios_.find(signature);
+    if (it == ratios_.end() || it->second.count < kSamples) return true;
+    return ++it->second.asked % kSampleEvery == 0;
+}
+
 double PerformanceHistory::correction(std::uint64_t signature) const {
     auto it = ratios_.find(signature);
     return it == ratios_.end() || it->second.count < kMinSamples ? 1.0 : it->second.median;

@@ -64,6 +64,10 @@ public:
     /// The factor the prediction is multiplied by (1: not enough runs seen).
     double correction(std::uint64_t signature) const;
     std::size_t size() const noexcept { return ratios_.size(); }
+    /// Whether the next run of `signature` should be measured: every run until kSamples are
+    /// held, then one in kSampleEvery (timing a GPU kernel is not free: see VulkanBackend).
+    bool wants_sample(std::uint64_t signature);
+    static constexpr std::uint32_t kSampleEvery = 8;
     /// Runs of `signature` it holds (at most kSamples).
     std::size_t samples(std::uint64_t signature) const noexcept {
         auto it = ratios_.find(signature);
@@ -84,6 +88,7 @@ private:
     struct Samples {
         std::array<double, kSamples> ring{};
         std::uint8_t count = 0, next = 0;  ///< held; where the next one goes (the oldest, when full)
+        std::uint32_t asked = 0;           ///< wants_sample calls once full
         double median = 1;                 ///< of those held, once kMinSamples are
     };
     std::unordered_map<std::uint64_t, Samples> ratios_;

@@ -65,6 +65,12 @@ void Placement::learn(const Region& r, int executor, double observed_s) {
     h.observe(region_signature(r.cost, r.kind), model_s(r, executor), observed_s);
 }
 
+bool Placement::wants_sample(const Region& r, int executor) {
+    PerformanceHistory& h =
+        executor == kHost ? profile_.cpu_history : profile_.devices[static_cast<std::size_t>(executor)].history;
+    return h.wants_sample(region_signature(r.cost, r.kind));
+}
+
 void Placement::learn_link(std::size_t device, bool up, std::int64_t bytes, double observed_s) {
     ++learned_;
     DeviceProfile& d = profile_.devices[device];

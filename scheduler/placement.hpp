@@ -168,6 +168,8 @@ public:
     /// A region ran: its compute took `observed_s` on that executor. Placement is not thread-safe:
     /// the scheduler calls it under its model lock.
     void learn(const Region& r, int executor, double observed_s);
+    /// Whether a run of `r` there should be measured for learn (PerformanceHistory::wants_sample).
+    bool wants_sample(const Region& r, int executor);
     /// Explore (automatic mode, with learning on): place a region now and then on the side the
     /// model says is slower (by at most kExploreFactor), until that side has kMinSamples runs of
     /// regions like it, one such run in flight per kind of region at a time.

@@ -1187,10 +1187,19 @@ void Scheduler::record_on_device(const JobPtr& job) {
     job->pinned = inputs;
     job->pinned.insert(job->pinned.end(), job->outputs.begin(), job->outputs.end());
     for (auto& v : job->pinned) table.pin(v);
+    // The device times the kernels of the runs the model samples, or of all when their records
+    // are kept (timestamps cost the GPU time).
+    bool timed = options_.region_records > 0;
+    if (!timed && options_.learn) {
+        std::lock_guard model(model_mutex_);
+        timed = placement_.wants_sample(r, static_cast<int>(ordinal));
+    }
+    std::function<void(double)> measured;
+    if (timed) measured = [job](double seconds) { job->observed_s = seconds; };
     try {
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
-                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); },
-                        [job](double seconds) { job->observed_s = seconds; }, /*refuse_cold=*/!may_wait});
+                        [this, job](std::exception_ptr e) { complete(job, e, {}, true); }, std::move(measured),
+                        /*refuse_cold=*/!may_wait});
     } catch (const KernelNotReady&) {
         unpin(*job);
         return hand_off(job);

@@ -376,6 +376,21 @@ TEST(PerformanceHistory, TheMedianOfTheLastRunsScalesThePrediction) {
     EXPECT_DOUBLE_EQ(back.correction(11), 12.5);
 }
 
+TEST(PerformanceHistory, RunsAreSampledOnceTheHistoryIsFull) {
+    PerformanceHistory h;
+    int asked = 0;
+    while (h.wants_sample(5)) {  // every run until kSamples are held
+        h.observe(5, 1e-3, 2e-3);
+        ASSERT_LE(++asked, 100);
+    }
+    EXPECT_EQ(asked, static_cast<int>(PerformanceHistory::kSamples));
+    int sampled = 0;
+    for (int i = 0; i < 80; ++i) sampled += h.wants_sample(5);
+    EXPECT_EQ(sampled, 80 / static_cast<int>(PerformanceHistory::kSampleEvery)) << "then one in kSampleEvery";
+    EXPECT_TRUE(h.wants_sample(6)) << "per signature";
+    EXPECT_EQ(h.entries().size(), 1u) << "asking adds nothing to the calibration file";
+}
+
 TEST(PerformanceHistory, SignaturesSeparateKindsTypesAndSizes) {
     Runtime rt = cpu_runtime();
     auto sig = [](const Region& r) { return region_signature(r.cost, r.kind); };

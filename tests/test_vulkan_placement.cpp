@@ -422,6 +422,29 @@ TEST(VulkanRecords, EachRegionRunIsRecordedWithItsPredictionAndItsTime) {
     EXPECT_TRUE(quiet->region_records().empty());
 }
 
+TEST(VulkanRecords, KernelsAreTimedOnlyWhenAskedFor) {
+    // Timestamps cost the GPU time: forced placement learns nothing, so nothing is timed, unless
+    // every kernel is asked for (Config::time_kernels).
+    for (const bool all : {false, true}) {
+        tandem::Config c = tvk::gpu_config();
+        c.time_kernels = all;
+        auto rt = tvk::open_gpu(c);
+        std::vector<double> v(5000, 0.5);
+        auto x = rt->array(std::span<const double>(v), tandem::Shape{5000, 1});
+        const tandem::Metrics before = rt->metrics();
+        for (int i = 0; i < 12; ++i) {
+            const double expected = 5000 * (std::exp(0.5) + i);
+            EXPECT_NEAR(tandem::sum(tandem::exp(x) + i).gather().get().at(0), expected, 1e-12 * expected) << i;
+        }
+        const tandem::Metrics after = rt->metrics();
+        const std::uint64_t regions = after.device_regions - before.device_regions;
+        ASSERT_GE(regions, 12u);
+        EXPECT_EQ(after.kernel_timed_regions - before.kernel_timed_regions, all ? regions : 0u) << all;
+        if (all) EXPECT_GT(after.kernel_ms, before.kernel_ms);
+        else EXPECT_EQ(after.kernel_ms, before.kernel_ms);
+    }
+}
+
 TEST(VulkanCalibration, EachDeviceIsMeasuredOnceAndReadByItsIdentity) {
     const fs::path dir = fs::temp_directory_path() / ("tandem-vk-devices-" + std::to_string(::getpid()));
     fs::create_directories(dir);

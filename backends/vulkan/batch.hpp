@@ -93,6 +93,8 @@ struct VulkanBackend::Batch {
     std::unique_ptr<CopyJob> readback;         // copy-queue readbacks of its outputs, after it
     std::exception_ptr error;                  // set when a submission failed
     bool submitted = false;                    // the compute command buffer reached the queue
+    bool time_kernels = true;                  // the region being recorded: its kernels get timestamps
+    bool queries_reset = false;                // `queries` are reset (by the host, or in cmd)
     struct Item {
         std::function<void(std::exception_ptr)> done;
         const Region* region;
@@ -106,7 +108,11 @@ struct VulkanBackend::Batch {
 
     /// Opens a timed span: the query index of its start, or -1 when untimed.
     int begin_span(Span kind, const Region* region = nullptr) {
-        if (!queries || spans.size() >= kMaxSpansPerBatch) return -1;
+        if (!queries || spans.size() >= kMaxSpansPerBatch || (kind == Span::kernel && !time_kernels)) return -1;
+        if (!queries_reset) {
+            vkCmdResetQueryPool(cmd, queries.get(), 0, 2 * kMaxSpansPerBatch);
+            queries_reset = true;
+        }
         const auto q = static_cast<std::uint32_t>(2 * spans.size());
         spans.push_back(kind);
         span_regions.push_back(region);

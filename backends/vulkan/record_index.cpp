@@ -61,7 +61,7 @@ void VulkanBackend::submit_gather(Submission s) {
     auto check = subscript_check(r, fault, s.inputs[1]);
 
     std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
+    Batch& b = open_batch(s);
     auto a = device_copy(*s.inputs[0], b), sub = device_copy(*s.inputs[1], b);
     b.keep.push_back(a);
     b.keep.push_back(sub);
@@ -95,7 +95,7 @@ void VulkanBackend::submit_scatter(Submission s) {
     auto check = subscript_check(r, fault, s.inputs[1]);
 
     std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
+    Batch& b = open_batch(s);
     auto a = device_copy(*s.inputs[0], b), sub = device_copy(*s.inputs[1], b), rhs = device_copy(*s.inputs[2], b);
     for (auto* keep : {&a, &sub, &rhs, &fault}) b.keep.push_back(*keep);
     if (claims) b.keep.push_back(claims);
@@ -142,7 +142,7 @@ void VulkanBackend::submit_find(Submission s) {
     auto offsets = device_heap_->allocate(std::max<std::uint32_t>(blocks, 1) * 4);
 
     std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
+    Batch& b = open_batch(s);
     auto mask = device_copy(*s.inputs[0], b);
     for (auto* keep : {&mask, &counts, &offsets}) b.keep.push_back(*keep);
     s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));

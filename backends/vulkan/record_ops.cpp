@@ -74,7 +74,7 @@ void VulkanBackend::submit_matmul(Submission s) {
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
 
     std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
+    Batch& b = open_batch(s);
     auto a = device_copy(*s.inputs[0], b), bm = device_copy(*s.inputs[1], b);
     b.keep.push_back(a);
     b.keep.push_back(bm);
@@ -143,7 +143,7 @@ void VulkanBackend::record_one_kernel(Submission s, const ComputePipeline& pipel
                                       std::uint32_t gz, std::uint32_t passes, std::shared_ptr<DeviceArray> scratch) {
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
     std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
+    Batch& b = open_batch(s);
     auto src = device_copy(*s.inputs[0], b);
     b.keep.push_back(src);
     if (scratch) b.keep.push_back(std::move(scratch));
@@ -214,7 +214,7 @@ void VulkanBackend::submit_cat(Submission s) {
     auto out = device_heap_->allocate(std::max<VkDeviceSize>(s.outputs[0]->bytes(), 1));
 
     std::lock_guard lock(record_mutex_);
-    Batch& b = open_batch();
+    Batch& b = open_batch(s);
     s.outputs[0]->set_device(ordinal(), std::make_shared<Copy>(context_, out, b.signal, 0));
     std::int64_t off = 0;
     std::vector<VkBufferCopy> regions;

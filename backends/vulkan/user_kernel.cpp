@@ -217,7 +217,7 @@ void VulkanBackend::submit_kernel(Submission s) {
 
     std::lock_guard lock(record_mutex_);
     if (open_ && open_->spans.size() + s.inputs.size() + 2 * outs.size() + 2 > kMaxSpansPerBatch) submit_locked();
-    Batch& b = open_batch();
+    Batch& b = open_batch(s);
     std::vector<std::shared_ptr<DeviceArray>> ins;
     for (auto& v : s.inputs) {
         ins.push_back(device_copy(*v, b));

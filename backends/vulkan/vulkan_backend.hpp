@@ -56,13 +56,15 @@ struct VulkanOptions {
     bool exact_f32_subnormals = true;       ///< Config::f32_subnormals == "exact"
     bool loops = true;                      ///< Config::vulkan_loops
     bool log_gpu = false;                   ///< TANDEM_LOG=gpu: each timed span's GPU time to stderr
+    bool time_kernels = false;              ///< Config::time_kernels: every kernel timed, not only those the model samples
 };
 
 struct DeviceStats {
     std::uint64_t dispatches = 0, batches = 0;
     std::uint64_t upload_bytes = 0, download_bytes = 0;
     std::uint64_t copy_queue_submits = 0;  ///< uploads and readbacks sent to the copy queue
-    double kernel_ms = 0;                  ///< GPU time of the kernels, from timestamp queries
+    double kernel_ms = 0;                  ///< GPU time of the kernels timed, from timestamp queries
+    std::uint64_t kernel_timed_regions = 0;  ///< regions whose kernels kernel_ms counts
     double upload_ms = 0, download_ms = 0; ///< GPU time of the copies (0 where the queue has no timestamps)
 };
 
@@ -149,7 +151,8 @@ private:
     /// `check` (optional) runs when the batch completes and throws to fail the region.
     void finish_item(Batch& b, Submission s, const std::shared_ptr<DeviceArray>& out,
                      std::function<void()> check = {});  // record_mutex_ held
-    Batch& open_batch();
+    /// The open batch (a new one if none), set to time `s`'s kernels or not (time_spans).
+    Batch& open_batch(const Submission& s);
     std::unique_ptr<CopyJob> open_copy(Span kind);
     void submit_copy(CopyJob& job, VkSemaphore wait, std::uint64_t wait_value, VkSemaphore signal);
     void retire_copy(std::unique_ptr<CopyJob> job);

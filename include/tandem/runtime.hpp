@@ -66,7 +66,11 @@ struct Metrics {
     std::uint64_t device_dispatches = 0;  ///< kernels dispatched
     std::uint64_t device_batches = 0;     ///< command buffers submitted
     std::uint64_t upload_bytes = 0, download_bytes = 0;
-    double kernel_ms = 0;                 ///< GPU time of the kernels (timestamp queries)
+    /// GPU time of the kernels timed (timestamp queries): all of them with Config::time_kernels
+    /// or TANDEM_LOG=gpu, else those of the regions the cost model samples (kernel_timed_regions;
+    /// kernel_ms / kernel_timed_regions is then a region's mean).
+    double kernel_ms = 0;
+    std::uint64_t kernel_timed_regions = 0;  ///< device regions whose kernels kernel_ms counts
     double upload_ms = 0, download_ms = 0; ///< GPU time of host<->device copies (timestamp queries)
     std::uint64_t copy_queue_submits = 0; ///< large copies sent to the copy (transfer) queue
     std::uint64_t pipeline_hits = 0, pipeline_disk_hits = 0, pipeline_misses = 0;
