@@ -5,6 +5,7 @@
 #include <bit>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <cstdio>
 #include <unordered_map>
 #include <unordered_set>
@@ -472,7 +473,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     std::vector<bool> readers_split(regions.size(), true);
     if (splitting) {
         const auto devices = static_cast<std::int64_t>(placement_.enabled_devices());
-        std::vector<bool> may_split(regions.size(), false);
+        std::vector<std::optional<StreamPlan>> plans(regions.size());  // of those that may split
         std::function<bool(const Node*)> all_split = [&](const Node* n) {
             auto it = readers.find(n);
             if (it == readers.end()) return true;
@@ -480,17 +481,20 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
                 const Region& reader = regions[q];
                 if (reader.kind == RegionKind::view) {
                     if (!all_split(reader.outputs[0].node.get())) return false;
-                } else if (!may_split[q]) {
-                    return false;
+                    continue;
                 }
+                if (!plans[q]) return false;
+                // Split, but reading it whole (broadcast along the cut, a product's A): assembled.
+                for (std::size_t k = 0; k < reader.inputs.size(); ++k)
+                    if (reader.inputs[k].get() == n && !piece_window(reader, *plans[q], 0, k)) return false;
             }
             return true;
         };
         for (std::size_t i = regions.size(); i-- > 0;) {
             for (const auto& o : regions[i].outputs) readers_split[i] = readers_split[i] && all_split(o.node.get());
             if (regions[i].kind == RegionKind::view) continue;
-            const auto plan = plan_split(regions[i], devices);
-            may_split[i] = plan && (plan->partials || readers_split[i]);
+            auto plan = plan_split(regions[i], devices);
+            if (plan && (plan->partials || readers_split[i])) plans[i] = std::move(plan);
         }
     }
     // Whether a region after region `index` reads `value` (for an upload's worth: see InputSite).

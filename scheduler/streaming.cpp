@@ -27,6 +27,15 @@ Shape with_extent(const Shape& s, int d, std::int64_t extent) {
 
 bool sums_in_double(OpKind op) { return op == OpKind::Sum || op == OpKind::Prod; }
 
+/// Windows along D: whether a piece reads input k whole. A product cut into blocks of its
+/// result's columns reads A whole (and a bias per row); the others, their columns. Any other
+/// region reads whole what is broadcast along D.
+bool read_whole(const Region& r, std::size_t k, int D) {
+    if (r.kind == RegionKind::matmul)
+        return k == 0 || (r.epilogue.bias == Region::Epilogue::Bias::per_row && k + 1 == r.inputs.size());
+    return r.inputs[k]->shape[D] != r.shape[D];
+}
+
 /// The type of reduction j's partials: double for sums and products (the canonical order
 /// accumulates there), else the result's.
 DType partial_dtype(const Region& r, std::size_t j) {
@@ -61,8 +70,8 @@ double fold_chunk(const double* y, std::int64_t n, bool sum) {
 std::pair<std::int64_t, std::int64_t> window_steps(const Region& r, int D) {
     const Shape& S = r.shape;
     std::int64_t align = 1;
-    for (const auto& in : r.inputs)
-        if (in->shape[D] == S[D]) {
+    for (std::size_t k = 0; k < r.inputs.size(); ++k)
+        if (const auto& in = r.inputs[k]; !read_whole(r, k, D)) {
             const auto stride = inner(in->shape, D) * static_cast<std::int64_t>(dtype_size(in->dtype));
             const auto a = static_cast<std::int64_t>(Backend::kWindowAlignment) / std::gcd(static_cast<std::int64_t>(Backend::kWindowAlignment), stride);
             align = std::lcm(align, a);
@@ -93,7 +102,11 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
     // dimension are independent pieces (a scan along the split dimension is not: its lines cross
     // the pieces).
     const bool along_lines = r.kind == RegionKind::scan || r.kind == RegionKind::remap || r.kind == RegionKind::concat;
-    if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce && !along_lines) return std::nullopt;
+    // A product, by blocks of its result's columns: each is A times B's columns (contiguous
+    // windows of B, C and a bias per column; each element's sum in the same order, graph/
+    // matmul_order.hpp). B transposed would be read by rows: not cut.
+    const bool product = r.kind == RegionKind::matmul && !r.trans_b && r.shape.ndims() == 2 && r.shape[1] > 1;
+    if (r.kind != RegionKind::elementwise && r.kind != RegionKind::reduce && !along_lines && !product) return std::nullopt;
     // Generators number the whole region's elements (each piece from its Region::index_base);
     // random numbers come in Philox blocks of up to 4: a piece then starts on a multiple of 4
     // (window_steps).
@@ -157,8 +170,8 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
     std::int64_t per_position = 0, fixed = 0;
     for (std::size_t k = 0; k < r.inputs.size(); ++k) {
         const Node& in = *r.inputs[k];
-        if (in.shape[D] != S[D]) {
-            fixed += static_cast<std::int64_t>(in.bytes());  // broadcast along D: whole
+        if (read_whole(r, k, D)) {
+            fixed += static_cast<std::int64_t>(in.bytes());  // broadcast along D (or a product's A): whole
             continue;
         }
         if (r.has_view(k) && static_cast<int>(r.input_views[k].size()) > D && !(r.input_views[k][static_cast<std::size_t>(D)] == AxisMap{}))
@@ -217,7 +230,7 @@ std::optional<std::pair<std::size_t, std::size_t>> piece_window(const Region& r,
         return std::make_pair(static_cast<std::size_t>(first) * es, static_cast<std::size_t>(elements) * es);
     };
     if (!p.partials) {
-        if (in.shape[p.dim] != r.shape[p.dim]) return std::nullopt;  // broadcast along D: whole
+        if (read_whole(r, k, p.dim)) return std::nullopt;  // broadcast along D (or a product's A): whole
         const std::int64_t first = index * p.per_piece, len = std::min(p.extent, first + p.per_piece) - first;
         const std::int64_t before = inner(in.shape, p.dim);
         return bytes(first * before, len * before);
@@ -252,7 +265,7 @@ bool windows_aligned(const Region& r, const StreamPlan& p, std::size_t k) {
         const std::int64_t before = in.shape[p.dim] == r.shape[p.dim] ? (p.rows == 1 ? 1 : inner(in.shape, p.dim)) : 0;
         return before == 0 || ((p.per_piece * before * es) % a == 0 && (p.extent / kReduceChunk * kReduceChunk * before * es) % a == 0);
     }
-    return in.shape[p.dim] != r.shape[p.dim] || (p.per_piece * inner(in.shape, p.dim) * es) % a == 0;
+    return read_whole(r, k, p.dim) || (p.per_piece * inner(in.shape, p.dim) * es) % a == 0;
 }
 
 StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
@@ -288,9 +301,8 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
         q.shape = with_extent(S, D, len);
         q.index_base = r.index_base + first * inner(S, D);
         for (std::size_t k = 0; k < r.inputs.size(); ++k) {
-            const Shape& I = r.inputs[k]->shape;
-            if (I[D] == S[D]) window(k, with_extent(I, D, len));
-            else piece.inputs.push_back(inputs[k]);  // broadcast along D: whole
+            if (!read_whole(r, k, D)) window(k, with_extent(r.inputs[k]->shape, D, len));
+            else piece.inputs.push_back(inputs[k]);  // broadcast along D (or a product's A): whole
         }
         for (const Region::Output& o : r.outputs) {
             const Node& n = *o.node;

@@ -5,7 +5,9 @@
 // views of their host copies, and inputs broadcast along it whole):
 //  - windows: an elementwise region, a reduction along another dimension, or a scan, remap
 //    (flip, circshift, repmat) or concatenation along another dimension; each piece writes its
-//    window of every output.
+//    window of every output. A product op(A) * B (B not transposed) by blocks of its result's
+//    columns: each piece reads A (and a bias per row) whole, its columns of B, C and a bias per
+//    column; each element sums in the canonical order (graph/matmul_order.hpp): the same bits.
 //  - partials: a reduction along the split dimension (of every element, of a vector, or of each
 //    row of a matrix; of every element also with inputs that vary along the split dimension
 //    alone, when a position holds whole chunks); pieces start on multiples of kReduceChunk positions, so each gives exactly
@@ -16,8 +18,8 @@
 //    the whole region anywhere.
 // Generators (linspace, colon, rand, randn) number a piece's elements from its Region::index_base:
 // the whole region's values (a piece with random numbers starts on a whole Philox block).
-// Not streamed (the CPU runs them): other region kinds (products, transposes, permutations,
-// indexing), scans and remaps along the split dimension, arg-max/min, remaps folded into the
+// Not streamed (the CPU runs them): other region kinds (products with B transposed,
+// transposes, permutations, indexing), scans and remaps along the split dimension, arg-max/min, remaps folded into the
 // split dimension (or into any input of a row reduction), inputs broadcast along only some of
 // the dimensions before a row reduction's.
 #pragma once

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "matmul_reference.hpp"
 #include "reference.hpp"
 #include "vulkan_runtime.hpp"
 #include "tandem/tandem.hpp"
@@ -212,6 +213,39 @@ TEST(VulkanStreaming, StreamedResultsFeedTheRestOfTheProgram) {
     gpu->wait_idle();
     EXPECT_GE(gpu->metrics().streamed_regions, 1u);
     EXPECT_EQ(gpu->metrics().validation_messages, 0u);
+}
+
+// A product whose B and result exceed the budget streams by blocks of its result's columns (A
+// whole in each piece, B's columns and the bias's windows): each element's sum in the canonical
+// order, the CPU's bits. B transposed is read by rows: the product is not cut (the CPU runs it).
+TEST(VulkanStreaming, AProductStreamsByBlocksOfItsResultsColumns) {
+    std::mt19937_64 rng(tref::seed_of("streamed product"));
+    const Host a = tmm::random_matrix(100, 150, DType::f64, rng, true), b = tmm::random_matrix(150, 1200, DType::f64, rng, true);
+    const Host bias = tmm::random_matrix(1, 1200, DType::f64, rng, true), bt = tmm::random_matrix(1200, 150, DType::f64, rng, true);
+    auto program = [&](Runtime& rt, bool transposed) {
+        Array A = tref::make_array(rt, a), Bias = tref::make_array(rt, bias);
+        if (transposed) return std::vector<Array>{tandem::matmul(A, tref::make_array(rt, bt), {.transpose_b = true})};
+        return std::vector<Array>{tandem::matmul(A, tref::make_array(rt, b)) * 2.0 + Bias};
+    };
+    Runtime cpu(tvk::cpu_config());
+    for (const bool transposed : {false, true}) {
+        SCOPED_TRACE(transposed ? "B transposed" : "B as it is");
+        auto gpu = tvk::open_gpu(streaming_config());
+        const auto got = gpu->gather(program(*gpu, transposed)).get();
+        const auto want = cpu.gather(program(cpu, transposed)).get();
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[0]), tref::from_host_array(want[0]), Acc::exact_signed));
+        gpu->wait_idle();
+        const auto m = gpu->metrics();
+        if (!transposed) {
+            EXPECT_EQ(m.streamed_regions, 1u);
+            EXPECT_GE(m.streamed_pieces, 4u) << "1.4 MB of B and 0.96 MB of result in a 1 MB budget";
+            EXPECT_LE(m.device_peak_resident_bytes, kBudget);
+        } else {
+            EXPECT_EQ(m.streamed_regions, 0u);
+        }
+        EXPECT_EQ(m.device_fallbacks, 0u);
+        EXPECT_EQ(m.validation_messages, 0u);
+    }
 }
 
 // The case, scaled down: three arrays computed on the device, which cannot hold them
