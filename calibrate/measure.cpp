@@ -343,7 +343,9 @@ CalibrationResult calibrate(const Config& config, const CalibrateOptions& option
     }
     if (opened.size() > 1) {
         // Between devices, data goes through the host: down one link, up the other (each link
-        // measured above; alike devices share one measurement).
+        // measured above; alike devices share one measurement). Vulkan shares memory between
+        // devices only within a device group (tandem info lists each device's), and Tandem does
+        // not use peer memory: the host path is the one every pair takes.
         auto profile_of = [&](const std::string& identity) -> const detail::DeviceProfile* {
             for (const auto& dp : c.profile.devices)
                 if (dp.identity == identity) return &dp;

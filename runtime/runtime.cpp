@@ -372,6 +372,13 @@ RuntimeInfo Runtime::info() const {
         for (auto& q : d.queue_families)
             line += " " + std::to_string(q.count) + "x" + (q.graphics ? "G" : "") + (q.compute ? "C" : "") +
                     (q.transfer ? "T" : "");
+        // Peer memory between devices needs them in one device group; else copies go through the host.
+        if (d.group_peers.empty()) {
+            line += ", device group: its own";
+        } else {
+            line += ", device group with";
+            for (std::uint32_t p : d.group_peers) line += " vulkan:" + std::to_string(p);
+        }
         if (!d.unusable_reason.empty()) line += " [unusable: " + d.unusable_reason + "]";
         int opened = 0;  // a device listed twice is in use twice (two logical devices)
         for (auto* b : impl_->devices())

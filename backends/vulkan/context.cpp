@@ -378,6 +378,22 @@ Seen describe_all(VkInstance instance) {
           {VK_INCOMPLETE});
     seen.handles.resize(n);
     for (std::uint32_t i = 0; i < n; ++i) seen.descriptions.push_back(describe(seen.handles[i], i));
+    // Device groups (Vulkan 1.1): a device's peers, by their index above.
+    std::uint32_t groups = 0;
+    check(vkEnumeratePhysicalDeviceGroups(instance, &groups, nullptr), "vkEnumeratePhysicalDeviceGroups");
+    std::vector<VkPhysicalDeviceGroupProperties> props(groups, {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GROUP_PROPERTIES, nullptr, 0, {}, VK_FALSE});
+    check(vkEnumeratePhysicalDeviceGroups(instance, &groups, props.data()), "vkEnumeratePhysicalDeviceGroups", {VK_INCOMPLETE});
+    props.resize(groups);
+    auto index_of = [&](VkPhysicalDevice h) -> std::optional<std::uint32_t> {
+        for (std::uint32_t i = 0; i < n; ++i)
+            if (seen.handles[i] == h) return i;
+        return std::nullopt;
+    };
+    for (const auto& g : props)
+        for (std::uint32_t a = 0; a < g.physicalDeviceCount; ++a)
+            if (auto i = index_of(g.physicalDevices[a]))
+                for (std::uint32_t b = 0; b < g.physicalDeviceCount; ++b)
+                    if (auto j = index_of(g.physicalDevices[b]); j && b != a) seen.descriptions[*i].group_peers.push_back(*j);
     return seen;
 }
 

@@ -16,6 +16,10 @@ namespace tandem::detail::vk {
 /// What `tandem info` shows of one physical device.
 struct DeviceDescription {
     std::uint32_t index = 0;           ///< position in vkEnumeratePhysicalDevices
+    /// The other devices of its device group (vkEnumeratePhysicalDeviceGroups: devices one logical
+    /// device may span, with peer memory between them), by index; empty: a group of its own, so
+    /// data between it and another device goes through host memory.
+    std::vector<std::uint32_t> group_peers;
     std::string name;
     std::string vendor;                ///< "NVIDIA (0x10de)", "Mesa (0x10005)", ...
     std::string type;                  ///< "discrete", "integrated", "virtual", "cpu", "other"
