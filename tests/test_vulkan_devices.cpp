@@ -43,6 +43,11 @@ TEST(VulkanDevices, TwoLogicalDevicesShareOneProgram) {
     bool listed = false;
     for (const auto& d : gpu->info().devices) listed = listed || d.find("[in use x2]") != std::string::npos;
     EXPECT_TRUE(listed) << "tandem info shows the physical device in use twice";
+    // Each device says its device group (lavapipe's one device: a group of its own; a group of
+    // several names its peers).
+    for (const auto& d : gpu->info().devices)
+        EXPECT_TRUE(d.find(", device group: its own") != std::string::npos || d.find(", device group with vulkan:") != std::string::npos)
+            << d;
     const std::string& caches = gpu->info().pipeline_cache;
     const auto first = caches.find("vulkan:");
     EXPECT_TRUE(first != std::string::npos && caches.find("; vulkan:", first) != std::string::npos)
