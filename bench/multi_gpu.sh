@@ -4,7 +4,8 @@
 # automatic, two rounds alternating, in one process per run. Prints a line per run: the median
 # ms of --reps timed runs, the value, and what the runtime did per run (regions split over the
 # devices, split values assembled on the host, device regions, fallbacks, MB up and down, kernel
-# ms summed over the devices).
+# ms summed over the devices, of the regions timed: those the cost model samples, or all with
+# TANDEM_TIME_KERNELS=1).
 #
 #   bench/multi_gpu.sh                         # tandem-workloads from PATH, or build/bench
 #   SPECS="1/100000000 8/16777216" MODES=auto REPS=10 OUT=/tmp/mgpu bench/multi_gpu.sh
@@ -39,6 +40,6 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.json")):
         print(f"{key:32s} {statistics.median(d['samples_ms']):9.3f} ms  value {d['value']!r:24s} "
               f"split {t.get('split_regions')} assembled {t.get('split_values_assembled')} "
               f"device regions {t.get('device_regions')} fallbacks {t.get('device_fallbacks')} "
-              f"up {t.get('upload_MB')} MB down {t.get('download_MB')} MB kernels {t.get('kernel_ms', 0):.3f} ms "
+              f"up {t.get('upload_MB')} MB down {t.get('download_MB')} MB kernels {t.get('kernel_ms', 0):.3f} ms of {t.get('kernel_timed_regions', 0)} timed "
               f"build {phase.get('build_ms', 0):.3f} gather {phase.get('gather_ms', 0):.3f} ms")
 PY
