@@ -309,7 +309,7 @@ Array Runtime::colon(double a, double step, double b) {
                              std::to_string(b) + " has too many elements");
         n = static_cast<std::int64_t>(count);
     }
-    return Array(impl_->nodes().make(detail::OpKind::Colon, DType::f64, Shape{1, n}, {}, {a, step, 0}));
+    return Array(impl_->nodes().make(detail::OpKind::Colon, DType::f64, Shape{1, n}, {}, {a, step, b}));
 }
 
 namespace {

@@ -230,6 +230,12 @@ TEST(Creation, LinspaceEdgeCounts) {
         EXPECT_EQ(e.shape(), Shape({1, 0})) << n;
         EXPECT_TRUE(values_of(e).empty());
     }
+    // Where b - a overflows: MATLAB's a + k * (b / (n - 1)) - k * (a / (n - 1)), ends exact.
+    EXPECT_EQ(values_of(rt.linspace(-1e308, 1e308, 3)), (std::vector<double>{-1e308, 0, 1e308}));
+    const auto wide = values_of(rt.linspace(1e308, -1.5e308, 5));
+    EXPECT_EQ(wide.front(), 1e308);
+    EXPECT_EQ(wide.back(), -1.5e308);
+    for (double x : wide) EXPECT_TRUE(std::isfinite(x));
     auto d = rt.linspace(0, 1);
     EXPECT_EQ(d.shape(), Shape({1, 100})) << "default n = 100";
     EXPECT_EQ(d.dtype(), DType::f64);
@@ -253,8 +259,13 @@ TEST(Creation, ColonFollowsMatlab) {
         EXPECT_TRUE(near_rel(v, want));
         if (c.n > 0) {
             EXPECT_EQ(v.front(), c.a);
+            EXPECT_TRUE(c.step > 0 ? v.back() <= c.b : v.back() >= c.b) << "never past b";
         }
     }
+    // MATLAB and Octave end a range on b where a + k * step passes it by a rounding.
+    EXPECT_EQ(values_of(rt.colon(0, 0.1, 0.3)), (std::vector<double>{0, 0.1, 2 * 0.1, 0.3}));
+    EXPECT_EQ(values_of(rt.colon(0, 0.1, 1)).back(), 1.0);
+    EXPECT_EQ(values_of(rt.colon(1, -0.1, 0.7)).back(), 0.7);
     auto y = rt.colon(-2, 3);
     EXPECT_EQ(values_of(y), (std::vector<double>{-2, -1, 0, 1, 2, 3}));
     EXPECT_EQ(rt.colon(3, 2).shape(), Shape({1, 0}));

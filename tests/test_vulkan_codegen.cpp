@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "graph/generators.hpp"
 #include "backends/vulkan/codegen.hpp"
 #include "backends/vulkan/compiler.hpp"
 #include "backends/vulkan/context.hpp"
@@ -758,12 +759,11 @@ struct Reference {
                 case OpKind::Constant: vt = reg(ins.dtype); v = conv(ins.attr[0], vt); break;
                 case OpKind::Linspace: {
                     const auto n = static_cast<std::int64_t>(ins.attr[2]);
-                    const double step = n > 1 ? (ins.attr[1] - ins.attr[0]) / static_cast<double>(n - 1) : 0.0;
                     vt = DType::f64;
-                    v = e == n - 1 ? ins.attr[1] : ins.attr[0] + static_cast<double>(e) * step;
+                    v = linspace_value(ins.attr[0], ins.attr[1], n, linspace_steps(ins.attr[0], ins.attr[1], n), e);
                     break;
                 }
-                case OpKind::Colon: vt = DType::f64; v = ins.attr[0] + static_cast<double>(e) * ins.attr[1]; break;
+                case OpKind::Colon: vt = DType::f64; v = colon_value(ins.attr[0], ins.attr[1], ins.attr[2], e); break;
                 case OpKind::Cast:
                     if (ins.dtype != DType::logical) {
                         vt = reg(ins.dtype);
@@ -1026,7 +1026,7 @@ TEST_F(VulkanDevice, MixedTypesExpansionGeneratorsAndLogicals) {
     auto y = b.input(DType::f64, Shape{1, 1});
     auto m = b.input(DType::logical, s);
     auto lin = b.op(OpKind::Linspace, {}, DType::f64, {-1.0, 2.0, 300});
-    auto col = b.op(OpKind::Colon, {}, DType::f64, {0.5, 0.25, 0});
+    auto col = b.op(OpKind::Colon, {}, DType::f64, {0.5, 0.25, 1e300});
     auto p = b.op(OpKind::Pow, {x, Builder::scalar(2.0)});              // x.^2 -> x*x (f32)
     auto q = b.op(OpKind::Mul, {b.value(p), y});                          // f32 * f64 scalar input
     auto w = b.op(OpKind::Where, {m, b.value(q), b.value(lin)});           // f32
@@ -1243,7 +1243,7 @@ TEST_F(VulkanDevice, ContiguousFastPathHandlesTails) {
             auto m = b.input(DType::logical, s);
             auto p = b.op(OpKind::Mul, {x, y});
             auto q = b.op(OpKind::Add, {b.value(p), c});
-            auto col = b.op(OpKind::Colon, {}, DType::f64, {-3.5, 0.75, 0});
+            auto col = b.op(OpKind::Colon, {}, DType::f64, {-3.5, 0.75, 1e300});
             auto mn = b.op(OpKind::Min, {b.value(q), b.value(col)});
             auto g = b.op(OpKind::Gt, {b.value(mn), Builder::scalar(0.25, t)});
             auto w = b.op(OpKind::Where, {m, b.value(q), b.value(p)});

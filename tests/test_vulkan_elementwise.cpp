@@ -300,6 +300,42 @@ TEST_P(VulkanBackendUnary, EveryOpEveryShapeMatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(VulkanBackend, VulkanBackendUnary, ::testing::Values(DType::f64, DType::f32, DType::logical),
                          [](const auto& p) { return std::string(tref::dtype_str(p.param)); });
 
+// Generators end where MATLAB ends them, on the device as on the CPU: a colon never passes b
+// (0:0.1:0.3 ends on 0.3), linspace starts on a and ends on b, also where b - a overflows.
+TEST(VulkanBackendOps, GeneratorsEndWhereMatlabEndsThem) {
+    auto gpu = tvk::open_gpu();
+    Runtime cpu(cpu_config());
+    auto program = [](Runtime& rt) {
+        return rt.gather({rt.colon(0, 0.1, 0.3), rt.colon(1, -0.1, 0.7), rt.colon(-1, 0.2, 1), rt.colon(0.5, 0.3, 2.0),
+                          rt.linspace(-1e308, 1e308, 3), rt.linspace(-1e308, 1e308, 6), rt.linspace(1e308, -1e308, 4),
+                          rt.linspace(-2, 3, 7) * 1.0, rt.colon(0, 0.1, 0.3) + 1.0})
+            .get();
+    };
+    const auto got = program(*gpu), want = program(cpu);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), Acc::exact_signed)) << k;
+    EXPECT_EQ(want[0].shape(), tandem::Shape({1, 4}));
+    EXPECT_EQ(want[0].at(3), 0.3) << "0:0.1:0.3 ends on 0.3";
+    EXPECT_EQ(want[0].at(2), 2 * 0.1) << "the others are a + k * step";
+    EXPECT_EQ(want[1].at(3), 0.7) << "1:-0.1:0.7 ends on 0.7";
+    EXPECT_EQ(want[2].at(10), 1.0);
+    EXPECT_EQ(want[3].shape(), tandem::Shape({1, 6}));
+    EXPECT_EQ(want[3].at(5), 0.5 + 5 * 0.3) << "an end short of b stays as it is";
+    EXPECT_EQ(std::vector<double>(want[4].data<double>(), want[4].data<double>() + 3), (std::vector<double>{-1e308, 0, 1e308}));
+    for (const auto k : {4, 5, 6}) {
+        const tandem::HostArray& l = want[static_cast<std::size_t>(k)];
+        EXPECT_EQ(l.at(0), k == 6 ? 1e308 : -1e308) << "first exactly a";
+        EXPECT_EQ(l.at(l.shape().numel() - 1), k == 6 ? -1e308 : 1e308) << "last exactly b";
+        for (std::int64_t i = 0; i < l.shape().numel(); ++i) EXPECT_TRUE(std::isfinite(l.at(i))) << k << " " << i;
+    }
+    gpu->wait_idle();
+    const auto m = gpu->metrics();  // (generators upload nothing: not expect_device_clean)
+    EXPECT_GT(m.device_regions, 0u) << "generated on the device";
+    EXPECT_EQ(m.device_fallbacks, 0u);
+    EXPECT_EQ(m.validation_messages, 0u);
+}
+
 TEST(VulkanBackendOps, WhereMatchesCpu) {
     auto gpu = open_gpu();
     Runtime cpu(cpu_config());

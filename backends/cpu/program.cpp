@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "graph/generators.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::cpu {
@@ -535,16 +536,13 @@ void Program::run_block(std::int64_t start, std::size_t n, std::byte* scratch) c
                 if (reinterpret_cast<AnyNanFn>(st.fn)(n, ptr[st.in[0]])) nan_to_logical(st.op);
                 break;
             case StepKind::Load: gather(loads_[st.aux], start, n, slots_[st.out].type, ptr[st.out]); break;
-            case StepKind::Linspace: {
-                // MATLAB linspace: a + i*(b-a)/(n-1), the last element exactly b.
+            case StepKind::Linspace: {  // graph/generators.hpp
                 auto* o = static_cast<double*>(ptr[st.out]);
                 const double a = st.attr[0], b = st.attr[1];
                 const auto count = static_cast<std::int64_t>(st.attr[2]);
-                const double step = count > 1 ? (b - a) / static_cast<double>(count - 1) : 0.0;
-                for (std::size_t i = 0; i < n; ++i) {
-                    std::int64_t g = index_base_ + start + static_cast<std::int64_t>(i);
-                    o[i] = g == count - 1 ? b : a + static_cast<double>(g) * step;
-                }
+                const LinspaceSteps steps = linspace_steps(a, b, count);
+                for (std::size_t i = 0; i < n; ++i)
+                    o[i] = linspace_value(a, b, count, steps, index_base_ + start + static_cast<std::int64_t>(i));
                 break;
             }
             case StepKind::RandU:
@@ -558,7 +556,7 @@ void Program::run_block(std::int64_t start, std::size_t n, std::byte* scratch) c
             case StepKind::Colon: {
                 auto* o = static_cast<double*>(ptr[st.out]);
                 for (std::size_t i = 0; i < n; ++i)
-                    o[i] = st.attr[0] + static_cast<double>(index_base_ + start + static_cast<std::int64_t>(i)) * st.attr[1];
+                    o[i] = colon_value(st.attr[0], st.attr[1], st.attr[2], index_base_ + start + static_cast<std::int64_t>(i));
                 break;
             }
             case StepKind::Fill: {

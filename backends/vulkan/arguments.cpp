@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backends/vulkan/codegen.hpp"
+#include "graph/generators.hpp"
 #include "tandem/error.hpp"
 
 namespace tandem::detail::vk {
@@ -58,19 +59,21 @@ ScalarPlan plan_scalars(const Region& r) {
         switch (ins.op) {
             case OpKind::Constant: add(i, 0, ins.attr[0]); break;
             case OpKind::Linspace: {
-                // The host computes the step exactly as the CPU executor does (one division).
+                // The host computes the steps exactly as the CPU executor does (graph/generators.hpp).
                 const double a = ins.attr[0], b = ins.attr[1];
                 const auto count = static_cast<std::int64_t>(ins.attr[2]);
-                const double step = count > 1 ? (b - a) / static_cast<double>(count - 1) : 0.0;
+                const LinspaceSteps steps = linspace_steps(a, b, count);
                 add(i, 0, a);
                 add(i, 1, b);
-                add(i, 2, step);
+                add(i, 2, steps.step);
                 add(i, 3, static_cast<double>(count - 1));
+                add(i, 4, steps.back);
                 break;
             }
             case OpKind::Colon:
                 add(i, 0, ins.attr[0]);
                 add(i, 1, ins.attr[1]);
+                add(i, 2, ins.attr[2]);
                 break;
             case OpKind::RandU:
             case OpKind::RandN:  // seed's low and high 32 bits and the stream: exact as doubles

@@ -91,7 +91,7 @@ bool is_square(const Instr& ins);
 
 /// The scalar operands of a region's program, in slot order.
 struct ScalarPlan {
-    std::vector<std::array<int, 4>> slot;  ///< per instruction: arg k (or generator parameter k), -1: none
+    std::vector<std::array<int, 5>> slot;  ///< per instruction: arg k (or generator parameter k), -1: none
     std::vector<double> values;
 };
 ScalarPlan plan_scalars(const Region& r);

@@ -873,9 +873,10 @@ private:
                 const auto& s = plan_.slot[i];
                 const std::string gi = "(uint64_t(" + idx_ + ") + gbase)";  // the whole region's element index
                 const std::string di = "double" + gi;
-                if (ins.op == OpKind::Linspace)
-                    return define(i, DType::f64, di + " == " + sref(s[3]) + " ? " + sref(s[1]) + " : " + sref(s[0]) +
-                                                     " + " + di + " * " + sref(s[2]));
+                if (ins.op == OpKind::Linspace)  // graph/generators.hpp
+                    return define(i, DType::f64, di + " == 0.0LF ? " + sref(s[0]) + " : " + di + " == " + sref(s[3]) + " ? " +
+                                                     sref(s[1]) + " : " + sref(s[0]) + " + " + di + " * " + sref(s[2]) +
+                                                     " - " + di + " * " + sref(s[4]));
                 if (ins.op == OpKind::RandU || ins.op == OpKind::RandN) {
                     // shaders/philox.glsl: the same bits as backends/cpu/philox.hpp.
                     need_rng_ = true;
@@ -898,7 +899,10 @@ private:
                     }
                     return define(i, rt, f + "(" + seed + ", " + stream + ", " + gi + ")");
                 }
-                return define(i, DType::f64, sref(s[0]) + " + " + di + " * " + sref(s[1]));
+                // colon: never past b (graph/generators.hpp)
+                const std::string v = "(" + sref(s[0]) + " + " + di + " * " + sref(s[1]) + ")";
+                return define(i, DType::f64, sref(s[1]) + " > 0.0LF ? min(" + v + ", " + sref(s[2]) + ") : max(" + v + ", " +
+                                                 sref(s[2]) + ")");
             }
             case OpGroup::Unary: {
                 if (ins.op == OpKind::Cast) {

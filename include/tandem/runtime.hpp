@@ -147,9 +147,11 @@ public:
     Array zeros(const Shape& shape, DType dtype = DType::f64);
     Array ones(const Shape& shape, DType dtype = DType::f64);
     Array fill(double value, const Shape& shape, DType dtype = DType::f64);
-    /// MATLAB linspace(a, b, n): 1 x n, first a, last exactly b.
+    /// MATLAB linspace(a, b, n): 1 x n, first exactly a, last exactly b, a + k * (b - a) / (n - 1)
+    /// between (where b - a overflows, MATLAB's a + k * b / (n - 1) - k * a / (n - 1)).
     Array linspace(double a, double b, std::int64_t n = 100);
-    /// MATLAB a:b and a:step:b (1 x n row vectors; empty when the range is).
+    /// MATLAB a:b and a:step:b (1 x n row vectors; empty when the range is): a + k * step, never
+    /// past b (0:0.1:0.3 ends on 0.3, as in MATLAB and Octave).
     Array colon(double a, double b) { return colon(a, 1.0, b); }
     Array colon(double a, double step, double b);
 
