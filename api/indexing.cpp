@@ -122,6 +122,8 @@ Array index(const Array& a, int dim, const Array& I) {
 
 Array find(const Array& x) {
     if (!x.valid()) throw ValueError("find: a null tandem::Array as the argument");
+    // MATLAB: find([]) is [] (0 x 0); a row gives a row, anything else a column.
+    if (x.shape() == Shape{0, 0}) return x.runtime().zeros(Shape{0, 0});
     const Array mask = x.dtype() == DType::logical ? x : x != 0.0;  // NaN ~= 0: NaN counts
     return find_positions(mask, is_row(x.shape()) && x.numel() != 1);
 }

@@ -99,14 +99,16 @@ Array var_dim(const Array& a, int w, int dim) {
     Array mu = reduce(OpKind::Sum, x, dim) / n;
     Array d = x - mu;  // mu expands back along dim: a region boundary, then one more pass
     Array ss = reduce(OpKind::Sum, d * d, dim);
-    // MATLAB: n = 1 gives 0 with w = 0 (normalised by 1 instead of 0).
-    const double div = w == 1 ? n : (n > 1 ? n - 1 : 1);
+    // MATLAB: n = 1 gives 0 with w = 0 (normalised by 1 instead of 0); n = 0 gives NaN (0 / 0).
+    const double div = w == 1 ? n : (n > 1 ? n - 1 : n);
     return ss / div;
 }
 
 Array extremum(OpKind op, const Array& a, int dim) {
-    if (a.dtype() == DType::logical) return reduce(op, as_double(a), dim);
-    return reduce(op, a, dim);
+    if (a.dtype() != DType::logical) return reduce(op, a, dim);
+    // MATLAB's max and min of a logical array are logical (code uses them as masks); indices are double.
+    const Array r = reduce(op, as_double(a), dim);
+    return op == OpKind::MaxOf || op == OpKind::MinOf ? logical(r) : r;
 }
 
 }  // namespace
@@ -191,11 +193,23 @@ Array norm(const Array& v, double p) {
         throw ValueError("norm: p must be >= 1, Inf or -Inf, got " + std::to_string(p));
     Array x = v.dtype() == DType::logical ? as_double(v) : v;
     Array m = abs(x);
-    if (p == HUGE_VAL) return reduce(OpKind::MaxOf, m, -1);
-    if (p == -HUGE_VAL) return reduce(OpKind::MinOf, m, -1);
-    if (p == 1.0) return reduce(OpKind::Sum, m, -1);
-    if (p == 2.0) return sqrt(reduce(OpKind::Sum, x * x, -1));
-    return power(reduce(OpKind::Sum, power(m, p), -1), 1.0 / p);
+    auto sum_of_powers = [&](const Array& a) {  // (sum |a|^p)^(1/p)
+        return p == 2.0 ? sqrt(reduce(OpKind::Sum, a * a, -1)) : power(reduce(OpKind::Sum, power(a, p), -1), 1.0 / p);
+    };
+    if (x.shape().numel() == 0) return p == 1.0 || p == 2.0 ? reduce(OpKind::Sum, m, -1) : sum_of_powers(m);
+    // max and min skip NaN; MATLAB's norm(v, Inf) of a v with a NaN is NaN.
+    if (p == HUGE_VAL || p == -HUGE_VAL)
+        return where(reduce(OpKind::Any, isnan(x), -1), NAN, reduce(p > 0 ? OpKind::MaxOf : OpKind::MinOf, m, -1));
+    if (p == 1.0) return reduce(OpKind::Sum, m, -1);  // overflows only where the norm does
+    // The plain sum of powers, unless it overflowed while the norm does not (norm([1e200 1e200]))
+    // or its terms may have underflowed (norm([3e-200 4e-200])): then scaled by the largest |v|,
+    // as MATLAB's norm is. Both are in the graph (the second pass is over the vector again); the
+    // choice is per value, so the bits are the same on every executor.
+    const Array plain = sum_of_powers(p == 2.0 ? x : m);
+    const Array largest = reduce(OpKind::MaxOf, m, -1);
+    const Array scaled = largest * sum_of_powers(m / largest);
+    const double tiny = std::pow(x.dtype() == DType::f32 ? 1e-36 : 1e-300, 1.0 / p);  // tiny^p: a normal number
+    return where((isinf(plain) & isfinite(largest)) | ((largest < tiny) & (largest > 0.0)), scaled, plain);
 }
 
 }  // namespace tandem

@@ -93,6 +93,7 @@ inline Expected reduce(const Host& x, Op op, int dim, bool omitnan = false) {
     Expected e;
     DType t = x.dtype == DType::logical ? DType::f64 : x.dtype;
     if (op == Op::any || op == Op::all) t = DType::logical;
+    if ((op == Op::max || op == Op::min) && x.dtype == DType::logical) t = DType::logical;  // MATLAB keeps a mask a mask
     if (op == Op::argmax || op == Op::argmin) t = DType::f64;
     e.value.dims = od;
     e.value.dtype = t;

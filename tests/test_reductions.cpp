@@ -154,6 +154,38 @@ TEST(Reductions, CompositeFunctions) {
     EXPECT_EQ(tref::gather(tandem::norm(vb, INFINITY)).v.at(0), 6.0);
     EXPECT_EQ(tref::gather(tandem::norm(vb, -INFINITY)).v.at(0), 4.0);
     EXPECT_NEAR(tref::gather(tandem::norm(vb, 3.0)).v.at(0), std::cbrt(64.0 + 125.0 + 216.0), 1e-12);
+    // MATLAB's norm neither overflows nor underflows on the way; NaN in, NaN out.
+    auto vec = [&](std::vector<double> e) { return rt.array(std::span<const double>(e)); };
+    auto norm_of = [&](std::vector<double> e, double p) { return tref::gather(tandem::norm(vec(std::move(e)), p)).v.at(0); };
+    EXPECT_NEAR(norm_of({1e200, 1e200}, 2) / (std::sqrt(2.0) * 1e200), 1.0, 1e-15);
+    EXPECT_NEAR(norm_of({3e-200, 4e-200}, 2) / 5e-200, 1.0, 1e-15);
+    EXPECT_NEAR(norm_of({1e200, -1e200}, 3) / (std::cbrt(2.0) * 1e200), 1.0, 1e-15);
+    EXPECT_NEAR(norm_of({3e-200, 4e-200}, 1) / 7e-200, 1.0, 1e-15);
+    EXPECT_EQ(norm_of({3, 4}, 2), 5.0) << "the plain sum where nothing overflows";
+    EXPECT_EQ(norm_of({INFINITY, 1e200}, 2), INFINITY);
+    EXPECT_EQ(norm_of({0, 0, 0}, 2), 0.0);
+    for (double p : {1.0, 2.0, 3.0, HUGE_VAL, -HUGE_VAL}) {
+        EXPECT_TRUE(std::isnan(norm_of({NAN, 1}, p))) << p;
+        EXPECT_TRUE(std::isnan(norm_of({1e-300, NAN, 1e-300}, p))) << p;
+    }
+    const auto big_single = tref::gather(tandem::norm(tandem::single(vec({1e30, 1e30}))));
+    EXPECT_EQ(big_single.dtype, DType::f32);
+    EXPECT_NEAR(big_single.v.at(0) / (std::sqrt(2.0) * 1e30), 1.0, 1e-6) << "single: x * x overflows there";
+    EXPECT_EQ(tref::gather(tandem::norm(rt.zeros(tandem::Shape{0, 1}))).v.at(0), 0.0);
+    // var and std of nothing are NaN (MATLAB), with either weight.
+    for (int w : {0, 1}) {
+        EXPECT_TRUE(std::isnan(tref::gather(tandem::var(rt.zeros(tandem::Shape{0, 1}), w)).v.at(0))) << w;
+        EXPECT_TRUE(std::isnan(tref::gather(tandem::stdev(rt.zeros(tandem::Shape{0, 1}), w)).v.at(0))) << w;
+    }
+    const Host vcols = tref::gather(tandem::var(rt.zeros(tandem::Shape{0, 3})));
+    EXPECT_EQ(vcols.dims, (tref::Dims{1, 3}));
+    for (double e : vcols.v) EXPECT_TRUE(std::isnan(e));
+    // max and min of a logical array are logical; their indices double.
+    const Array mask = vec({0, 1, 0}) > 0.5;
+    EXPECT_EQ(tandem::max(mask).dtype(), DType::logical);
+    EXPECT_EQ(tandem::min(mask, {}, 1).dtype(), DType::logical);
+    EXPECT_EQ(tref::gather(tandem::max(mask)).v.at(0), 1.0);
+    EXPECT_EQ(tandem::max_index(mask).index.dtype(), DType::f64);
     // var along a dimension of a matrix, against the two-pass reference
     std::mt19937_64 rng(7);
     Host m = tred::random_data({40, 30}, DType::f64, rng, false);

@@ -336,6 +336,36 @@ TEST(VulkanBackendOps, GeneratorsEndWhereMatlabEndsThem) {
     EXPECT_EQ(m.validation_messages, 0u);
 }
 
+// norm's scaling and NaN rules, var of nothing, max of a logical mask, find([]): the device
+// gives the CPU's bits and types.
+TEST(VulkanBackendOps, NormVarMaxAndFindFollowMatlabOnTheDevice) {
+    auto gpu = tvk::open_gpu();
+    Runtime cpu(cpu_config());
+    auto program = [](Runtime& rt) {
+        auto vec = [&](std::vector<double> e) { return rt.array(std::span<const double>(e)); };
+        const Array big = vec({1e200, -1e200, 3e199}), small = vec({3e-200, 4e-200}), nan = vec({1, NAN, 2});
+        return rt.gather({tandem::norm(big), tandem::norm(small), tandem::norm(big, 3), tandem::norm(small, 1),
+                          tandem::norm(nan, HUGE_VAL), tandem::norm(nan, -HUGE_VAL), tandem::norm(nan),
+                          tandem::norm(tandem::single(vec({1e30, 1e30}))), tandem::norm(vec({3, 4})),
+                          tandem::var(rt.zeros({0, 3})), tandem::max(vec({0, 1, 0}) > 0.5), tandem::find(rt.zeros({0, 0}))})
+            .get();
+    };
+    const auto got = program(*gpu), want = program(cpu);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(got[k].dtype(), want[k].dtype()) << k;
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), Acc::exact)) << k;
+    }
+    EXPECT_TRUE(std::isfinite(want[0].at(0)) && want[1].at(0) > 0) << "no overflow, no underflow";
+    EXPECT_TRUE(std::isnan(want[4].at(0)) && std::isnan(want[5].at(0)) && std::isnan(want[6].at(0)));
+    EXPECT_EQ(want[10].dtype(), DType::logical);
+    EXPECT_EQ(want[11].shape(), tandem::Shape({0, 0}));
+    gpu->wait_idle();
+    EXPECT_GT(gpu->metrics().device_regions, 0u);
+    EXPECT_EQ(gpu->metrics().device_fallbacks, 0u);
+    EXPECT_EQ(gpu->metrics().validation_messages, 0u);
+}
+
 TEST(VulkanBackendOps, WhereMatchesCpu) {
     auto gpu = open_gpu();
     Runtime cpu(cpu_config());

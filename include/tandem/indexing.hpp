@@ -24,7 +24,7 @@ TANDEM_API Array index(const Array& a, const Array& I);
 TANDEM_API Array index(const Array& a, int dim, const Array& I);
 
 /// MATLAB find(x): the 1-based linear positions of x's nonzero elements (NaN counts as nonzero)
-/// as a double column (a row if x is a row vector).
+/// as a double column (a row if x is a row vector; 0 x 0 for a 0 x 0 x, as find([]) is).
 TANDEM_API Array find(const Array& x);
 
 /// MATLAB a(I) = b, as a new value (a is unchanged): b is a scalar or has one element per

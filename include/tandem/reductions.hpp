@@ -10,8 +10,9 @@
 // where every element is NaN); any ignores NaN, all counts it as nonzero.
 // Empty: sum of an empty dimension is 0, prod 1, mean NaN; max and min of an empty dimension
 // are empty (that dimension stays 0); sum([]) of a 0 x 0 array is 0 (1 x 1), as in MATLAB.
-// Types: sum/prod/mean/max/min of single are single, of logical double; indices are double
-// (1-based); any/all are logical.
+// Types: sum/prod/mean/max/min of single are single; sum/prod/mean of logical double, max/min
+// of logical logical (MATLAB's: a mask stays a mask); indices are double (1-based); any/all are
+// logical. var and std of an empty dimension are NaN.
 //
 // Results are deterministic: the same bits every run, on either backend (a fixed reduction
 // order, no atomics); the CPU and the GPU may differ in the last bits of a sum.
@@ -95,7 +96,10 @@ TANDEM_API Array cummin(const Array& a, int dim);
 TANDEM_API Array nnz(const Array& a);
 /// Dot product of two vectors of the same length (any orientation), 1 x 1.
 TANDEM_API Array dot(const Array& a, const Array& b);
-/// Vector norm: p = 2 (default), 1, inf or -inf (Inf and -Inf as doubles), or any p >= 1.
+/// Vector norm: p = 2 (default), 1, inf or -inf (Inf and -Inf as doubles), or any p >= 1. As
+/// MATLAB's: no overflow or underflow on the way (norm([1e200 1e200]) is 1.414e200: the vector is
+/// scaled by its largest |element| where the plain sum of powers would lose it), NaN in, NaN out
+/// (also for Inf and -Inf).
 TANDEM_API Array norm(const Array& v, double p = 2.0);
 
 }  // namespace tandem
