@@ -471,6 +471,17 @@ TEST(Semantics, HandCheckedValues) {
     EXPECT_EQ(r[1], -2);
     EXPECT_EQ(r[2], 2);
     EXPECT_TRUE(std::isnan(r[3]));
+    // MATLAB compensates round-off: a / b within round-off of an integer (b not one) gives 0,
+    // with the sign of b (mod) or of a (rem); elsewhere the exact remainder.
+    const auto snapped = vals(tandem::mod(v({0.3, -0.3, 1.0, 0.7, 0.3, 3.0, 0.35}), v({0.1, 0.1, 0.1, 0.1, -0.1, 0.2, 0.1})));
+    EXPECT_EQ(std::vector<double>(snapped.begin(), snapped.end() - 1), (std::vector<double>{0, 0, 0, 0, 0, 0}));
+    EXPECT_TRUE(std::signbit(snapped[4])) << "mod(0.3, -0.1): the sign of b";
+    EXPECT_NEAR(snapped[6], 0.05, 1e-15) << "mod(0.35, 0.1): not near an integer quotient";
+    const auto rsnap = vals(tandem::rem(v({0.3, -0.3, 0.35}), v({0.1, 0.1, 0.1})));
+    EXPECT_EQ(rsnap[0], 0.0);
+    EXPECT_TRUE(rsnap[1] == 0.0 && std::signbit(rsnap[1])) << "rem(-0.3, 0.1): the sign of a";
+    EXPECT_NEAR(rsnap[2], 0.05, 1e-15);
+    EXPECT_EQ(vals(tandem::mod(tandem::single(v({0.3, 5.5})), tandem::single(v({0.1, 2})))), (std::vector<double>{0, 1.5}));
     auto m = vals(tandem::mod(v({tref::kInf, tref::kNaN, 3}), v({2, 2, tref::kNaN})));
     EXPECT_TRUE(std::isnan(m[0]) && std::isnan(m[1]) && std::isnan(m[2]));
     auto mx = vals(tandem::max(v({tref::kNaN, 1, tref::kNaN, -2}), v({3, tref::kNaN, tref::kNaN, -1})));

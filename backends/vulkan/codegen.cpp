@@ -195,20 +195,37 @@ double tdmk_div(double a, double b) { precise double q = a / b; return q; }
 double tdmk_sqrt(double x) { return sqrt(x); }
 )glsl";
 
-// MATLAB rem (fmod, exact) and mod (sign of the divisor, mod(a, 0) = a), as the CPU writes them.
+// MATLAB rem (fmod, exact) and mod (sign of the divisor, mod(a, 0) = a), as the CPU writes them;
+// 0 where a / b is within round-off of a nonzero integer and b is not one (graph/op_reference.hpp:
+// remainder_snaps; the quotient rounded to the operands' type, the test in double).
 constexpr const char* kModRem = R"glsl(
-double tdmk_rem(double a, double b) { return tdm_fmod(a, b); }
+bool tdmk_snaps(double a, double b, bool single) {
+    if (floor(b + 0.5LF) == b) return false;
+    precise double q = a / b;
+    if (single) q = tdm_f32_to_f64(tdm_f64_to_f32(q));
+    precise double n = floor(q + 0.5LF);
+    if (n == 0.0LF) return false;
+    precise double r = (q - n) / n;
+    return abs(r) < (single ? 1.1920928955078125e-07LF : 2.220446049250313e-16LF);
+}
+double tdmk_zero_as(double s) { return (s < 0.0LF || (s == 0.0LF && (unpackDouble2x32(s).y >> 31) != 0u)) ? -0.0LF : 0.0LF; }
+double tdmk_rem(double a, double b) { return tdmk_snaps(a, b, false) ? tdmk_zero_as(a) : tdm_fmod(a, b); }
 // fmod is exact, so the f64 remainder of two floats is a float: rounding it changes nothing. The
 // exact conversions, for devices that flush fp32 subnormals.
-float tdmk_rem(float a, float b) { return tdm_f64_to_f32(tdm_fmod(tdm_f32_to_f64(a), tdm_f32_to_f64(b))); }
-double tdmk_mod(double a, double b) {
+float tdmk_rem(float a, float b) {
+    double ad = tdm_f32_to_f64(a), bd = tdm_f32_to_f64(b);
+    return tdm_f64_to_f32(tdmk_snaps(ad, bd, true) ? tdmk_zero_as(ad) : tdm_fmod(ad, bd));
+}
+double tdmk_mod_of(double a, double b, bool single) {
     if (b == 0.0LF) return a;
+    if (tdmk_snaps(a, b, single)) return tdmk_zero_as(b);
     double r = tdm_fmod(a, b);
     precise double s = r + b;
     return (!(r == 0.0LF) && ((r < 0.0LF) != (b < 0.0LF))) ? s : r;
 }
+double tdmk_mod(double a, double b) { return tdmk_mod_of(a, b, false); }
 // In double: r + b is a sum of floats, rounded once more to float (innocuous, 53 >= 2*24 + 2).
-float tdmk_mod(float a, float b) { return tdm_f64_to_f32(tdmk_mod(tdm_f32_to_f64(a), tdm_f32_to_f64(b))); }
+float tdmk_mod(float a, float b) { return tdm_f64_to_f32(tdmk_mod_of(tdm_f32_to_f64(a), tdm_f32_to_f64(b), true)); }
 )glsl";
 
 /// What a lowering needs in the kernel besides the prelude.
