@@ -196,7 +196,7 @@ Array norm(const Array& v, double p) {
     auto sum_of_powers = [&](const Array& a) {  // (sum |a|^p)^(1/p)
         return p == 2.0 ? sqrt(reduce(OpKind::Sum, a * a, -1)) : power(reduce(OpKind::Sum, power(a, p), -1), 1.0 / p);
     };
-    if (x.shape().numel() == 0) return p == 1.0 || p == 2.0 ? reduce(OpKind::Sum, m, -1) : sum_of_powers(m);
+    if (x.shape().numel() == 0) return reduce(OpKind::Sum, m, -1);  // MATLAB: 0 for every p
     // max and min skip NaN; MATLAB's norm(v, Inf) of a v with a NaN is NaN.
     if (p == HUGE_VAL || p == -HUGE_VAL)
         return where(reduce(OpKind::Any, isnan(x), -1), NAN, reduce(p > 0 ? OpKind::MaxOf : OpKind::MinOf, m, -1));

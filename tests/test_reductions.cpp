@@ -172,6 +172,8 @@ TEST(Reductions, CompositeFunctions) {
     EXPECT_EQ(big_single.dtype, DType::f32);
     EXPECT_NEAR(big_single.v.at(0) / (std::sqrt(2.0) * 1e30), 1.0, 1e-6) << "single: x * x overflows there";
     EXPECT_EQ(tref::gather(tandem::norm(rt.zeros(tandem::Shape{0, 1}))).v.at(0), 0.0);
+    for (double p : {1.0, 3.0, HUGE_VAL, -HUGE_VAL})
+        EXPECT_EQ(tref::gather(tandem::norm(rt.zeros(tandem::Shape{0, 1}), p)).v.at(0), 0.0) << "norm of nothing, p = " << p;
     // var and std of nothing are NaN (MATLAB), with either weight.
     for (int w : {0, 1}) {
         EXPECT_TRUE(std::isnan(tref::gather(tandem::var(rt.zeros(tandem::Shape{0, 1}), w)).v.at(0))) << w;
