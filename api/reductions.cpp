@@ -201,11 +201,25 @@ Array norm(const Array& v, double p) {
     if (p == HUGE_VAL || p == -HUGE_VAL)
         return where(reduce(OpKind::Any, isnan(x), -1), NAN, reduce(p > 0 ? OpKind::MaxOf : OpKind::MinOf, m, -1));
     if (p == 1.0) return reduce(OpKind::Sum, m, -1);  // overflows only where the norm does
-    // The plain sum of powers, unless it overflowed while the norm does not (norm([1e200 1e200]))
-    // or its terms may have underflowed (norm([3e-200 4e-200])): then scaled by the largest |v|,
-    // as MATLAB's norm is. Both are in the graph (the second pass is over the vector again); the
-    // choice is per value, so the bits are the same on every executor.
-    const Array plain = sum_of_powers(p == 2.0 ? x : m);
+    if (p == 2.0) {
+        // Three sums of squares in one pass (one region, as the plain sum alone was; the
+        // accumulators of LAPACK's dnrm2): of v, and of v scaled down and up by a power of two
+        // (exactly). The plain one's root where it neither overflowed nor lost terms to underflow
+        // (its bits as before), else a scaled one's. A NaN makes every sum NaN: none is hidden.
+        const bool single = x.dtype() == DType::f32;
+        const double down = single ? 0x1p-70 : 0x1p-600, up = single ? 0x1p75 : 0x1p600;
+        const double small = single ? 0x1p-90 : 0x1p-900;  // below: squares may have underflowed
+        const Array sq = reduce(OpKind::Sum, x * x, -1);
+        const Array xd = x * down, xu = x * up;
+        const Array big = sqrt(reduce(OpKind::Sum, xd * xd, -1)) / down, tiny = sqrt(reduce(OpKind::Sum, xu * xu, -1)) / up;
+        const Array plain = sqrt(sq);
+        return where(isinf(plain) & isfinite(big), big, where(sq < small, tiny, plain));
+    }
+    // Any other p: the plain sum of powers, unless it overflowed while the norm does not (norm([1e200 1e200]))
+    // or its terms may have underflowed: then scaled by the largest |v|, as MATLAB's norm is. Both
+    // are in the graph (a second pass over the vector); the choice is per value, so the bits are
+    // the same on every executor.
+    const Array plain = sum_of_powers(m);
     const Array largest = reduce(OpKind::MaxOf, m, -1);
     const Array scaled = largest * sum_of_powers(m / largest);
     const double tiny = std::pow(x.dtype() == DType::f32 ? 1e-36 : 1e-300, 1.0 / p);  // tiny^p: a normal number

@@ -127,6 +127,30 @@ TEST(VulkanReduceSettings, WorkgroupAndTree) {
     }
 }
 
+// A region of many reductions (one input, twelve sums and extrema fused together) needs more
+// shared memory than the default workgroup has room for on lavapipe: the kernel takes a smaller
+// workgroup and runs on the device (it ran on the CPU before), with the CPU's bits.
+TEST(VulkanReduceSettings, ManyReductionsInOneRegionFitTheSharedMemory) {
+    auto gpu = tvk::open_gpu();
+    tandem::Runtime cpu(tvk::cpu_config());
+    std::mt19937_64 rng(tref::seed_of("many reductions"));
+    const Host x = tred::random_data({5000, 3}, DType::f64, rng, true);
+    auto program = [&](tandem::Runtime& rt) {
+        const Array a = tref::make_array(rt, x);
+        std::vector<Array> outs;
+        for (int k = 1; k <= 6; ++k) {
+            outs.push_back(tandem::sum(a * static_cast<double>(k), 1));
+            outs.push_back(tandem::max(a - static_cast<double>(k), {}, 1));
+        }
+        return rt.gather(outs).get();
+    };
+    const auto got = program(*gpu), want = program(cpu);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(want[k]), tref::Acc::exact)) << k;
+    tvk::expect_device_clean(*gpu);
+}
+
 // Grids beyond 65535 workgroups (split into x * y, a few workgroups of the rounding with nothing to
 // do): a workgroup per output (256 x 65537, runs along dimension 1) and strided rows (2^21 + 32
 // outputs along dimension 2): every output right, nothing written out of place.

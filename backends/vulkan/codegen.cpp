@@ -276,7 +276,8 @@ public:
 
     Kernel run() {
         Kernel k;
-        k.workgroup_size = std::max<std::uint32_t>(1, r_.is_reduce() ? o_.reduction_workgroup_size : o_.workgroup_size);
+        k.workgroup_size = std::max<std::uint32_t>(
+            1, r_.is_reduce() ? reduce_workgroup(r_, o_.reduction_workgroup_size, o_.max_shared_bytes) : o_.workgroup_size);
         k.elements_per_thread = std::max<std::uint32_t>(1, o_.elements_per_thread);
         choose_path();
         // Random numbers: a Philox block per vector step, and per-invocation setup (counter,

@@ -9,6 +9,7 @@
 #include "backends/vulkan/gemm_coopmat.hpp"
 #include "backends/vulkan/index_kernels.hpp"
 #include "backends/vulkan/permute.hpp"
+#include "backends/vulkan/reduce_kernels.hpp"
 #include "backends/vulkan/remap.hpp"
 #include "backends/vulkan/scan.hpp"
 #include "backends/vulkan/transpose.hpp"
@@ -48,7 +49,8 @@ std::shared_ptr<const KernelBuilder::Form> VulkanBackend::kernel_form(const Regi
     access_for(r, access, walks);
     std::uint64_t variant = 0;
     if (r.is_reduce()) {
-        const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads, codegen_.reduction_workgroup_size);
+        const ReducePlan rp = plan_reduce(r, codegen_.reduction_threads,
+                                          reduce_workgroup(r, codegen_.reduction_workgroup_size, codegen_.max_shared_bytes));
         variant = !rp.contiguous ? rp.per_invocation : rp.whole_outputs ? 1024 : 0;
     }
     auto form = kernels_->form(r, std::move(access), std::move(walks), variant);

@@ -214,6 +214,12 @@ std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_
     return static_cast<std::uint32_t>(16 * region.reductions.size() * (workgroup_size + workgroup_size / kReduceLanes));
 }
 
+std::uint32_t reduce_workgroup(const Region& region, std::uint32_t configured, std::uint32_t max_shared_bytes) {
+    std::uint32_t wg = configured;
+    while (wg > kReduceLanes && reduce_shared_bytes(region, wg) > max_shared_bytes) wg /= 2;
+    return wg;
+}
+
 namespace {
 
 /// Declarations common to both passes: the shared arrays, the workgroup index, the region's

@@ -42,5 +42,9 @@ void write_reduce_main(std::ostream& s, const ReduceKernelParts& p);
 void write_reduce_combine_main(std::ostream& s, const ReduceKernelParts& p);
 /// Shared memory either pass needs (the lanes' tree), in bytes.
 std::uint32_t reduce_shared_bytes(const Region& region, std::uint32_t workgroup_size);
+/// The reduce kernel's workgroup for `region`: `configured`, halved while its shared arrays do
+/// not fit `max_shared_bytes` (a region of many reductions), down to a chunk's lanes (32). Speed
+/// only: the canonical order is the shape's, so the bits are the same.
+std::uint32_t reduce_workgroup(const Region& region, std::uint32_t configured, std::uint32_t max_shared_bytes);
 
 }  // namespace tandem::detail::vk
