@@ -70,7 +70,8 @@ struct TANDEM_API Config {
     /// are counted in Metrics::validation_messages. TANDEM_VULKAN_VALIDATION=0|1.
     bool vulkan_validation = false;
     /// Invocations per workgroup of the GPU reduction kernels: 0 = the device's default, else a
-    /// power of two from 32 to 1024 (and at most the device's limit). TANDEM_REDUCTION_WG.
+    /// power of two from 32 to 1024 (and at most the device's limit); a region of many reductions
+    /// takes half as many, or fewer, where its shared arrays would not fit. TANDEM_REDUCTION_WG.
     std::uint32_t reduction_workgroup = 0;
     /// Invocations a GPU reduction along a later dimension aims for (it holds fewer lanes of the
     /// sum an invocation until it has them): 0 = the default (2^20, measured), else at least 1.
