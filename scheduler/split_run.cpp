@@ -62,24 +62,34 @@ void Scheduler::run_split(const JobPtr& job) {
         return on_cpu_instead(e.what());
     }
     std::vector<std::unique_ptr<PieceFlight>> flights;
+    using Clock = std::chrono::steady_clock;
+    const auto t_inputs = Clock::now();
+    Clock::duration making{}, making_room{}, submitting{};  // the exec log's parts of the recording
     try {
         for (std::int64_t i = 0; i < pieces; ++i) {
             Backend& device = device_of(i);
+            const auto t0 = Clock::now();
             auto f = std::make_unique<PieceFlight>(make_piece(r, plan, i, inputs, device, nodes_), device,
                                                    *residency_[device.ordinal()]);
+            const auto t1 = Clock::now();
             evict(device, residency_[device.ordinal()]->make_room(f->bytes()));
+            const auto t2 = Clock::now();
             // Partials come back (the host finishes them); windows stay, unless a reader wants
             // the whole value on the host.
             std::vector<bool> wanted(f->piece().outputs.size());
             for (std::size_t j = 0; j < wanted.size(); ++j) wanted[j] = plan.partials || job->wanted_on_host[j];
             f->submit(wanted);
+            making += t1 - t0;
+            making_room += t2 - t1;
+            submitting += Clock::now() - t2;
             flights.push_back(std::move(f));
             split_pieces_.fetch_add(1, std::memory_order_relaxed);
             device_regions_each_[device.ordinal()].fetch_add(1, std::memory_order_relaxed);
         }
         // Sent together: the devices run their pieces side by side.
+        const auto t_flush = Clock::now();
         for (Backend* d : devices) d->flush();
-        const auto t_sent = std::chrono::steady_clock::now();
+        const auto t_sent = Clock::now();
         if (!plan.partials) {
             job->outputs.clear();
             // Windows: the results are the pieces' outputs, recorded (each has its device copy).
@@ -114,9 +124,12 @@ void Scheduler::run_split(const JobPtr& job) {
         }
         if (options_.log_exec) {
             auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-            std::fprintf(stderr, "[tandem exec] %s %s split in %lld pieces: recorded %.3f ms, pieces done %.3f ms later, finished %.3f ms later\n",
+            auto part = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+            std::fprintf(stderr, "[tandem exec] %s %s split in %lld pieces: recorded %.3f ms (inputs %.3f, pieces made %.3f, "
+                                 "room %.3f, submitted %.3f, flushed %.3f), pieces done %.3f ms later, finished %.3f ms later\n",
                          r.shape.to_string().c_str(), r.summary().c_str(), static_cast<long long>(pieces),
-                         ms(job->started, t_sent), ms(t_sent, t_done), ms(t_done, std::chrono::steady_clock::now()));
+                         ms(job->started, t_sent), ms(job->started, t_inputs), part(making), part(making_room), part(submitting),
+                         ms(t_flush, t_sent), ms(t_sent, t_done), ms(t_done, Clock::now()));
         }
     } catch (...) {
         const std::exception_ptr e = std::current_exception();
