@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/matlab_commands.hpp"
 #include "tandem/calibration.hpp"
 #include "tandem/config.hpp"
 #include "tandem/error.hpp"
@@ -72,7 +73,7 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
 int main(int argc, char** argv) {
     CLI::App app{"Tandem: lazy, fused array programs on the CPU and GPUs.", "tandem"};
     app.set_version_flag("--version", "tandem " TANDEM_VERSION, "Print the version and exit");
-    app.require_subcommand(1);
+    app.require_subcommand(0, 1);  // none: the MATLAB prompt
 
     bool json = false;
     CLI::App* info = app.add_subcommand("info", "Show the runtime's settings, the CPU and the devices");
@@ -85,6 +86,15 @@ int main(int argc, char** argv) {
                      "$XDG_CONFIG_HOME/tandem/calibration.json)");
     calibrate->add_flag("--quick", quick, "Fewer, smaller measurements (seconds instead of a minute)");
     calibrate->add_option("--output", output, "Write the calibration to this file instead");
+
+    std::string script;
+    std::vector<std::string> script_args;
+    CLI::App* run = app.add_subcommand("run", "Run a MATLAB script or function file (args go to a function file's function)");
+    run->add_option("file", script, "The .m file")->required();
+    run->add_option("args", script_args, "Arguments, as char arrays");
+    std::string code;
+    CLI::App* eval = app.add_subcommand("eval", "Run MATLAB code given on the command line");
+    eval->add_option("code", code, "The code, e.g. 'x = 1:3; disp(sum(x))'")->required();
 
     try {
         app.parse(argc, argv);
@@ -99,6 +109,9 @@ int main(int argc, char** argv) {
     try {
         if (info->parsed()) return run_info(json);
         if (calibrate->parsed()) return run_calibrate(quick, output);
+        if (run->parsed()) return run_matlab_file(script, script_args);
+        if (eval->parsed()) return run_matlab_eval(code);
+        return run_matlab_prompt();
     } catch (const tandem::Error& e) {
         std::cerr << "tandem: " << e.what() << '\n';
         return kExitError;

@@ -7,6 +7,7 @@ packages=(
   libtbb-dev libhwloc-dev                      # CPU executor and topology
   libopenblas-dev                              # the CPU GEMM benchmark's and the peers' baseline (CBLAS)
   nlohmann-json3-dev libcli11-dev              # files and command line
+  libreadline-dev                              # the MATLAB prompt's line editing and history
   libvulkan-dev libvulkan-volk-dev glslang-dev # Vulkan backend (the loader is loaded at run time)
   glslang-tools                                # glslang-dev's CMake package names /usr/bin/glslangValidator
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe and the validation layer, for the tests
