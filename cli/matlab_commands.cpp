@@ -37,6 +37,16 @@ int guarded(tandem::matlab::Interpreter& in, F&& body) {
     return 1;
 }
 
+/// A run whose device work drew messages from the Vulkan validation layer (TANDEM_VULKAN_VALIDATION=1)
+/// fails: the tests run the conformance suite that way.
+int checked(tandem::Runtime& rt, int status) {
+    rt.wait_idle();
+    const auto messages = rt.metrics().validation_messages;
+    if (messages == 0) return status;
+    std::cerr << "tandem: the Vulkan validation layer reported " << messages << " problem(s) (see above)\n";
+    return 1;
+}
+
 }  // namespace
 
 int run_matlab_file(const std::string& path, const std::vector<std::string>& args) {
@@ -46,13 +56,13 @@ int run_matlab_file(const std::string& path, const std::vector<std::string>& arg
     }
     tandem::Runtime rt{tandem::Config::from_environment()};
     tandem::matlab::Interpreter in(rt, std::cout);
-    return guarded(in, [&] { in.run_file(path, args); });
+    return checked(rt, guarded(in, [&] { in.run_file(path, args); }));
 }
 
 int run_matlab_eval(const std::string& code) {
     tandem::Runtime rt{tandem::Config::from_environment()};
     tandem::matlab::Interpreter in(rt, std::cout);
-    return guarded(in, [&] { in.run_code(code); });
+    return checked(rt, guarded(in, [&] { in.run_code(code); }));
 }
 
 int run_matlab_prompt() {
@@ -60,7 +70,7 @@ int run_matlab_prompt() {
     tandem::matlab::Interpreter in(rt, std::cout);
     if (!isatty(STDIN_FILENO)) {
         const std::string code((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-        return guarded(in, [&] { in.run_code(code); });
+        return checked(rt, guarded(in, [&] { in.run_code(code); }));
     }
     const char* home = std::getenv("HOME");
     const std::string history = home ? std::string(home) + "/.tandem_history" : "";

@@ -692,11 +692,16 @@ std::unordered_map<std::string, Builtin> make_table() {
                                 : is_text(a[1], "fro") ? 2 : num1(I, a[1], "p");
         const auto d = dims(a[0]);
         const bool vector = d.size() == 2 && (d[0] == 1 || d[1] == 1);
-        if (!vector && !(a.size() == 2 && is_text(a[1], "fro")))
-            fail("norm of a matrix (other than 'fro') is not supported yet: use norm(A, 'fro') or norm(A(:)).", "TANDEM:unsupported");
         Array x = arr(I, a[0], "norm");
-        if (!vector) x = tandem::column(x);
-        return {result(tandem::norm(x, p))};
+        if (vector) return {result(tandem::norm(x, p))};
+        if (a.size() == 2 && is_text(a[1], "fro")) return {result(tandem::norm(tandem::column(x), 2))};
+        if (d.size() != 2) fail("Input must be 2-D.", "MATLAB:norm:inputMustBe2D");
+        // Matrices: the largest column sum (1), row sum (Inf) of |A|, or singular value (2).
+        if (numel(a[0]) == 0) return {scalar(0)};
+        if (p == 1) return {result(tandem::max(tandem::sum(tandem::abs(x), 1), tandem::all_dims))};
+        if (std::isinf(p) && p > 0) return {result(tandem::max(tandem::sum(tandem::abs(x), 2), tandem::all_dims))};
+        if (p == 2) return {scalar(matrix_2norm(I.runtime(), a[0]))};
+        fail("Only p = 1, 2, Inf or 'fro' are supported for matrices.", "MATLAB:norm:unknownNorm");
     };
     t["inv"] = [](Interpreter& I, Args& a, int) -> Out {
         need(a, 1, 1);
@@ -1025,7 +1030,12 @@ std::unordered_map<std::string, Builtin> make_table() {
         return {a[0]};
     };
     t["gather"] = [](Interpreter&, Args& a, int) -> Out {
+        // The value computed and brought to the host (a sync point, as in MATLAB); a scalar
+        // becomes a host scalar, an array keeps its node (now with a host copy).
         need(a, 1, 1);
+        if (!a[0].is_num() || a[0].num().host()) return {a[0]};
+        const tandem::HostArray h = a[0].num().array.gather().get();
+        if (h.numel() == 1) return {scalar(h.at(0), h.dtype())};
         return {a[0]};
     };
     t["existsOnGPU"] = [](Interpreter& I, Args& a, int) -> Out {

@@ -161,8 +161,7 @@ void Interpreter::run_file(const std::string& path, const std::vector<std::strin
         if (u.program->function_file) {
             std::vector<Value> a;
             for (const auto& s : args) a.push_back(char_row(s));
-            auto out = call_function(*u.program->functions.front(), std::move(a), 0);
-            if (!out.empty() && !u.program->functions.front()->outputs.empty()) display("ans", out.front());
+            (void)call_function(*u.program->functions.front(), std::move(a), 0);  // (its outputs are not shown)
         } else {
             exec_block(u.program->statements);
         }
@@ -467,8 +466,11 @@ Interpreter::Flow Interpreter::exec_for(const For& f) {
     }
     const Value v = eval(*f.range);
     const auto d = dims(v);
-    const std::int64_t rows = d[0], cols = numel(v) / std::max<std::int64_t>(rows, 1);
-    if (numel(v) == 0) return Flow::normal;
+    // One pass a column (of the dims after the first, together): zeros(0, 3) runs 3 times, as in MATLAB.
+    const std::int64_t rows = d[0];
+    std::int64_t cols = 1;
+    for (std::size_t k = 1; k < d.size(); ++k) cols *= d[k];
+    if (cols == 0 || (rows == 0 && dims(v) == std::vector<std::int64_t>{0, 0})) return Flow::normal;
     if (v.is_cell()) {
         for (std::int64_t j = 0; j < cols; ++j) {
             Cell c;

@@ -12,6 +12,8 @@ void dgesv_(const int* n, const int* nrhs, double* a, const int* lda, int* ipiv,
 void dgels_(const char* trans, const int* m, const int* n, const int* nrhs, double* a, const int* lda, double* b,
             const int* ldb, double* work, const int* lwork, int* info);
 void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
+void dgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* info);
 void dgecon_(const char* norm, const int* n, const double* a, const int* lda, const double* anorm, double* rcond,
              double* work, int* iwork, int* info);
 }
@@ -101,6 +103,25 @@ Value solve(tandem::Runtime& rt, const Value& A, const Value& B, const char* op)
     }
     tandem::Array r = rt.adopt(std::move(x), tandem::Shape{n, k});
     return from_array(t == DType::f32 ? tandem::single(r) : r);
+}
+
+double matrix_2norm(tandem::Runtime& rt, const Value& A) {
+    const auto d = dims(A);
+    if (d.size() != 2) throw MatlabError("Input must be 2-D.", "MATLAB:norm:inputMustBe2D", "norm");
+    const int m = static_cast<int>(d[0]), n = static_cast<int>(d[1]);
+    if (m == 0 || n == 0) return 0.0;
+    std::vector<double> a = to_doubles(rt, A, "norm");
+    for (double x : a)
+        if (std::isnan(x)) return x;
+    std::vector<double> sv(static_cast<std::size_t>(std::min(m, n)));
+    int lwork = -1, info = 0, one = 1;
+    double query = 0, dummy = 0;
+    dgesvd_("N", "N", &m, &n, a.data(), &m, sv.data(), &dummy, &one, &dummy, &one, &query, &lwork, &info);
+    lwork = static_cast<int>(query);
+    std::vector<double> work(static_cast<std::size_t>(std::max(1, lwork)));
+    dgesvd_("N", "N", &m, &n, a.data(), &m, sv.data(), &dummy, &one, &dummy, &one, work.data(), &lwork, &info);
+    if (info != 0) throw MatlabError("The singular value decomposition did not converge.", "MATLAB:svd:NoConvergence", "norm");
+    return sv.front();
 }
 
 double determinant(tandem::Runtime& rt, const Value& A) {

@@ -122,6 +122,7 @@ private:
     // ---- statements --------------------------------------------------------------------------
     /// Statements up to one of `stops` (keywords, not consumed) or the end of the input.
     Block parse_block(std::initializer_list<const char*> stops) {
+        Nested guard(*this);
         Block b;
         for (;;) {
             skip_separators();
@@ -427,7 +428,22 @@ private:
     }
     bool at_arg_end(std::size_t k, const char* close) const { return peek(k).kind == Tok::comma || is_op(close, k); }
 
-    ExprPtr parse_expr() { return parse_binary(0); }
+    /// Nesting deeper than this is refused (a stack overflow on hostile input otherwise).
+    static constexpr int kMaxDepth = 200;
+    struct Nested {
+        Parser& p;
+        explicit Nested(Parser& parser) : p(parser) {
+            if (++p.depth_ > kMaxDepth) p.fail("expressions or blocks nested more than 200 deep", p.peek());
+        }
+        ~Nested() { --p.depth_; }
+        Nested(const Nested&) = delete;
+        Nested& operator=(const Nested&) = delete;
+    };
+
+    ExprPtr parse_expr() {
+        Nested guard(*this);
+        return parse_binary(0);
+    }
 
     ExprPtr parse_binary(int level) {
         static const std::vector<std::vector<std::pair<std::string, BinaryOp>>> levels = {
@@ -493,6 +509,7 @@ private:
 
     ExprPtr parse_unary() {
         if (is_op("-") || is_op("+") || is_op("~")) {
+            Nested guard(*this);
             const Token& t = next();
             ExprPtr e = parse_unary();
             const UnaryOp op = t.text == "-" ? UnaryOp::neg : t.text == "+" ? UnaryOp::plus : UnaryOp::not_;
@@ -520,6 +537,7 @@ private:
     }
     ExprPtr parse_power_operand() {
         if (is_op("-") || is_op("+") || is_op("~")) {
+            Nested guard(*this);
             const Token& s = next();
             ExprPtr e = parse_power_operand();
             return make(Unary{s.text == "-" ? UnaryOp::neg : s.text == "+" ? UnaryOp::plus : UnaryOp::not_, e}, s);
@@ -674,6 +692,7 @@ private:
     const std::string& file_;
     std::size_t pos_ = 0;
     int index_depth_ = 0;
+    int depth_ = 0;
 };
 
 }  // namespace

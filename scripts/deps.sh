@@ -12,6 +12,7 @@ packages=(
   glslang-tools                                # glslang-dev's CMake package names /usr/bin/glslangValidator
   mesa-vulkan-drivers vulkan-validationlayers  # lavapipe and the validation layer, for the tests
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
+  clang libclang-rt-14-dev                     # the parser's fuzz target (libFuzzer)
   libeigen3-dev python3 python3-numpy python3-numexpr   # benchmark peers
   octave python3-matplotlib                    # benchmark peer and the harness's chart
 )

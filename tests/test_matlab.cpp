@@ -130,6 +130,8 @@ TEST(MatlabParser, MalformedInputNamesLineAndColumn) {
     EXPECT_EQ(syntax_error("elseif"), "1:1 'elseif' is not valid here");
     EXPECT_EQ(syntax_error("x = [1 ; 2 3)"), "1:13 ')' does not match the '[' open since line 1, column 5");
     EXPECT_EQ(syntax_error("x(1 = 2)"), "1:5 expected ',' or ')', found '='");
+    EXPECT_EQ(syntax_error("x = " + std::string(300, '(') + "1" + std::string(300, ')')), "1:205 expressions or blocks nested more than 200 deep");
+    EXPECT_EQ(syntax_error("x = " + std::string(300, '-') + "1"), "1:204 expressions or blocks nested more than 200 deep");
 }
 
 TEST(MatlabParser, ASyntaxErrorAnywhereRunsNothing) {
