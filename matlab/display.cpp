@@ -379,9 +379,10 @@ std::string format_text(tandem::Runtime& rt, const std::string& format, const st
                     ++next;
                     char_pos = 0;
                 } else {
-                    // A number through %s: its shortest text (%g-like), or the char of an integer code.
+                    // A number through %s: MATLAB prints an integer as the character of that
+                    // code and any other number as %e.
                     const double x = it.x;
-                    std::string t = integral(x) ? printf1("%.0f", x) : printf1("%.15g", x);
+                    std::string t = integral(x) ? std::string(1, static_cast<char>(static_cast<int>(x))) : printf1("%e", x);
                     if (!std::isfinite(x)) t = special(x);
                     std::vector<char> buf(t.size() + 256);
                     std::snprintf(buf.data(), buf.size(), spec.c_str(), t.c_str());
