@@ -137,23 +137,37 @@ std::shared_ptr<const Function> Interpreter::find_function(const std::string& na
     if (auto u = units_.find(current_file_); u != units_.end()) {
         if (auto f = u->second.functions.find(name); f != u->second.functions.end()) return f->second;
     }
+    const std::string& path = file_of(name);
+    if (path.empty()) return nullptr;
+    const Unit& u = load_unit(path);
+    if (!u.program->function_file) return nullptr;  // a script: run by name (call_named)
+    return u.program->functions.front();
+}
+
+const std::string& Interpreter::file_of(const std::string& name) {
+    // Looked up once a name (a stat a call of a builtin in a loop cost more than the call).
+    auto it = file_of_.find(name);
+    if (it != file_of_.end()) return it->second;
+    std::string found;
     for (const std::string& dir : search_dirs_) {
         const std::filesystem::path p = std::filesystem::path(dir) / (name + ".m");
         std::error_code ec;
-        if (!std::filesystem::is_regular_file(p, ec)) continue;
-        const Unit& u = load_unit(p.string());
-        if (!u.program->function_file) return nullptr;  // a script: run by name below
-        return u.program->functions.front();
+        if (std::filesystem::is_regular_file(p, ec)) {
+            found = p.string();
+            break;
+        }
     }
-    return nullptr;
+    return file_of_.emplace(name, std::move(found)).first->second;
 }
 
 void Interpreter::run_file(const std::string& path, const std::vector<std::string>& args) {
     const std::string full = std::filesystem::absolute(path).string();
     const Unit& u = load_unit(full);
     const std::string dir = std::filesystem::path(full).parent_path().string();
-    if (std::find(search_dirs_.begin(), search_dirs_.end(), dir) == search_dirs_.end())
+    if (std::find(search_dirs_.begin(), search_dirs_.end(), dir) == search_dirs_.end()) {
         search_dirs_.insert(search_dirs_.begin(), dir);
+        file_of_.clear();
+    }
     const std::string saved = current_file_;
     current_file_ = full;
     frames_.back().file = path;
@@ -262,17 +276,13 @@ std::vector<Value> Interpreter::call_function(const Function& f, std::vector<Val
 
 std::vector<Value> Interpreter::call_named(const std::string& name, std::vector<Value> args, int nargout, const Where& at) {
     if (auto f = find_function(name)) return call_function(*f, std::move(args), nargout);
-    for (const std::string& dir : search_dirs_) {  // a script by name
-        const std::filesystem::path p = std::filesystem::path(dir) / (name + ".m");
-        std::error_code ec;
-        if (std::filesystem::is_regular_file(p, ec) && !load_unit(p.string()).program->function_file) {
-            if (!args.empty()) throw MatlabError("Attempt to execute SCRIPT " + name + " as a function.", "MATLAB:scriptNotAFunction");
-            const std::string saved = current_file_;
-            current_file_ = p.string();
-            exec_block(load_unit(p.string()).program->statements);
-            current_file_ = saved;
-            return {};
-        }
+    if (const std::string& path = file_of(name); !path.empty() && !load_unit(path).program->function_file) {  // a script by name
+        if (!args.empty()) throw MatlabError("Attempt to execute SCRIPT " + name + " as a function.", "MATLAB:scriptNotAFunction");
+        const std::string saved = current_file_;
+        current_file_ = path;
+        exec_block(load_unit(path).program->statements);
+        current_file_ = saved;
+        return {};
     }
     const auto& table = builtins();
     auto it = table.find(name);
@@ -602,7 +612,39 @@ void Interpreter::assign_to(const LValue& target, Value v) {
 // ---- expressions -----------------------------------------------------------------------------
 
 Value Interpreter::eval(const Expr& e) {
+    // One value: the expressions that always give one are evaluated here, without a list.
     if (const auto* n = std::get_if<NumberLit>(&e.node)) return scalar(n->value);
+    if (const auto* x = std::get_if<Ident>(&e.node)) {
+        auto& vars = frames_.back().vars;
+        if (auto it = vars.find(x->name); it != vars.end()) return it->second;
+    } else if (const auto* u = std::get_if<Unary>(&e.node)) {
+        return unary(rt_, u->op, eval(*u->operand));
+    } else if (const auto* b = std::get_if<Binary>(&e.node)) {
+        if (b->op == BinaryOp::andand || b->op == BinaryOp::oror) {
+            auto truth = [&](const Value& v) {
+                if (!is_scalar(v) && !is_empty(v))
+                    throw MatlabError("Operands to the || and && operators must be convertible to logical scalar values.",
+                                      "MATLAB:nonLogicalConditional", op_name(b->op));
+                return is_true(rt_, v, op_name(b->op));
+            };
+            const bool l = truth(eval(*b->lhs));
+            if (b->op == BinaryOp::andand && !l) return logical_scalar(false);
+            if (b->op == BinaryOp::oror && l) return logical_scalar(true);
+            return logical_scalar(truth(eval(*b->rhs)));
+        }
+        const Value l = eval(*b->lhs);
+        const Value r = eval(*b->rhs);
+        return binary(rt_, b->op, l, r);
+    } else if (const auto* p = std::get_if<Postfix>(&e.node)) {
+        return transpose(rt_, eval(*p->operand));
+    } else if (const auto* r = std::get_if<Range>(&e.node)) {
+        const Value a = eval(*r->first);
+        const Value st = r->step ? eval(*r->step) : Value{};
+        const Value z = eval(*r->last);
+        return range(rt_, a, r->step ? &st : nullptr, z);
+    } else if (const auto* m = std::get_if<Matrix>(&e.node)) {
+        return eval_matrix(*m);
+    }
     auto values = eval_multi(e, 1);
     if (values.empty()) {
         if (std::holds_alternative<Index>(e.node) && std::get<Index>(e.node).brace)
@@ -666,31 +708,11 @@ std::vector<Value> Interpreter::eval_multi(const Expr& e, int nargout) {
                 }
                 return {scalar(static_cast<double>(seen[c.position]))};
             },
-            [&](const Unary& x) -> std::vector<Value> { return {unary(rt_, x.op, eval(*x.operand))}; },
-            [&](const Binary& x) -> std::vector<Value> {
-                if (x.op == BinaryOp::andand || x.op == BinaryOp::oror) {
-                    auto truth = [&](const Value& v) {
-                        if (!is_scalar(v) && !is_empty(v))
-                            throw MatlabError("Operands to the || and && operators must be convertible to logical scalar values.",
-                                              "MATLAB:nonLogicalConditional", op_name(x.op));
-                        return is_true(rt_, v, op_name(x.op));
-                    };
-                    const bool l = truth(eval(*x.lhs));
-                    if (x.op == BinaryOp::andand && !l) return {logical_scalar(false)};
-                    if (x.op == BinaryOp::oror && l) return {logical_scalar(true)};
-                    return {logical_scalar(truth(eval(*x.rhs)))};
-                }
-                const Value l = eval(*x.lhs);
-                const Value r = eval(*x.rhs);
-                return {binary(rt_, x.op, l, r)};
-            },
-            [&](const Postfix& x) -> std::vector<Value> { return {transpose(rt_, eval(*x.operand))}; },
-            [&](const Range& x) -> std::vector<Value> {
-                const Value a = eval(*x.first);
-                const Value s = x.step ? eval(*x.step) : Value{};
-                const Value b = eval(*x.last);
-                return {range(rt_, a, x.step ? &s : nullptr, b)};
-            },
+            // (one value each: eval's)
+            [&](const Unary&) -> std::vector<Value> { return {eval(e)}; },
+            [&](const Binary&) -> std::vector<Value> { return {eval(e)}; },
+            [&](const Postfix&) -> std::vector<Value> { return {eval(e)}; },
+            [&](const Range&) -> std::vector<Value> { return {eval(e)}; },
             [&](const Index& x) -> std::vector<Value> {
                 // name(args): a variable's subscripts, or a call.
                 if (const auto* id = std::get_if<Ident>(&x.base->node)) {
@@ -721,7 +743,7 @@ std::vector<Value> Interpreter::eval_multi(const Expr& e, int nargout) {
                 if (!f) throw MatlabError("Unrecognized field name \"" + name + "\".", "MATLAB:nonExistentField");
                 return {*f};
             },
-            [&](const Matrix& x) -> std::vector<Value> { return {eval_matrix(x)}; },
+            [&](const Matrix&) -> std::vector<Value> { return {eval(e)}; },
             [&](const AnonFn& x) -> std::vector<Value> { return {make_anonymous(x)}; },
             [&](const FuncRef& x) -> std::vector<Value> {
                 auto c = std::make_shared<Callable>();

@@ -88,6 +88,8 @@ private:
 
     std::vector<Value> call_function(const Function& f, std::vector<Value> args, int nargout);
     std::shared_ptr<const Function> find_function(const std::string& name);
+    /// NAME.m on the search path ("" when none), cached.
+    const std::string& file_of(const std::string& name);
     const Unit& load_unit(const std::string& path);
 
     void assign_to(const LValue& target, Value v);
@@ -102,6 +104,7 @@ private:
     std::string current_file_;           // the unit whose local functions are visible
     std::unordered_map<const Function*, std::string> unit_of_;
     std::vector<std::string> search_dirs_;
+    std::unordered_map<std::string, std::string> file_of_;
     /// The value `end` stands for in the subscript being evaluated: (subject, position, count).
     struct EndContext {
         const Value* subject;
