@@ -125,6 +125,14 @@ TEST(MatlabParser, MalformedInputNamesLineAndColumn) {
     EXPECT_EQ(syntax_error("function f\nend\nx = 1"), "3:1 statements after a function in a function file must be inside a function");
     EXPECT_EQ(syntax_error("x = 1;\nfunction f\nend\ny = 2"), "4:1 a script's statements must come before its local functions");
     EXPECT_EQ(syntax_error("global"), "1:7 expected a variable name after 'global'");
+    EXPECT_EQ(syntax_error("function [1] = f\nend"), "1:11 expected an output name, found '1'");
+    EXPECT_EQ(syntax_error("function [a] f\nend"), "1:14 expected '=' after the function's outputs, found 'f'");
+    EXPECT_EQ(syntax_error("function f(1)\nend"), "1:12 expected a parameter name, found '1'");
+    EXPECT_EQ(syntax_error("x = @(1) 2"), "1:7 expected a parameter name, found '1'");
+    EXPECT_EQ(syntax_error("x = s.1"), "1:6 unexpected '.1' after a complete statement (a missing operator or ','?)");
+    EXPECT_EQ(syntax_error("switch x\ncase 1\n"), "3:1 'switch' on line 1 is not closed by 'end' (found the end of the input)");
+    EXPECT_EQ(syntax_error("try\nx = 1;\ncatch\n"), "4:1 'try' on line 1 is not closed by 'end' (found the end of the input)");
+    EXPECT_EQ(syntax_error("while 1\n"), "2:1 'while' on line 1 is not closed by 'end' (found the end of the input)");
     EXPECT_EQ(syntax_error("x = (1"), "1:5 '(' is not closed");
     EXPECT_EQ(syntax_error("x = [1 2]]"), "1:10 ']' closes nothing (no '[' is open)");
     EXPECT_EQ(syntax_error("elseif"), "1:1 'elseif' is not valid here");
