@@ -37,7 +37,7 @@ M
         command -v octave-cli >/dev/null || { echo "octave: not installed"; continue; }
         out=$(cd "$tmp" && octave-cli --no-gui --quiet scalar_loop.m 2>/dev/null); fi
       end=$(date +%s.%N)
-      echo "scalar loop 1e6 round $round $sys: value ${out% *} loop ${out#* } ms, process $(echo "($end - $start) * 1000" | bc -l | cut -c1-7) ms"
+      echo "scalar loop 1e6 round $round $sys: value ${out% *} loop ${out#* } ms, process $(python3 -c "print('%.1f' % (($end - $start) * 1000))") ms"
     done
   done
 fi
