@@ -42,8 +42,18 @@ Shape reduced_shape(const Shape& s, int dim, bool keep_empty) {
 }
 
 /// One reduce node. dim: 0-based, or -1 for all elements.
-Array reduce(OpKind op, const Array& a, int dim) {
-    detail::RuntimeImpl& rt = detail::runtime_of(a);
+Array reduce(OpKind op, const Array& a0, int dim) {
+    detail::RuntimeImpl& rt = detail::runtime_of(a0);
+    // MATLAB's sum(x(:)): the column x(:) reduced along its length is x reduced whole, in the
+    // same order (the canonical order follows the elements' linear order either way), without
+    // the reshape between them, which would cut x's region from the reduction's.
+    Array a = a0;
+    if (dim == 0 && a0.node()->op == OpKind::Reshape && a0.shape().ndims() == 2 && a0.shape()[1] == 1 &&
+        a0.shape().numel() > 0 && op != OpKind::ArgMax && op != OpKind::ArgMin)
+        if (auto whole = rt.scheduler().pending_operand(*a0.node(), 0)) {
+            a = Array(std::move(whole));
+            dim = -1;
+        }
     const Node& n = *a.node();
     const bool keep_empty = op == OpKind::MaxOf || op == OpKind::MinOf || op == OpKind::ArgMax || op == OpKind::ArgMin;
     DType in = n.dtype;

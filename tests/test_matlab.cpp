@@ -298,6 +298,21 @@ TEST(MatlabSemantics, TextFormatting) {
     EXPECT_EQ(run("fprintf('%d %d\\n', Inf, -Inf); fprintf('%f\\n', NaN)"), "Inf -Inf\nNaN\n");
 }
 
+TEST(MatlabSemantics, AReductionOfXColonIsXsOwn) {
+    // sum(x(:)) reduces x whole, fused with what makes x (no reshape between): the same bits as
+    // sum(x, 'all'), one region fewer.
+    Session s;
+    const std::string code = "x = gather(sin(reshape(1:30000, 100, 30, 10)) / 3);";
+    s.run(code);
+    const auto before = s.rt.metrics();
+    const std::string a = s.run("y = exp(x); fprintf('%.17g %.17g %.17g\\n', sum(y(:)), mean(y(:)), max(y(:)))");
+    const auto regions_colon = s.rt.metrics().regions_executed - before.regions_executed;
+    const auto mid = s.rt.metrics();
+    const std::string b = s.run("y = exp(x); fprintf('%.17g %.17g %.17g\\n', sum(y, 'all'), mean(y, 'all'), max(y, [], 'all'))");
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(regions_colon, s.rt.metrics().regions_executed - mid.regions_executed);
+}
+
 TEST(MatlabSemantics, AScalarLoopStaysOnTheHost) {
     // A loop of scalars makes no graph: the runtime plans nothing until the result is printed.
     Session s;

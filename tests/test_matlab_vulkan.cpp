@@ -40,6 +40,8 @@ const Program kExact[] = {
      "A = [4 1 0; 1 3 1; 0 1 2]; b = [1; 2; 3]; x = A \\ b; C = A * A'; fprintf('%.17g\\n', A * x - b, C(2, 3));"},
     {"NaN, Inf and -0 through the device",
      "v = [1 NaN -Inf 0 -0 Inf]; fprintf('%.17g\\n', max(v), min(v), sum(isnan(v)), 1 ./ v(5), mean(v([1 4 5])));"},
+    {"reductions of x(:)",
+     "x = reshape(1:600, 10, 6, 10) / 7 - 40; fprintf('%.17g\\n', sum(x(:) .^ 2), mean(x(:)), max(x(:)), prod(x(1:20)'));"},
     {"single precision",
      "x = single(1:100) / 3; fprintf('%.9g\\n', sum(x), x(7) * 2, class(x));"},
 };
