@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -632,6 +633,18 @@ Value Interpreter::eval(const Expr& e) {
             if (b->op == BinaryOp::oror && l) return logical_scalar(true);
             return logical_scalar(truth(eval(*b->rhs)));
         }
+        if (b->op == BinaryOp::mtimes) {
+            // A' * B and A * B': the product reads the transposed operand in place (a vector's
+            // transpose is a reshape, which the product could not see through).
+            const auto* tl = std::get_if<Postfix>(&b->lhs->node);
+            const auto* tr = std::get_if<Postfix>(&b->rhs->node);
+            if (tl || tr) {
+                const Value l = eval(tl ? *tl->operand : *b->lhs);
+                const Value r = eval(tr ? *tr->operand : *b->rhs);
+                if (auto product = transposed_product(l, tl != nullptr, r, tr != nullptr)) return *product;
+                return binary(rt_, b->op, tl ? transpose(rt_, l) : l, tr ? transpose(rt_, r) : r);
+            }
+        }
         const Value l = eval(*b->lhs);
         const Value r = eval(*b->rhs);
         return binary(rt_, b->op, l, r);
@@ -652,6 +665,17 @@ Value Interpreter::eval(const Expr& e) {
         throw MatlabError("The expression does not return a value (a function with no outputs?).", "MATLAB:noValue");
     }
     return std::move(values.front());
+}
+
+std::optional<Value> Interpreter::transposed_product(const Value& a, bool ta, const Value& b, bool tb) {
+    if (!a.is_num() || !b.is_num() || a.num().host() || b.num().host() || is_scalar(a) || is_scalar(b)) return std::nullopt;
+    const auto da = dims(a), db = dims(b);
+    if (da.size() != 2 || db.size() != 2) return std::nullopt;
+    const std::int64_t inner_a = ta ? da[0] : da[1], inner_b = tb ? db[1] : db[0];
+    if (inner_a != inner_b) return std::nullopt;  // binary() words the error
+    const DType t = result_type(a, b);
+    return from_array(tandem::matmul(as_type(rt_, a.num(), t), as_type(rt_, b.num(), t),
+                                     {.transpose_a = ta, .transpose_b = tb}));
 }
 
 std::vector<Value> Interpreter::eval_args(const std::vector<ExprPtr>& args, const Value* subject) {

@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -84,6 +85,8 @@ private:
     /// Arguments of a call or subscript, c{:} expanded; `end` resolves against `subject`.
     std::vector<Value> eval_args(const std::vector<ExprPtr>& args, const Value* subject);
     Value eval_matrix(const Matrix& m);
+    /// op(a) * op(b) as one product that reads a transposed operand in place, when both are arrays.
+    std::optional<Value> transposed_product(const Value& a, bool ta, const Value& b, bool tb);
     Value make_anonymous(const AnonFn& f);
 
     std::vector<Value> call_function(const Function& f, std::vector<Value> args, int nargout);

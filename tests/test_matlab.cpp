@@ -212,6 +212,8 @@ TEST(MatlabSemantics, OperatorsFollowMatlab) {
     EXPECT_EQ(run("fprintf('%g ', [4 -2; 1 1] \\ [2; 3])"), "1.33333 1.66667 ");
     EXPECT_EQ(run("fprintf('%g ', [1 2] / [1 2; 3 4])"), "1 0 ");
     EXPECT_EQ(run("fprintf('%g ', [1 1; 1 0]^5)"), "8 5 5 3 ");
+    EXPECT_EQ(run("a = [1 2; 3 4]; b = [5 6; 7 8]; fprintf('%g ', a' * b, a * b', [1; 2]' * [3; 4], 2' * a)"),
+              "26 38 30 44 17 39 23 53 11 2 6 4 8 ");  // transposed operands read in place
     EXPECT_EQ(run("disp(class(single(1) + 1)); disp(class(true + true)); disp(class([1 2] > 1))"), "single\ndouble\nlogical\n");
     EXPECT_EQ(run("fprintf('%g %g %g ', round(2.5), round(-2.5), fix(-2.5))"), "3 -3 -2 ");
     EXPECT_EQ(run("fprintf('%g %g ', mod(-7, 3), rem(-7, 3)); fprintf('%g ', mod(0.3, 0.1))"), "2 -1 0 ");
@@ -220,6 +222,10 @@ TEST(MatlabSemantics, OperatorsFollowMatlab) {
     EXPECT_EQ(run("fprintf('%g ', 'a' + 1, ['ab'] == 'ab')"), "98 1 1 ");
     Session s;
     EXPECT_EQ(s.error("[1 2 3] + [1 2]"), "Error using +\nArrays have incompatible sizes for this operation.\nError in snippet.m (line 1)\n");
+    EXPECT_EQ(s.error("x = [1 2 3]' * [1 2]';"),
+              "Error using *\nIncorrect dimensions for matrix multiplication. Check that the number of columns in the first "
+              "matrix matches the number of rows in the second matrix. To operate on each element of the matrix individually, "
+              "use TIMES (.*) for elementwise multiplication.\nError in snippet.m (line 1)\n");
     EXPECT_EQ(s.error("x = {1} + 1;"),
               "Error using +\nOperator '+' is not supported for operands of type 'cell'.\nError in snippet.m (line 1)\n");
     EXPECT_EQ(s.error("if [1 NaN], end"), "NaN's cannot be converted to logicals.\nError in snippet.m (line 1)\n");
