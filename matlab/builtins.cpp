@@ -8,6 +8,7 @@
 #include <limits>
 #include <regex>
 
+#include "matlab/builtins.hpp"
 #include "matlab/indexing.hpp"
 #include "matlab/interpreter.hpp"
 #include "matlab/linear_solve.hpp"
@@ -833,12 +834,15 @@ std::unordered_map<std::string, Builtin> make_table() {
         const Value& v = a[0];
         if (v.is_chars()) {
             const Chars& c = v.chars();
+            if (c.is_string) {
+                I.out() << c.data << "\n";
+                return {};
+            }
             for (std::int64_t i = 0; i < c.rows; ++i) {
                 std::string row;
                 for (std::int64_t j = 0; j < c.cols; ++j) row += c.data[static_cast<std::size_t>(i + c.rows * j)];
                 I.out() << row << "\n";
             }
-            if (c.is_string) I.out() << c.data << "\n";
             return {};
         }
         if (v.is_num() && is_empty(v)) return {};
@@ -1064,6 +1068,7 @@ std::unordered_map<std::string, Builtin> make_table() {
         s.fields.emplace_back("backend", text_value("vulkan"));
         return {Value(std::move(s))};
     };
+    add_more_builtins(t);
     return t;
 }
 

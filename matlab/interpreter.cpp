@@ -118,6 +118,30 @@ Interpreter::Interpreter(tandem::Runtime& rt, std::ostream& out) : rt_(rt), out_
     search_dirs_.push_back(std::filesystem::current_path().string());
 }
 
+/// A call's frame, on the stack for the call's duration (the unit whose local functions are
+/// visible with it), popped however the call ends.
+class Interpreter::CallScope {
+public:
+    CallScope(Interpreter& in, Frame frame, const std::string& unit) : in_(in), saved_(in.current_file_) {
+        if (in.depth_ >= kRecursionLimit)
+            throw MatlabError("Maximum recursion limit of " + std::to_string(kRecursionLimit) + " reached.", "MATLAB:recursionLimit");
+        in.frames_.push_back(std::move(frame));
+        ++in.depth_;
+        if (!unit.empty()) in.current_file_ = unit;
+    }
+    ~CallScope() {
+        in_.frames_.pop_back();
+        --in_.depth_;
+        in_.current_file_ = saved_;
+    }
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+private:
+    Interpreter& in_;
+    std::string saved_;
+};
+
 // ---- programs and functions ------------------------------------------------------------------
 
 const Interpreter::Unit& Interpreter::load_unit(const std::string& path) {
@@ -218,8 +242,6 @@ std::vector<Value> Interpreter::call_function(const Function& f, std::vector<Val
     const bool varargout = !f.outputs.empty() && f.outputs.back() == "varargout";
     if (nargout > static_cast<int>(f.outputs.size()) && !varargout)
         throw MatlabError("Too many output arguments.", "MATLAB:TooManyOutputs", f.name);
-    if (depth_ >= kRecursionLimit)
-        throw MatlabError("Maximum recursion limit of " + std::to_string(kRecursionLimit) + " reached.", "MATLAB:recursionLimit");
     Frame fr;
     fr.file = f.file;
     fr.function = f.name;
@@ -234,11 +256,8 @@ std::vector<Value> Interpreter::call_function(const Function& f, std::vector<Val
         rest.cols = static_cast<std::int64_t>(rest.items.size());
         fr.vars["varargin"] = std::move(rest);
     }
-    frames_.push_back(std::move(fr));
-    ++depth_;
-    const std::string saved = current_file_;
     auto unit = unit_of_.find(&f);
-    current_file_ = unit == unit_of_.end() ? f.file : unit->second;
+    const CallScope scope(*this, std::move(fr), unit == unit_of_.end() ? f.file : unit->second);
     std::vector<Value> out;
     try {
         exec_block(f.body);
@@ -264,14 +283,8 @@ std::vector<Value> Interpreter::call_function(const Function& f, std::vector<Val
         }
     } catch (MatlabError& e) {
         e.add_frame({f.file, f.name, frames_.back().line});
-        frames_.pop_back();
-        --depth_;
-        current_file_ = saved;
         throw;
     }
-    frames_.pop_back();
-    --depth_;
-    current_file_ = saved;
     return out;
 }
 
@@ -309,31 +322,14 @@ std::vector<Value> Interpreter::call(const Value& fn, std::vector<Value> args, i
     const Callable& c = *fn.handle().fn;
     if (!c.name.empty()) return call_named(c.name, std::move(args), nargout, {});
     if (args.size() > c.params.size()) throw MatlabError("Too many input arguments.", "MATLAB:TooManyInputs", c.text);
-    if (depth_ >= kRecursionLimit)
-        throw MatlabError("Maximum recursion limit of " + std::to_string(kRecursionLimit) + " reached.", "MATLAB:recursionLimit");
     Frame fr;
     fr.function = c.text;
     fr.file = c.file;
     for (const auto& [k, v] : c.captured) fr.vars[k] = v;
     for (std::size_t k = 0; k < args.size(); ++k)
         if (c.params[k] != "~") fr.vars[c.params[k]] = std::move(args[k]);
-    frames_.push_back(std::move(fr));
-    ++depth_;
-    const std::string saved = current_file_;
-    if (!c.file.empty()) current_file_ = c.file;
-    std::vector<Value> out;
-    try {
-        out = eval_multi(*c.body, nargout);
-    } catch (...) {
-        frames_.pop_back();
-        --depth_;
-        current_file_ = saved;
-        throw;
-    }
-    frames_.pop_back();
-    --depth_;
-    current_file_ = saved;
-    return out;
+    const CallScope scope(*this, std::move(fr), c.file);
+    return eval_multi(*c.body, nargout);
 }
 
 [[noreturn]] void Interpreter::undefined(const std::string& name, const Where& at) {

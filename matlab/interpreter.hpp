@@ -68,6 +68,7 @@ private:
         int nargin = 0, nargout = 0;
     };
     enum class Flow { normal, break_, continue_, return_ };
+    class CallScope;
     /// A program's functions, by file.
     struct Unit {
         std::shared_ptr<const Program> program;

@@ -11,20 +11,14 @@
 
 #include "matlab/interpreter.hpp"
 #include "matlab/parser.hpp"
+#include "vulkan_runtime.hpp"  // (tvk::cpu_config: the CPU executor, plans verified)
 
 namespace mt = tandem::matlab;
 
 namespace {
 
-tandem::Config cpu() {
-    tandem::Config c;
-    c.device = "cpu";
-    c.plan_cache = "verify";
-    return c;
-}
-
 struct Session {
-    tandem::Runtime rt{cpu()};
+    tandem::Runtime rt{tvk::cpu_config()};
     std::ostringstream out;
     mt::Interpreter in{rt, out};
     std::string run(const std::string& code) {
@@ -90,6 +84,7 @@ TEST(MatlabParser, CommentsContinuationAndCommands) {
     EXPECT_EQ(run("x = 1; % a comment\n%{\nx = 2;\n%}\ny = x + ...\n  1;\ndisp(y)"), "     2\n");
     EXPECT_EQ(run("format long\nx = pi"), "x =\n\n   3.141592653589793\n\n");
     EXPECT_EQ(run("x = 'it''s'; disp(x)"), "it's\n");
+    EXPECT_EQ(run("x = \"say \"\"hi\"\"\"; disp(x); disp(class(x))"), "say \"hi\"\nstring\n");
 }
 
 TEST(MatlabParser, MalformedInputNamesLineAndColumn) {
@@ -264,6 +259,18 @@ TEST(MatlabSemantics, FunctionsHandlesCellsAndStructs) {
               "13 30 11");
     EXPECT_EQ(run("disp(fact(5))\nfunction r = fact(n)\n  if n <= 1\n    r = 1;\n    return\n  end\n  r = n * fact(n - 1);\nend\n"),
               "   120\n");
+}
+
+TEST(MatlabSemantics, SortUniqueMedianDiagDiffMeshgrid) {
+    EXPECT_EQ(run("[s, i] = sort([3 NaN 1 1]); fprintf('%g ', s, i)"), "1 1 3 NaN 3 4 1 2 ");
+    EXPECT_EQ(run("fprintf('%g ', sort([3 NaN 1], 'descend'))"), "NaN 3 1 ");
+    EXPECT_EQ(run("[u, i, j] = unique([3 1 NaN 3 NaN]); fprintf('%g ', u, i, j)"), "1 3 NaN NaN 2 1 3 5 2 1 3 2 4 ");
+    EXPECT_EQ(run("fprintf('%g ', median([4 1 3 2]), median([1 5; 3 2; 8 4]))"), "2.5 3 4 ");
+    EXPECT_EQ(run("fprintf('%g ', diag([1 2]), diag([1 2; 3 4], 1))"), "1 0 0 2 2 ");
+    EXPECT_EQ(run("fprintf('%g ', diff([1 4 9 16], 2), size(diff(5)), size(diff([1; 2], 1, 2)))"), "2 2 0 0 2 0 ");
+    EXPECT_EQ(run("[X, Y] = meshgrid(1:2, 5:7); fprintf('%g ', X, Y)"), "1 1 1 2 2 2 5 6 7 5 6 7 ");
+    Session s;
+    EXPECT_EQ(s.error("sort({1})"), "Error using sort\nsort: the input must be numeric or logical (got cell).\nError in snippet.m (line 1)\n");
 }
 
 TEST(MatlabSemantics, ErrorsNameTheFileTheFunctionAndTheLine) {
