@@ -17,14 +17,7 @@ using Out = std::vector<Value>;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& message, const std::string& id = "MATLAB:invalidInput") { throw MatlabError(message, id); }
 
-void need(const Args& a, std::size_t lo, std::size_t hi) {
-    if (a.size() < lo) fail("Not enough input arguments.", "MATLAB:minrhs");
-    if (a.size() > hi) fail("Too many input arguments.", "MATLAB:TooManyInputs");
-}
-
-bool is_text(const Value& v, const char* s) { return v.is_chars() && v.chars().data == s; }
 
 /// A numeric or logical argument gathered: its values, dims and type.
 struct HostNum {

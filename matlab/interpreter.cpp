@@ -776,19 +776,24 @@ std::vector<Value> Interpreter::eval_multi(const Expr& e, int nargout) {
         e.node);
 }
 
+std::vector<Value> Interpreter::row_items(const std::vector<ExprPtr>& row) {
+    std::vector<Value> items;
+    for (const auto& e : row) {
+        if (const auto* ix = std::get_if<Index>(&e->node); ix && ix->brace) {
+            for (auto& v : eval_multi(*e, -1)) items.push_back(std::move(v));  // c{:} gives its elements
+        } else {
+            items.push_back(eval(*e));
+        }
+    }
+    return items;
+}
+
 Value Interpreter::eval_matrix(const Matrix& m) {
     if (m.cell) {
         Cell c;
         std::vector<std::vector<Value>> rows;
         for (const auto& row : m.rows) {
-            std::vector<Value> items;
-            for (const auto& e : row) {
-                if (const auto* ix = std::get_if<Index>(&e->node); ix && ix->brace) {
-                    for (auto& v : eval_multi(*e, -1)) items.push_back(std::move(v));
-                } else {
-                    items.push_back(eval(*e));
-                }
-            }
+            std::vector<Value> items = row_items(row);
             if (!rows.empty() && items.size() != rows.front().size())
                 throw MatlabError("Dimensions of arrays being concatenated are not consistent.", "MATLAB:catenate:dimensionMismatch");
             rows.push_back(std::move(items));
@@ -801,14 +806,7 @@ Value Interpreter::eval_matrix(const Matrix& m) {
     }
     std::vector<Value> rows;
     for (const auto& row : m.rows) {
-        std::vector<Value> items;
-        for (const auto& e : row) {
-            if (const auto* ix = std::get_if<Index>(&e->node); ix && ix->brace) {
-                for (auto& v : eval_multi(*e, -1)) items.push_back(std::move(v));
-            } else {
-                items.push_back(eval(*e));
-            }
-        }
+        std::vector<Value> items = row_items(row);
         if (items.empty()) continue;
         rows.push_back(concatenate(rt_, items, 2));
     }

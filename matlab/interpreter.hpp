@@ -86,6 +86,8 @@ private:
     /// Arguments of a call or subscript, c{:} expanded; `end` resolves against `subject`.
     std::vector<Value> eval_args(const std::vector<ExprPtr>& args, const Value* subject);
     Value eval_matrix(const Matrix& m);
+    /// The values of a row of a [] or {} literal (c{:} gives each of its elements).
+    std::vector<Value> row_items(const std::vector<ExprPtr>& row);
     /// op(a) * op(b) as one product that reads a transposed operand in place, when both are arrays.
     std::optional<Value> transposed_product(const Value& a, bool ta, const Value& b, bool tb);
     Value make_anonymous(const AnonFn& f);
