@@ -8,11 +8,15 @@
 
 namespace tandem::matlab {
 
+/// A builtin's arguments and results.
+using Args = std::vector<Value>;
+using Out = std::vector<Value>;
+
 /// A builtin's argument errors, as MATLAB words them.
 [[noreturn]] inline void fail(const std::string& message, const std::string& id = "MATLAB:invalidInput") {
     throw MatlabError(message, id);
 }
-inline void need(const std::vector<Value>& a, std::size_t lo, std::size_t hi) {
+inline void need(const Args& a, std::size_t lo, std::size_t hi) {
     if (a.size() < lo) fail("Not enough input arguments.", "MATLAB:minrhs");
     if (a.size() > hi) fail("Too many input arguments.", "MATLAB:TooManyInputs");
 }

@@ -12,8 +12,6 @@ namespace tandem::matlab {
 
 using tandem::Array;
 using tandem::DType;
-using Args = std::vector<Value>;
-using Out = std::vector<Value>;
 
 namespace {
 

@@ -13,8 +13,6 @@
 namespace tandem::matlab {
 
 using tandem::DType;
-using Args = std::vector<Value>;
-using Out = std::vector<Value>;
 
 namespace {
 
