@@ -1,6 +1,7 @@
 // The helpers of ops.def's reference column: plain scalar definitions of what an op stands for,
 // computed in the operands' type T. Tests and benchmarks compare every executor with these; the
-// library itself never calls them.
+// runtime library itself never calls them (the MATLAB front end does, for the scalars it keeps
+// on the host: they must compute what the executors compute).
 #pragma once
 
 #include <cmath>

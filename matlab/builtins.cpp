@@ -8,6 +8,7 @@
 #include <limits>
 #include <regex>
 
+#include "graph/op_reference.hpp"
 #include "matlab/builtins.hpp"
 #include "matlab/indexing.hpp"
 #include "matlab/interpreter.hpp"
@@ -18,6 +19,7 @@ namespace tandem::matlab {
 
 using tandem::Array;
 using tandem::DType;
+namespace reference = tandem::detail::reference;
 
 namespace {
 
@@ -75,7 +77,6 @@ Value result(Array a) { return from_array(std::move(a)); }
 using HostFn = double (*)(double);
 using ArrayFn = Array (*)(const Array&);
 
-double sign_of(double x) { return std::isnan(x) ? x : (x > 0) - (x < 0); }
 double fix_of(double x) { return std::trunc(x); }
 double round_of(double x) { return std::round(x); }
 
@@ -92,12 +93,18 @@ Builtin unary_math(HostFn h, ArrayFn f, bool logical_result = false) {
     };
 }
 
-Builtin binary_math(Array (*f)(const tandem::Operand&, const tandem::Operand&), double (*h)(double, double)) {
-    return [f, h](Interpreter& I, Args& a, int) -> Out {
+/// `h`, `h32`: the op on two host scalars in double and in single (the executors' definitions,
+/// graph/op_reference.hpp; no h32: computed in double, rounded).
+Builtin binary_math(Array (*f)(const tandem::Operand&, const tandem::Operand&), double (*h)(double, double),
+                    float (*h32)(float, float) = nullptr) {
+    return [f, h, h32](Interpreter& I, Args& a, int) -> Out {
         need(a, 2, 2);
         const Num x = to_num(I.runtime(), a[0], "argument"), y = to_num(I.runtime(), a[1], "argument");
         const DType t = result_type(a[0], a[1]);
-        if (x.host() && y.host()) return {scalar(h(x.scalar, y.scalar), t)};
+        if (x.host() && y.host()) {
+            if (t == DType::f32 && h32) return {scalar(h32(static_cast<float>(x.scalar), static_cast<float>(y.scalar)), t)};
+            return {scalar(h(x.scalar, y.scalar), t)};
+        }
         try {
             const tandem::Operand ox = x.host() ? tandem::Operand(x.scalar) : tandem::Operand(x.array);
             const tandem::Operand oy = y.host() ? tandem::Operand(y.scalar) : tandem::Operand(y.array);
@@ -108,24 +115,6 @@ Builtin binary_math(Array (*f)(const tandem::Operand&, const tandem::Operand&), 
             fail("Arrays have incompatible sizes for this operation.", "MATLAB:sizeDimensionsMustMatch");
         }
     };
-}
-
-double host_mod(double a, double b) {
-    // MATLAB's mod: b == 0 gives a; the result takes b's sign; a quotient within round-off of an
-    // integer gives 0 (the same definition the API follows, through a 1x1 array otherwise).
-    if (b == 0) return a;
-    if (std::isinf(b)) return std::isinf(a) ? std::numeric_limits<double>::quiet_NaN() : (a == 0 || (a > 0) == (b > 0) ? a : b);
-    const double q = a / b;
-    if (std::fabs(q - std::round(q)) <= std::numeric_limits<double>::epsilon() * std::fabs(q)) return 0.0 * b;
-    const double r = a - std::floor(q) * b;
-    return r;
-}
-double host_rem(double a, double b) {
-    if (b == 0) return std::numeric_limits<double>::quiet_NaN() * 0 + (std::isnan(a) ? a : std::numeric_limits<double>::quiet_NaN());
-    if (std::isinf(b)) return std::isinf(a) ? std::numeric_limits<double>::quiet_NaN() : a;
-    const double q = a / b;
-    if (std::fabs(q - std::round(q)) <= std::numeric_limits<double>::epsilon() * std::fabs(q)) return std::copysign(0.0, a);
-    return a - std::trunc(q) * b;
 }
 
 // ---- reductions --------------------------------------------------------------------------------
@@ -166,8 +155,7 @@ Out minmax(Interpreter& I, Args& a, int nargout, bool is_max) {
     if (a.size() == 2 && !(a[1].is_num() && is_empty(a[1]) && dims(a[1]) == std::vector<std::int64_t>{0, 0})) {
         return binary_math(is_max ? static_cast<Array (*)(const tandem::Operand&, const tandem::Operand&)>(tandem::max)
                                   : static_cast<Array (*)(const tandem::Operand&, const tandem::Operand&)>(tandem::min),
-                           is_max ? +[](double x, double y) { return std::isnan(x) ? y : std::isnan(y) ? x : std::max(x, y); }
-                                  : +[](double x, double y) { return std::isnan(x) ? y : std::isnan(y) ? x : std::min(x, y); })(I, a, 1);
+                           is_max ? reference::max<double> : reference::min<double>)(I, a, 1);
     }
     const Num n = to_num(I.runtime(), a[0], name);
     if (n.host() && a.size() == 1) {
@@ -568,14 +556,14 @@ std::unordered_map<std::string, Builtin> make_table() {
     t["ceil"] = unary_math([](double x) { return std::ceil(x); }, tandem::ceil);
     t["round"] = unary_math(round_of, tandem::round);
     t["fix"] = unary_math(fix_of, tandem::fix);
-    t["sign"] = unary_math(sign_of, tandem::sign);
+    t["sign"] = unary_math(reference::sign<double>, tandem::sign);
     t["isnan"] = unary_math([](double x) { return std::isnan(x) ? 1.0 : 0.0; }, tandem::isnan, true);
     t["isinf"] = unary_math([](double x) { return std::isinf(x) ? 1.0 : 0.0; }, tandem::isinf, true);
     t["isfinite"] = unary_math([](double x) { return std::isfinite(x) ? 1.0 : 0.0; }, tandem::isfinite, true);
     t["atan2"] = binary_math(tandem::atan2, [](double y, double x) { return std::atan2(y, x); });
     t["hypot"] = binary_math(tandem::hypot, [](double x, double y) { return std::hypot(x, y); });
-    t["mod"] = binary_math(tandem::mod, host_mod);
-    t["rem"] = binary_math(tandem::rem, host_rem);
+    t["mod"] = binary_math(tandem::mod, reference::mod<double>, reference::mod<float>);
+    t["rem"] = binary_math(tandem::rem, reference::rem<double>, reference::rem<float>);
     t["power"] = [](Interpreter& I, Args& a, int) -> Out { need(a, 2, 2); return {binary(I.runtime(), BinaryOp::power, a[0], a[1])}; };
     t["mpower"] = [](Interpreter& I, Args& a, int) -> Out { need(a, 2, 2); return {binary(I.runtime(), BinaryOp::mpower, a[0], a[1])}; };
     t["times"] = [](Interpreter& I, Args& a, int) -> Out { need(a, 2, 2); return {binary(I.runtime(), BinaryOp::times, a[0], a[1])}; };

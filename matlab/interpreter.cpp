@@ -460,9 +460,9 @@ Interpreter::Flow Interpreter::exec_for(const For& f) {
             result_type(a, b) == DType::f64 && s.num().dtype != DType::f32) {
             const double x0 = a.num().scalar, step = s.num().scalar, x1 = b.num().scalar;
             if (std::isnan(x0) || std::isnan(step) || std::isnan(x1)) throw MatlabError("NaN in a for loop's range.", "MATLAB:colon");
-            std::int64_t n = 0;
-            if (step != 0 && !((step > 0 && x0 > x1) || (step < 0 && x0 < x1)))
-                n = static_cast<std::int64_t>(std::floor((x1 - x0) / step * (1 + 4 * std::numeric_limits<double>::epsilon())) + 1);
+            const double count = tandem::detail::colon_count(x0, step, x1);
+            if (!std::isfinite(count) || count > 9.0e15) throw MatlabError("A for loop's range has too many elements.", "MATLAB:colon");
+            const auto n = static_cast<std::int64_t>(count);
             for (std::int64_t k = 0; k < n; ++k) {
                 const Flow fl = body(scalar(tandem::detail::colon_value(x0, step, x1, k)));
                 if (fl == Flow::break_) break;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "calibrate/calibration_file.hpp"
+#include "graph/generators.hpp"
 #include "runtime/topology.hpp"
 #if TANDEM_WITH_VULKAN
 #include "backends/vulkan/vulkan_backend.hpp"
@@ -301,14 +302,11 @@ Array Runtime::linspace(double a, double b, std::int64_t n) {
 Array Runtime::colon(double a, double step, double b) {
     if (std::isnan(a) || std::isnan(step) || std::isnan(b))
         throw ValueError("colon: NaN in a:step:b");
-    std::int64_t n = 0;
-    if (step != 0 && !((step > 0 && a > b) || (step < 0 && a < b))) {
-        double count = std::floor((b - a) / step * (1 + 4 * std::numeric_limits<double>::epsilon())) + 1;
-        if (!std::isfinite(count) || count > 9.0e15)
-            throw ValueError("colon: the range " + std::to_string(a) + ":" + std::to_string(step) + ":" +
-                             std::to_string(b) + " has too many elements");
-        n = static_cast<std::int64_t>(count);
-    }
+    const double count = detail::colon_count(a, step, b);
+    if (!std::isfinite(count) || count > 9.0e15)
+        throw ValueError("colon: the range " + std::to_string(a) + ":" + std::to_string(step) + ":" + std::to_string(b) +
+                         " has too many elements");
+    const auto n = static_cast<std::int64_t>(count);
     return Array(impl_->nodes().make(detail::OpKind::Colon, DType::f64, Shape{1, n}, {}, {a, step, b}));
 }
 

@@ -213,6 +213,9 @@ TEST(MatlabSemantics, OperatorsFollowMatlab) {
     EXPECT_EQ(run("fprintf('%g %g %g ', round(2.5), round(-2.5), fix(-2.5))"), "3 -3 -2 ");
     EXPECT_EQ(run("fprintf('%g %g ', mod(-7, 3), rem(-7, 3)); fprintf('%g ', mod(0.3, 0.1))"), "2 -1 0 ");
     EXPECT_EQ(run("fprintf('%g ', NaN == NaN, max([1 NaN 3]), sum([1 NaN]))"), "0 3 NaN ");
+    // A host scalar computes what the executors compute (graph/op_reference.hpp), single included.
+    EXPECT_EQ(run("a = single(5.3); b = single(0.7); fprintf('%.9g %.9g', mod(a, b), rem(-a, b))"),
+              run("a = single(5.3); b = single(0.7); m = mod([a a], b); r = rem(-[a a], b); fprintf('%.9g %.9g', m(1), r(1))"));
     EXPECT_EQ(run("x = 0; if x ~= 0 && 1/x > 1, disp('no'), else, disp('short-circuit'), end"), "short-circuit\n");
     EXPECT_EQ(run("fprintf('%g ', 'a' + 1, ['ab'] == 'ab')"), "98 1 1 ");
     Session s;
