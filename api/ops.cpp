@@ -108,6 +108,16 @@ Array astype(const Array& a, DType t) {
     return Array(rt.nodes().make(OpKind::Cast, t, a.shape(), {a.node()}, {static_cast<double>(t), 0, 0}));
 }
 Array single(const Array& a) { return astype(a, DType::f32); }
+
+Array to_device(const Array& a) {
+    detail::RuntimeImpl& rt = detail::runtime_of(a);
+    if (a.device_requested()) return a;
+    // A copy of its own (a cast to its own type, which astype never makes; attr[1] marks it):
+    // the request is the new node's, not a's readers'. Fused into its readers, it costs nothing;
+    // computed alone, it is the upload MATLAB's gpuArray makes.
+    return Array(rt.nodes().make(OpKind::Cast, a.dtype(), a.shape(), {a.node()},
+                                 {static_cast<double>(a.dtype()), 1, 0}, /*device_requested=*/true));
+}
 Array as_double(const Array& a) { return astype(a, DType::f64); }
 Array logical(const Array& a) { return astype(a, DType::logical); }
 

@@ -123,7 +123,8 @@ void NodeTable::forget(const Node& n) {
 }
 
 std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape,
-                                      std::vector<std::shared_ptr<Node>> inputs, std::array<double, 3> attr) {
+                                      std::vector<std::shared_ptr<Node>> inputs, std::array<double, 3> attr,
+                                      bool device_requested) {
     if (buried_.load(std::memory_order_acquire)) release_buried();
     Key key(op, dtype, shape, inputs, attr);
     const std::size_t h = key.hash;
@@ -135,6 +136,8 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
     if (shard.hashes[at] != 0)
         if (auto existing = shard.entries[shard.index[at]].node.lock()) return existing;
     auto node = std::make_shared<Node>(op, dtype, shape);
+    node->device_requested = device_requested;
+    for (const auto& in : inputs) node->device_requested = node->device_requested || in->device_requested;
     node->inputs = std::move(inputs);
     node->attr = attr;
     node->id = next_id();
@@ -161,6 +164,7 @@ std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape) {
 std::shared_ptr<Node> NodeTable::make_kernel(std::shared_ptr<const KernelCall> call, std::size_t slot, DType dtype,
                                              const Shape& shape, std::vector<std::shared_ptr<Node>> inputs) {
     auto node = std::make_shared<Node>(OpKind::Kernel, dtype, shape);
+    for (const auto& in : inputs) node->device_requested = node->device_requested || in->device_requested;
     node->inputs = std::move(inputs);
     // The call's structure, not its identity: fusion's cache keys on attributes (graph/kernel_call.hpp).
     node->attr = {static_cast<double>(slot), static_cast<double>(call->structure & ((1ull << 52) - 1)), 0.0};
@@ -175,6 +179,7 @@ std::shared_ptr<Node> NodeTable::make_recipe(const Node& of, std::vector<std::sh
     auto node = std::make_shared<Node>(of.op, of.dtype, of.shape);
     node->inputs = std::move(inputs);
     node->attr = of.attr;
+    node->device_requested = of.device_requested;
     node->call = of.call;
     node->id = next_id();
     node->hash = static_cast<std::size_t>(node->id);

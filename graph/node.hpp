@@ -33,6 +33,10 @@ struct Node : std::enable_shared_from_this<Node> {
     /// by a recipe: scheduler/node_state.hpp).
     std::vector<std::shared_ptr<Node>> inputs;
     std::array<double, 3> attr{};          ///< constant value, generator parameters, cast target
+    /// Asked to run and stay on a device (MATLAB's gpuArray: tandem::to_device), and so is every
+    /// node computed from one (NodeTable sets it from the inputs): placement puts the regions
+    /// that compute such nodes on a device whatever their size.
+    bool device_requested = false;
     std::uint64_t id = 0;                  ///< unique per runtime, never reused
     std::size_t hash = 0;
     RuntimeImpl* runtime = nullptr;
@@ -62,8 +66,10 @@ struct Node : std::enable_shared_from_this<Node> {
 class NodeTable {
 public:
     explicit NodeTable(RuntimeImpl* runtime) : runtime_(runtime) {}
+    /// `device_requested`: the node's own request (Node::device_requested; its inputs' pass on
+    /// anyway), set before any other thread can find it.
     std::shared_ptr<Node> make(OpKind op, DType dtype, const Shape& shape, std::vector<std::shared_ptr<Node>> inputs,
-                               std::array<double, 3> attr = {});
+                               std::array<double, 3> attr = {}, bool device_requested = false);
     /// A fresh Input node (never interned): its value is the scheduler's to attach
     /// (scheduler/node_state.hpp's make_input).
     std::shared_ptr<Node> make_input(DType dtype, const Shape& shape);

@@ -43,13 +43,29 @@ DType dtype_named(const std::string& s) {
     fail("Unsupported class '" + s + "' (double, single or logical).", "MATLAB:invalidClass");
 }
 
-/// zeros(n), zeros(m, n, ...), zeros([m n ...]), with a trailing class name or 'like', x.
-std::pair<tandem::Shape, DType> size_args(Interpreter& I, Args a, DType t = DType::f64) {
+/// What a sized constructor's arguments ask for.
+struct SizeArgs {
+    tandem::Shape shape;
+    DType type;
+    bool device;  ///< 'gpuArray', or 'like' a gpuArray: the result is one (tandem::to_device)
+};
+
+/// A constructor's array, a gpuArray when asked for.
+Value made(Array a, bool device) { return from_array(device ? tandem::to_device(a) : std::move(a)); }
+
+/// zeros(n), zeros(m, n, ...), zeros([m n ...]), with trailing class names ('single',
+/// 'gpuArray') or 'like', x.
+SizeArgs size_args(Interpreter& I, Args a, DType t = DType::f64) {
+    bool device = false;
     if (a.size() >= 2 && is_text(a[a.size() - 2], "like")) {
-        t = to_num(I.runtime(), a.back(), "like").dtype;
+        const Value& like = a.back();
+        t = to_num(I.runtime(), like, "like").dtype;
+        device = like.is_num() && !like.num().host() && like.num().array.device_requested();
         a.resize(a.size() - 2);
-    } else if (!a.empty() && a.back().is_chars()) {
-        t = dtype_named(a.back().chars().data);
+    }
+    while (!a.empty() && a.back().is_chars()) {
+        if (a.back().chars().data == "gpuArray") device = true;
+        else t = dtype_named(a.back().chars().data);
         a.pop_back();
     }
     std::vector<std::int64_t> d;
@@ -67,7 +83,7 @@ std::pair<tandem::Shape, DType> size_args(Interpreter& I, Args a, DType t = DTyp
         for (const Value& v : a) d.push_back(extent(num1(I, v, "size")));
     }
     while (d.size() < 2) d.push_back(1);
-    return {tandem::Shape(d), t};
+    return {tandem::Shape(d), t, device};
 }
 
 Value result(Array a) { return from_array(std::move(a)); }
@@ -297,8 +313,8 @@ std::unordered_map<std::string, Builtin> make_table() {
     auto constant = [](double v) -> Builtin {
         return [v](Interpreter& I, Args& a, int) -> Out {
             if (a.empty()) return {scalar(v)};
-            auto [shape, type] = size_args(I, a);
-            return {result(I.runtime().fill(v, shape, type))};
+            auto [shape, type, device] = size_args(I, a);
+            return {made(I.runtime().fill(v, shape, type), device)};
         };
     };
     t["pi"] = constant(M_PI);
@@ -333,49 +349,49 @@ std::unordered_map<std::string, Builtin> make_table() {
     };
     t["true"] = [](Interpreter& I, Args& a, int) -> Out {
         if (a.empty()) return {logical_scalar(true)};
-        auto [shape, type] = size_args(I, a);
+        auto [shape, type, device] = size_args(I, a);
         (void)type;
-        return {result(I.runtime().fill(1, shape, DType::logical))};
+        return {made(I.runtime().fill(1, shape, DType::logical), device)};
     };
     t["false"] = [](Interpreter& I, Args& a, int) -> Out {
         if (a.empty()) return {logical_scalar(false)};
-        auto [shape, type] = size_args(I, a);
+        auto [shape, type, device] = size_args(I, a);
         (void)type;
-        return {result(I.runtime().fill(0, shape, DType::logical))};
+        return {made(I.runtime().fill(0, shape, DType::logical), device)};
     };
 
     // Construction.
     t["zeros"] = [](Interpreter& I, Args& a, int) -> Out {
-        auto [shape, type] = size_args(I, a);
-        if (shape.numel() == 1) return {scalar(0, type)};
-        return {result(I.runtime().zeros(shape, type))};
+        auto [shape, type, device] = size_args(I, a);
+        if (shape.numel() == 1 && !device) return {scalar(0, type)};
+        return {made(I.runtime().zeros(shape, type), device)};
     };
     t["ones"] = [](Interpreter& I, Args& a, int) -> Out {
-        auto [shape, type] = size_args(I, a);
-        if (shape.numel() == 1) return {scalar(1, type)};
-        return {result(I.runtime().ones(shape, type))};
+        auto [shape, type, device] = size_args(I, a);
+        if (shape.numel() == 1 && !device) return {scalar(1, type)};
+        return {made(I.runtime().ones(shape, type), device)};
     };
     t["eye"] = [](Interpreter& I, Args& a, int) -> Out {
-        auto [shape, type] = size_args(I, a);
+        auto [shape, type, device] = size_args(I, a);
         if (shape.ndims() > 2) fail("N-dimensional arrays are not supported by eye.", "MATLAB:eye:NDArrays");
-        return {result(eye(I.runtime(), shape[0], shape[1], type))};
+        return {made(eye(I.runtime(), shape[0], shape[1], type), device)};
     };
     t["rand"] = [](Interpreter& I, Args& a, int) -> Out {
-        auto [shape, type] = size_args(I, a);
-        return {result(tandem::rand(I.runtime(), shape, type))};
+        auto [shape, type, device] = size_args(I, a);
+        return {made(tandem::rand(I.runtime(), shape, type), device)};
     };
     t["randn"] = [](Interpreter& I, Args& a, int) -> Out {
-        auto [shape, type] = size_args(I, a);
-        return {result(tandem::randn(I.runtime(), shape, type))};
+        auto [shape, type, device] = size_args(I, a);
+        return {made(tandem::randn(I.runtime(), shape, type), device)};
     };
     t["randi"] = [](Interpreter& I, Args& a, int) -> Out {
         need(a, 1, 8);
         const auto range = to_doubles(I.runtime(), a[0], "randi");
         Args rest(a.begin() + 1, a.end());
-        auto [shape, type] = size_args(I, rest);
+        auto [shape, type, device] = size_args(I, rest);
         (void)type;
-        if (range.size() == 2) return {result(tandem::randi(I.runtime(), static_cast<std::int64_t>(range[0]), static_cast<std::int64_t>(range[1]), shape))};
-        return {result(tandem::randi(I.runtime(), static_cast<std::int64_t>(range.at(0)), shape))};
+        if (range.size() == 2) return {made(tandem::randi(I.runtime(), static_cast<std::int64_t>(range[0]), static_cast<std::int64_t>(range[1]), shape), device)};
+        return {made(tandem::randi(I.runtime(), static_cast<std::int64_t>(range.at(0)), shape), device)};
     };
     t["rng"] = [](Interpreter& I, Args& a, int) -> Out {
         need(a, 0, 2);
@@ -398,8 +414,8 @@ std::unordered_map<std::string, Builtin> make_table() {
         return {range(I.runtime(), a[0], &a[1], a[2])};
     };
     t["cell"] = [](Interpreter& I, Args& a, int) -> Out {
-        auto [shape, type] = size_args(I, a);
-        (void)type;
+        auto [shape, type, device] = size_args(I, a);
+        (void)type, (void)device;
         Cell c;
         c.rows = shape[0];
         c.cols = shape.numel() / std::max<std::int64_t>(1, shape[0]);
@@ -705,6 +721,7 @@ std::unordered_map<std::string, Builtin> make_table() {
         need(a, 2, 2);
         const std::string c = class_name(a[0]), want = text_arg(a[1], "class name");
         const bool numeric = c == "double" || c == "single";
+        if (want == "gpuArray") return {logical_scalar(is_gpu_array(a[0]))};
         return {logical_scalar(c == want || (want == "numeric" && numeric) || (want == "float" && numeric))};
     };
     auto class_test = [](bool (*p)(const Value&)) -> Builtin {

@@ -227,27 +227,42 @@ void add_system_builtins(std::unordered_map<std::string, Builtin>& t) {
         return {scalar(0)};
     };
 
-    // GPU arrays (MATLAB's gpuArray API): for semantics no-ops; placement is the scheduler's.
+    // GPU arrays (MATLAB's gpuArray API). For semantics no-ops: a gpuArray is an array of its
+    // class (class() says 'double'; isa(x, 'gpuArray') and existsOnGPU say what it is) whose
+    // regions, and those of everything computed from it, run and stay on a device
+    // (tandem::to_device); without a device (or with TANDEM_PLACEMENT=cpu) it is placed as any.
     t["gpuArray"] = [](Interpreter& I, Args& a, int) -> Out {
         need(a, 1, 1);
         if (!a[0].is_num()) fail("gpuArray: only numeric and logical arrays can go to the GPU.", "parallel:gpu:array:InvalidData");
         const Num& n = a[0].num();
-        if (!n.host()) I.runtime().evaluate({n.array});  // computed now, where placement puts it (asynchronously)
-        return {a[0]};
+        const tandem::Array g = tandem::to_device(n.host() ? I.runtime().scalar(n.scalar, n.dtype) : n.array);
+        I.runtime().evaluate({g});  // copied to the device now (asynchronously), as MATLAB does
+        return {from_array(g)};
     };
-    t["gather"] = [](Interpreter&, Args& a, int) -> Out {
-        // The value computed and brought to the host (a sync point, as in MATLAB); a scalar
-        // becomes a host scalar, an array keeps its node (now with a host copy).
+    t["gather"] = [](Interpreter& I, Args& a, int) -> Out {
+        // The value computed and brought to the host (a sync point, as in MATLAB): a scalar
+        // becomes a host scalar; a gpuArray becomes plain data again (placed as any value);
+        // any other array keeps its node (now with a host copy).
         need(a, 1, 1);
         if (!a[0].is_num() || a[0].num().host()) return {a[0]};
         const tandem::HostArray h = a[0].num().array.gather().get();
         if (h.numel() == 1) return {scalar(h.at(0), h.dtype())};
+        if (is_gpu_array(a[0])) return {from_array(I.runtime().array(h))};
         return {a[0]};
     };
     t["existsOnGPU"] = [](Interpreter& I, Args& a, int) -> Out {
         need(a, 1, 1);
-        return {logical_scalar(a[0].is_num() && !gpu_line(I).empty())};
+        return {logical_scalar(is_gpu_array(a[0]) && !gpu_line(I).empty())};
     };
+    t["isgpuarray"] = [](Interpreter&, Args& a, int) -> Out {
+        need(a, 1, 1);
+        return {logical_scalar(is_gpu_array(a[0]))};
+    };
+    t["classUnderlying"] = [](Interpreter&, Args& a, int) -> Out {
+        need(a, 1, 1);
+        return {text_value(class_name(a[0]))};
+    };
+    t["underlyingType"] = t["classUnderlying"];
     t["gpuDevice"] = [](Interpreter& I, Args& a, int) -> Out {
         need(a, 0, 1);
         const std::string line = gpu_line(I);

@@ -42,16 +42,6 @@ Value from_array(tandem::Array a) {
     return n;
 }
 
-Value from_host(tandem::Runtime& rt, const tandem::HostArray& h) {
-    if (h.numel() == 1) return scalar(h.at(0), h.dtype());
-    switch (h.dtype()) {
-        case DType::f64: return from_array(rt.array(h.span<double>(), h.shape()));
-        case DType::f32: return from_array(rt.array(h.span<float>(), h.shape()));
-        case DType::logical: return from_array(rt.logical_array(h.span<std::uint8_t>(), h.shape()));
-    }
-    return empty_matrix(rt);
-}
-
 std::string class_name(const Value& v) {
     switch (v.v.index()) {
         case 0:
@@ -67,6 +57,8 @@ std::string class_name(const Value& v) {
         default: return "function_handle";
     }
 }
+
+bool is_gpu_array(const Value& v) { return v.is_num() && !v.num().host() && v.num().array.device_requested(); }
 
 std::vector<std::int64_t> dims(const Value& v) {
     switch (v.v.index()) {

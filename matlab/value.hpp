@@ -91,10 +91,11 @@ Value char_row(const std::string& s);
 /// The 0x0 double `[]`.
 Value empty_matrix(tandem::Runtime& rt, tandem::DType t = tandem::DType::f64);
 Value from_array(tandem::Array a);
-Value from_host(tandem::Runtime& rt, const tandem::HostArray& h);
 
 /// MATLAB's class name: double, single, logical, char, string, cell, struct, function_handle.
 std::string class_name(const Value& v);
+/// A gpuArray (made by gpuArray, or computed from one): an array asked to live on a device.
+bool is_gpu_array(const Value& v);
 /// The dimensions (at least two).
 std::vector<std::int64_t> dims(const Value& v);
 std::int64_t numel(const Value& v);

@@ -264,6 +264,12 @@ Array Runtime::logical_array(std::span<const std::uint8_t> data, const Shape& sh
     for (std::size_t i = 0; i < data.size(); ++i) out[i] = data[i] != 0;
     return Array(impl_->input(DType::logical, shape, std::move(storage)));
 }
+Array Runtime::array(const HostArray& h) {
+    if (!h.storage() && h.numel() > 0) throw ValueError("array: the HostArray has no elements (evaluate() gives placeholders)");
+    auto storage = h.storage() ? std::const_pointer_cast<detail::Storage>(h.storage())
+                               : impl_->pool().allocate(0, "array " + h.shape().to_string());
+    return Array(impl_->input(h.dtype(), h.shape(), std::move(storage)));
+}
 Array Runtime::adopt(std::vector<double>&& data, const Shape& shape) {
     check_count(data.size(), shape, "adopt");
     return Array(impl_->input(DType::f64, shape, detail::Storage::adopt(std::move(data))));
@@ -430,6 +436,7 @@ Array colon(double a, double step, double b) { return default_runtime().colon(a,
 const Shape& Array::shape() const { return (detail::runtime_of(*this), node_->shape); }
 DType Array::dtype() const { return (detail::runtime_of(*this), node_->dtype); }
 Runtime& Array::runtime() const { return detail::runtime_of(*this).owner(); }
+bool Array::device_requested() const { return (detail::runtime_of(*this), node_->device_requested); }
 
 Future<HostArray> Array::gather() const {
     detail::RuntimeImpl& rt = detail::runtime_of(*this);

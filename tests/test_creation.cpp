@@ -1,5 +1,6 @@
 // Creation: array (copies), adopt, logical_array, scalar, zeros/ones/fill with each dtype,
-// linspace, colon, the default-runtime free functions, and HostArray's accessors.
+// linspace, colon, the default-runtime free functions, HostArray's accessors, an array over a
+// HostArray's elements, and to_device (MATLAB's gpuArray) without a device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -121,6 +122,64 @@ TEST(Creation, Adopt) {
     auto b = rt.adopt(std::move(f), Shape{1, 2});
     EXPECT_EQ(b.dtype(), DType::f32);
     EXPECT_EQ(values_of(b), (std::vector<double>{0.5, 0.25}));
+}
+
+TEST(Creation, ArrayOfAHostArraySharesItsElements) {
+    tandem::Runtime rt;
+    const double nan = std::nan(""), inf = INFINITY;
+    std::vector<double> d = {1.5, -0.0, nan, inf, -inf, 1e-310};
+    auto a = rt.array(std::span<const double>(d), Shape{3, 2});
+    const tandem::HostArray h = (a * 2.0).gather().get();
+    auto back = rt.array(h);  // plain data again: an input, not the expression
+    EXPECT_EQ(back.shape(), Shape({3, 2}));
+    EXPECT_EQ(back.dtype(), DType::f64);
+    const tandem::HostArray again = back.gather().get();
+    EXPECT_EQ(again.data<double>(), h.data<double>()) << "shared, not copied";
+    EXPECT_TRUE(tref::same_values(tref::from_host_array((back - 1.0).gather().get()),
+                                  tref::from_host_array(((a * 2.0) - 1.0).gather().get()), tref::Acc::exact_signed));
+    // Every element type, and empty arrays.
+    std::vector<float> f = {0.5f, -0.0f};
+    auto fs = rt.array(rt.array(std::span<const float>(f), Shape{1, 2}).gather().get());
+    EXPECT_EQ(fs.dtype(), DType::f32);
+    EXPECT_EQ(values_of(fs), (std::vector<double>{0.5, -0.0}));
+    EXPECT_TRUE(std::signbit(values_of(fs)[1]));
+    std::vector<std::uint8_t> m = {1, 0, 1};
+    auto ls = rt.array(rt.logical_array(m, Shape{3, 1}).gather().get());
+    EXPECT_EQ(ls.dtype(), DType::logical);
+    EXPECT_EQ(values_of(ls), (std::vector<double>{1, 0, 1}));
+    auto e = rt.array(rt.zeros(Shape{0, 3}).gather().get());
+    EXPECT_EQ(e.shape(), Shape({0, 3}));
+    EXPECT_TRUE(values_of(e).empty());
+    // evaluate() gives placeholders without elements: refused, naming them.
+    const tandem::HostArray placeholder(nullptr, Shape{2, 2}, DType::f64);
+    try {
+        (void)rt.array(placeholder);
+        FAIL() << "no error";
+    } catch (const tandem::ValueError& err) {
+        EXPECT_NE(std::string(err.what()).find("no elements"), std::string::npos) << err.what();
+    }
+}
+
+TEST(Creation, ToDeviceOnACpuOnlyRuntimeKeepsTheValues) {
+    // Without a device a value asked for on one is placed as any: same bits, on the CPU.
+    tandem::Config c;
+    c.device = "cpu";
+    tandem::Runtime rt(c);
+    std::vector<double> d = {1.5, -0.0, std::nan(""), INFINITY, -2, 3};
+    auto a = rt.array(std::span<const double>(d), Shape{2, 3});
+    auto g = tandem::to_device(a);
+    EXPECT_TRUE(g.device_requested());
+    EXPECT_FALSE(a.device_requested()) << "the request is the copy's, not its operand's";
+    EXPECT_EQ(tandem::to_device(g).node(), g.node()) << "asked twice: the same value";
+    EXPECT_TRUE((tandem::abs(g) + a).device_requested()) << "passed on to what is computed from it";
+    EXPECT_FALSE((tandem::abs(a) + 1.0).device_requested());
+    EXPECT_TRUE(tref::same_values(tref::gather(g), tref::gather(a), tref::Acc::exact_signed));
+    EXPECT_TRUE(tref::same_values(tref::gather(tandem::sum(g * 2.0, 2)), tref::gather(tandem::sum(a * 2.0, 2)),
+                                  tref::Acc::exact_signed));
+    auto s = tandem::to_device(rt.scalar(0.5, DType::f32));
+    EXPECT_EQ(s.dtype(), DType::f32);
+    EXPECT_EQ(values_of(s), std::vector<double>{0.5});
+    EXPECT_EQ(rt.metrics().device_regions, 0u);
 }
 
 TEST(Creation, LogicalArrayNormalisesNonzeroBytes) {

@@ -314,6 +314,27 @@ TEST(MatlabSemantics, TextFormatting) {
     EXPECT_EQ(run("fprintf('%d %d\\n', Inf, -Inf); fprintf('%f\\n', NaN)"), "Inf -Inf\nNaN\n");
 }
 
+TEST(MatlabSemantics, GpuArraysWithoutADevice) {
+    // On the CPU alone a gpuArray is still one (isa, isgpuarray, 'like'), of its underlying class,
+    // not on a GPU; its values are its operand's, and gather gives them back as plain data.
+    EXPECT_EQ(run("x = gpuArray([1 -0 NaN Inf]); y = x * 2;"
+                  "fprintf('%d %d %d %d %s %s\\n', isa(y, 'gpuArray'), isgpuarray(y), existsOnGPU(y), isa(y, 'double'), class(y), classUnderlying(y));"
+                  "z = gather(y); fprintf('%d %d|', isa(z, 'gpuArray'), isa([1 2], 'gpuArray')); fprintf('%g ', z);"),
+              "1 1 0 1 double double\n0 0|2 -0 NaN Inf ");
+    EXPECT_EQ(run("s = gpuArray(single(3)); fprintf('%d %s %g\\n', isgpuarray(s), classUnderlying(s), s / 2);"
+                  "g = gather(s); fprintf('%d %s\\n', isgpuarray(g), class(g));"),
+              "1 single 1.5\n0 single\n");
+    // Constructors: 'gpuArray' as a class name, and 'like' a gpuArray.
+    EXPECT_EQ(run("a = zeros(2, 3, 'gpuArray'); b = ones(2, 'single', 'gpuArray'); c = rand(3, 'like', b); d = zeros(1, 'gpuArray');"
+                  "e = eye(2, 'like', [1 2]); f = true(2, 'gpuArray');"
+                  "fprintf('%d %d %d %d %d %d\\n', isgpuarray(a), isgpuarray(b), isgpuarray(c), isgpuarray(d), isgpuarray(e), isgpuarray(f));"
+                  "fprintf('%s %s %g %g\\n', class(b), class(c), sum(a(:)), d);"),
+              "1 1 1 1 0 1\nsingle single 0 0\n");
+    Session s;
+    EXPECT_NE(s.error("gpuArray({1})").find("only numeric and logical arrays"), std::string::npos);
+    EXPECT_NE(s.error("gpuDevice()").find("No supported GPU device"), std::string::npos);
+}
+
 TEST(MatlabSemantics, AReductionOfXColonIsXsOwn) {
     // sum(x(:)) reduces x whole, fused with what makes x (no reshape between): the same bits as
     // sum(x, 'all'), one region fewer.

@@ -79,3 +79,47 @@ TEST(MatlabOnVulkan, GpuArrayAndGatherKeepTheValues) {
     EXPECT_EQ(out, "2 4 6 8    1\nvulkan\n     1\n");
     tvk::expect_device_clean(*gpu);
 }
+
+TEST(MatlabOnVulkan, AGpuArraysWorkRunsOnTheDeviceWhateverItsSize) {
+    // Automatic placement would keep arrays this small on the CPU: a gpuArray's regions, and
+    // those computing from it, go to the device; the same code without gpuArray, and what follows
+    // a gather, stays on the CPU; both print the CPU's digits.
+    tandem::Config c = tvk::gpu_config();
+    c.placement = "auto";
+    c.device_min_elements = 1 << 20;
+    c.region_records = 64;
+    auto gpu = tvk::open_gpu(c);
+    tandem::Runtime cpu(tvk::cpu_config());
+    const char* body = "y = cumsum((x / 7) .^ 2 - [0.5; 0.25], 2); m = max(y, [], 1); fprintf('%.17g\\n', y(2, :), m, sum(y(:)));";
+    const std::string plain = std::string("x = reshape([1 2 3 4 5 6 7 8 9 10 11 12], 2, 6); ") + body;
+    const std::string on_gpu = std::string("x = gpuArray(reshape([1 2 3 4 5 6 7 8 9 10 11 12], 2, 6)); ") + body;
+    const std::string want = run_on(cpu, plain);
+    // The regions run since `from` (records are kept in order): "executor shape ops" each.
+    auto runs_since = [&](std::size_t from) {
+        gpu->wait_idle();
+        std::vector<std::string> r;
+        const auto records = gpu->region_records();
+        for (std::size_t k = from; k < records.size(); ++k)
+            r.push_back(records[k].executor + " " + records[k].shape + " " + records[k].ops);
+        return r;
+    };
+    std::size_t from = gpu->region_records().size();
+    EXPECT_EQ(run_on(*gpu, on_gpu), want);
+    auto runs = runs_since(from);
+    EXPECT_GE(runs.size(), 5u);
+    for (const auto& r : runs) {  // (a subscript's 1x1 constant is the host's)
+        if (r.find(" 1x1 ") == std::string::npos) {
+            EXPECT_EQ(r.rfind("vulkan ", 0), 0u) << r;
+        }
+    }
+    from = gpu->region_records().size();
+    EXPECT_EQ(run_on(*gpu, plain), want);
+    for (const auto& r : runs_since(from)) EXPECT_EQ(r.rfind("cpu ", 0), 0u) << r << ": without gpuArray, the CPU's";
+    from = gpu->region_records().size();
+    EXPECT_EQ(run_on(*gpu, "x = gather(gpuArray(reshape([1 2 3 4 5 6 7 8 9 10 11 12], 2, 6))); " + std::string(body)), want);
+    runs = runs_since(from);
+    ASSERT_GE(runs.size(), 2u);
+    EXPECT_EQ(runs.front().rfind("vulkan ", 0), 0u) << runs.front() << ": the gpuArray";
+    for (std::size_t k = 1; k < runs.size(); ++k) EXPECT_EQ(runs[k].rfind("cpu ", 0), 0u) << runs[k] << ": after gather";
+    tvk::expect_device_clean(*gpu);
+}

@@ -482,3 +482,74 @@ TEST(VulkanCalibration, EachDeviceIsMeasuredOnceAndReadByItsIdentity) {
     rt.reset();
     fs::remove_all(dir);
 }
+
+namespace {
+
+/// The executor of each region record, in order.
+std::vector<std::string> executors(const tandem::Runtime& rt) {
+    std::vector<std::string> e;
+    for (const auto& r : rt.region_records()) e.push_back(r.executor);
+    return e;
+}
+
+}  // namespace
+
+TEST(VulkanPlacement, ValuesAskedForOnTheDeviceRunThereWhateverTheirSize) {
+    // MATLAB's gpuArray: a value asked for on the device, and what is computed from it, run
+    // there although placement would keep regions this small on the CPU; its operand's other
+    // readers do not; the bits are the CPU's.
+    tandem::Config c = tvk::gpu_config();
+    c.placement = "auto";
+    c.device_min_elements = 1 << 20;
+    c.region_records = 16;
+    auto rt = tvk::open_gpu(c);
+    tandem::Runtime cpu(tvk::cpu_config());
+    const double nan = std::nan(""), inf = INFINITY;
+    const std::vector<double> v = {1.5, -0.0, nan, inf, -inf, 3, 1e-310, -2};
+    auto program = [](const tandem::Array& x, const tandem::Array& plain) {
+        return std::vector<tandem::Array>{tandem::abs(x) * 2.0 + plain, tandem::max(x, 0.5), tandem::sum(x * x, 2)};
+    };
+    auto a = rt->array(std::span<const double>(v), tandem::Shape{2, 4});
+    auto g = tandem::to_device(a);
+    const auto wanted = cpu.gather(program(cpu.array(std::span<const double>(v), tandem::Shape{2, 4}),
+                                           cpu.array(std::span<const double>(v), tandem::Shape{2, 4})))
+                            .get();
+    const auto got = rt->gather(program(g, a)).get();
+    for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(got[k]), tref::from_host_array(wanted[k]), tref::Acc::exact_signed))
+            << "result " << k;
+    rt->wait_idle();
+    auto records = rt->region_records();
+    ASSERT_FALSE(records.empty());
+    for (const auto& r : records) {
+        EXPECT_EQ(r.executor, "vulkan") << r.ops;
+        EXPECT_NE(r.reason.find("to_device"), std::string::npos) << r.reason;
+    }
+    // The operand itself, read alone, is placed as any value: this small, on the CPU.
+    const std::size_t before = rt->region_records().size();
+    EXPECT_TRUE(tref::same_values(tref::gather(tandem::abs(a) * 2.0),
+                                  tref::gather(tandem::abs(cpu.array(std::span<const double>(v), tandem::Shape{2, 4})) * 2.0),
+                                  tref::Acc::exact_signed));
+    rt->wait_idle();
+    ASSERT_GT(rt->region_records().size(), before);
+    EXPECT_EQ(executors(*rt).back(), "cpu");
+    // A gathered result is plain data again.
+    auto back = rt->array(got[0]);
+    EXPECT_FALSE(back.device_requested());
+    (void)(back + 1.0).gather().get();
+    rt->wait_idle();
+    EXPECT_EQ(executors(*rt).back(), "cpu");
+    tvk::expect_device_clean(*rt);
+
+    // Placement forced to the CPU wins over the request.
+    tandem::Config forced = c;
+    forced.placement = "cpu";
+    auto on_cpu = tvk::open_gpu(forced);
+    auto x = tandem::to_device(on_cpu->array(std::span<const double>(v), tandem::Shape{2, 4}));
+    const auto host = on_cpu->gather(program(x, on_cpu->array(std::span<const double>(v), tandem::Shape{2, 4}))).get();
+    for (std::size_t k = 0; k < host.size(); ++k)
+        EXPECT_TRUE(tref::same_values(tref::from_host_array(host[k]), tref::from_host_array(wanted[k]), tref::Acc::exact_signed));
+    on_cpu->wait_idle();
+    for (const auto& e : executors(*on_cpu)) EXPECT_EQ(e, "cpu");
+    EXPECT_EQ(on_cpu->metrics().device_regions, 0u);
+}

@@ -40,6 +40,9 @@ public:
     int ndims() const { return shape().ndims(); }
     /// MATLAB's size(A, d) with a 0-based d.
     std::int64_t size(int d) const { return shape()[d]; }
+    /// Made by to_device (MATLAB's gpuArray), or computed from such a value: its regions run on a
+    /// device (tandem/ops.hpp).
+    bool device_requested() const;
 
     /// Starts the computation of this value (if it has not started) and returns a future of
     /// its elements in host memory. Never blocks. Errors of the computation (of this value or

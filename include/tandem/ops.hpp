@@ -98,4 +98,13 @@ TANDEM_API Array single(const Array& a);     ///< MATLAB single(a)
 TANDEM_API Array as_double(const Array& a);  ///< MATLAB double(a) (`double` is a C++ keyword)
 TANDEM_API Array logical(const Array& a);    ///< MATLAB logical(a): nonzero -> 1; NaN is an error
 
+// ---- kept on a device ------------------------------------------------------------------
+/// MATLAB's gpuArray(a): a's values (the same bits; a itself is unchanged), asked to run and stay
+/// on a device. The region that computes it, and every region computing from it (a's readers
+/// are not), go to a device whatever their size, unless placement is forced to the CPU
+/// (Config::placement = "cpu") or no device is open: then it is placed as any value. Its
+/// results stay on the device until a host reader wants them (and a device short of memory may
+/// still write them back). Array::device_requested() says whether a value is one.
+TANDEM_API Array to_device(const Array& a);
+
 }  // namespace tandem

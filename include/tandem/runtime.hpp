@@ -140,6 +140,10 @@ public:
     Array logical_array(std::span<const std::uint8_t> data, const Shape& shape);
     /// A column vector (n x 1) copied from `data`.
     Array array(std::span<const double> data) { return array(data, Shape{static_cast<std::int64_t>(data.size()), 1}); }
+    /// An array of `h`'s elements, shared with it (neither is ever written), not copied: a gathered
+    /// value back in a graph as plain data (ValueError for a HostArray without elements, as
+    /// evaluate() gives).
+    Array array(const HostArray& h);
     /// Takes ownership of `data` without copying it.
     Array adopt(std::vector<double>&& data, const Shape& shape);
     Array adopt(std::vector<float>&& data, const Shape& shape);
