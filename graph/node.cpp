@@ -42,7 +42,10 @@ NodeTable::Key::Key(OpKind o, DType t, const Shape& shape, const std::vector<std
     for (auto d : shape.dims()) set(w++, static_cast<std::uint64_t>(d));
     for (const auto& in : inputs) set(w++, in->id);
     for (std::size_t i = 0; i < 3; ++i) attr[i] = std::bit_cast<std::uint64_t>(attributes[i]);
-    // FNV-1a over the key's words: cheap, and good enough for an in-memory table.
+    // FNV-1a over the key's words, then MurmurHash3's finalizer. A product carries only upwards,
+    // so keys that differ in their words' high bits alone (attributes: doubles 1.0, 2.0, ...,
+    // such as the random streams of a loop's randn) had the same low bits, which choose the
+    // shard and the slot: W3's 256 generators probed one chain (a fifth of its graph's build).
     std::uint64_t h = 1469598103934665603ull;
     auto mix = [&](std::uint64_t v) {
         h ^= v;
@@ -53,6 +56,11 @@ NodeTable::Key::Key(OpKind o, DType t, const Shape& shape, const std::vector<std
     mix(ndims);
     for (std::size_t i = 0; i < words(); ++i) mix(word(i));
     for (auto x : attr) mix(x);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
     hash = h != 0 ? static_cast<std::size_t>(h) : 1;  // 0 marks an empty slot
 }
 
