@@ -32,7 +32,12 @@ const char* op_name(UnaryOp op);
 
 struct NumberLit { double value; };
 struct StringLit { std::string text; bool double_quoted; };
-struct Ident { std::string name; };
+/// What a name called as a function resolved to, when a builtin (the interpreter's Builtin):
+/// set at its first call and kept, as a call site's name goes on meaning the same builtin while
+/// no variable takes it (asked first each time; local functions and files on the path are
+/// settled once a name).
+using BuiltinCache = const void*;
+struct Ident { std::string name; mutable BuiltinCache builtin = nullptr; };
 struct ColonAll {};   ///< a bare `:` subscript
 struct EndKw {};      ///< `end` inside a subscript
 struct Unary { UnaryOp op; ExprPtr operand; };
@@ -40,7 +45,7 @@ struct Binary { BinaryOp op; ExprPtr lhs, rhs; };
 struct Postfix { PostfixOp op; ExprPtr operand; };
 struct Range { ExprPtr first, step, last; };  ///< step may be null
 /// `base(args)` (a call or an index: decided when evaluated) or `base{args}`.
-struct Index { ExprPtr base; std::vector<ExprPtr> args; bool brace; };
+struct Index { ExprPtr base; std::vector<ExprPtr> args; bool brace; mutable BuiltinCache builtin = nullptr; };
 /// `base.name`, or `base.(expr)` (dynamic: name empty).
 struct Field { ExprPtr base; std::string name; ExprPtr dynamic; };
 /// `[a b; c d]` or `{a b; c d}`: rows of elements.

@@ -288,7 +288,9 @@ std::vector<Value> Interpreter::call_function(const Function& f, std::vector<Val
     return out;
 }
 
-std::vector<Value> Interpreter::call_named(const std::string& name, std::vector<Value> args, int nargout, const Where& at) {
+std::vector<Value> Interpreter::call_named(const std::string& name, std::vector<Value> args, int nargout, const Where& at,
+                                           BuiltinCache* cache) {
+    if (cache && *cache) return call_builtin(name, *static_cast<const Builtin*>(*cache), args, nargout);
     if (auto f = find_function(name)) return call_function(*f, std::move(args), nargout);
     if (const std::string& path = file_of(name); !path.empty() && !load_unit(path).program->function_file) {  // a script by name
         if (!args.empty()) throw MatlabError("Attempt to execute SCRIPT " + name + " as a function.", "MATLAB:scriptNotAFunction");
@@ -301,8 +303,13 @@ std::vector<Value> Interpreter::call_named(const std::string& name, std::vector<
     const auto& table = builtins();
     auto it = table.find(name);
     if (it == table.end()) undefined(name, at);
+    if (cache) *cache = &it->second;
+    return call_builtin(name, it->second, args, nargout);
+}
+
+std::vector<Value> Interpreter::call_builtin(const std::string& name, const Builtin& f, std::vector<Value>& args, int nargout) {
     try {
-        return it->second(*this, args, nargout);
+        return f(*this, args, nargout);
     } catch (MatlabError& e) {
         // The code's own error() names the function that raised it (none in a script).
         if (name == "error" || name == "assert") {
@@ -711,7 +718,7 @@ std::vector<Value> Interpreter::eval_multi(const Expr& e, int nargout) {
             [&](const Ident& x) -> std::vector<Value> {
                 auto& vars = frames_.back().vars;
                 if (auto it = vars.find(x.name); it != vars.end()) return {it->second};
-                return call_named(x.name, {}, nargout, e.at);
+                return call_named(x.name, {}, nargout, e.at, &x.builtin);
             },
             [&](const ColonAll&) -> std::vector<Value> {
                 throw MatlabError("A bare ':' is a subscript only.", "MATLAB:colon");
@@ -740,7 +747,7 @@ std::vector<Value> Interpreter::eval_multi(const Expr& e, int nargout) {
                     auto it = vars.find(id->name);
                     if (it == vars.end()) {
                         if (x.brace) undefined(id->name, e.at);
-                        return call_named(id->name, eval_args(x.args, nullptr), nargout, e.at);
+                        return call_named(id->name, eval_args(x.args, nullptr), nargout, e.at, &x.builtin);
                     }
                     const Value subject = it->second;  // (a copy: the arguments may assign)
                     if (subject.is_handle() && !x.brace) return call(subject, eval_args(x.args, nullptr), nargout);

@@ -47,7 +47,10 @@ public:
 
     /// Calls a function value or a function by name with `nargout` outputs.
     std::vector<Value> call(const Value& fn, std::vector<Value> args, int nargout);
-    std::vector<Value> call_named(const std::string& name, std::vector<Value> args, int nargout, const Where& at);
+    /// `cache`: the call site's (Ident::builtin, Index::builtin): a builtin found is kept there,
+    /// and one kept there is called without looking the name up again.
+    std::vector<Value> call_named(const std::string& name, std::vector<Value> args, int nargout, const Where& at,
+                                  BuiltinCache* cache = nullptr);
 
     /// `x = ...` display (MATLAB's layout, the current format).
     void display(const std::string& name, const Value& v);
@@ -61,6 +64,8 @@ public:
     std::unordered_map<std::string, Value>& variables() { return frames_.back().vars; }
 
 private:
+    /// A builtin's call: its MATLAB errors name it, the API's become MATLAB errors.
+    std::vector<Value> call_builtin(const std::string& name, const Builtin& f, std::vector<Value>& args, int nargout);
     struct Frame {
         std::unordered_map<std::string, Value> vars;
         std::string file, function;
