@@ -81,3 +81,20 @@ TEST(NodeTable, LiveNodesAreFoundThroughManyRebuilds) {
                 << "round " << round << ", node " << i;
     }
 }
+
+TEST(NodeTable, KeysThatDifferInHighBitsAloneSpreadOverShardsAndSlots) {
+    // Attributes 1.0, 2.0, ... (a loop's random streams, its constants) differ only in their high
+    // bits; the low bits of their hashes choose the shard and the slot, and must differ too.
+    NodeTable t(nullptr);
+    std::vector<std::shared_ptr<Node>> nodes;
+    std::vector<bool> low_seen(1u << 12, false);
+    std::size_t distinct = 0;
+    for (int k = 1; k <= 256; ++k) {
+        nodes.push_back(t.make(OpKind::RandN, DType::f32, Shape{1000, 1}, {}, {42, 0, static_cast<double>(k)}));
+        const std::size_t low = nodes.back()->hash & ((1u << 12) - 1);
+        if (!low_seen[low]) low_seen[low] = true, ++distinct;
+    }
+    EXPECT_GT(distinct, 230u) << "256 keys: their hashes' low 12 bits nearly all distinct";
+    for (int k = 1; k <= 256; ++k)
+        EXPECT_EQ(t.make(OpKind::RandN, DType::f32, Shape{1000, 1}, {}, {42, 0, static_cast<double>(k)}), nodes[k - 1]);
+}
