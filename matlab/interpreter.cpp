@@ -811,13 +811,35 @@ Value Interpreter::eval_matrix(const Matrix& m) {
             for (std::int64_t i = 0; i < c.rows; ++i) c.items.push_back(rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
         return c;
     }
-    std::vector<Value> rows;
+    std::vector<std::vector<Value>> items;
     for (const auto& row : m.rows) {
-        std::vector<Value> items = row_items(row);
-        if (items.empty()) continue;
-        rows.push_back(concatenate(rt_, items, 2));
+        items.push_back(row_items(row));
+        if (items.back().empty()) items.pop_back();
     }
-    if (rows.empty()) return empty_matrix(rt_);
+    if (items.empty()) return empty_matrix(rt_);
+    // A literal of host scalars ([4 1 0; 1 3 1]): one array of their values, not a concatenation
+    // for the graph to run. The class as concatenate's: single wins, all logical stay logical.
+    bool scalars = items.size() > 1, any_single = false, all_logical = true;
+    for (const auto& row : items) {
+        scalars = scalars && row.size() == items.front().size();
+        for (const Value& v : row) {
+            scalars = scalars && v.is_num() && v.num().host();
+            if (!scalars) break;
+            any_single = any_single || v.num().dtype == DType::f32;
+            all_logical = all_logical && v.num().dtype == DType::logical;
+        }
+    }
+    if (scalars) {
+        const std::size_t rows = items.size(), cols = items.front().size();
+        std::vector<double> data(rows * cols);
+        for (std::size_t j = 0; j < cols; ++j)
+            for (std::size_t i = 0; i < rows; ++i) data[i + rows * j] = items[i][j].num().scalar;
+        const Array a = rt_.adopt(std::move(data), tandem::Shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)});
+        const DType t = any_single ? DType::f32 : all_logical ? DType::logical : DType::f64;
+        return from_array(t == DType::f64 ? a : tandem::astype(a, t));
+    }
+    std::vector<Value> rows;
+    for (auto& row : items) rows.push_back(concatenate(rt_, row, 2));
     return concatenate(rt_, rows, 1);
 }
 

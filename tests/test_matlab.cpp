@@ -358,6 +358,18 @@ TEST(MatlabSemantics, AScalarLoopStaysOnTheHost) {
     EXPECT_EQ(s.rt.metrics().plans, before.plans);
 }
 
+TEST(MatlabSemantics, ALiteralOfScalarsIsOneArrayOfTheirValues) {
+    // [4 1; 1 3] is data, not a concatenation for the graph to run; the class as concatenation's.
+    Session s;
+    const auto before = s.rt.metrics();
+    EXPECT_EQ(s.run("A = [4 -0 1; 1 3 NaN]; fprintf('%g ', A); fprintf('%s %s %s|', class(A), class([true false; false true]), class([single(1) 2; 3 4]));"
+                    "fprintf('%d ', size([1 2; 3 4; 5 6]));"),
+              "4 1 -0 3 1 NaN double logical single|3 2 ");
+    EXPECT_EQ(s.rt.metrics().regions_executed, before.regions_executed);
+    EXPECT_NE(s.error("x = [1 2; 3]").find("Dimensions of arrays being concatenated are not consistent."), std::string::npos);
+    EXPECT_EQ(s.run("x = [1 2; [3 4]]; y = [[1; 2] [3; 4]]; fprintf('%g ', x, y);"), "1 3 2 4 1 2 3 4 ");
+}
+
 TEST(MatlabSemantics, ALoopOfArrayCodeIsOneFusedProgram) {
     // A loop whose body is array code builds the graph; the gather at the end runs it fused.
     Session s;
