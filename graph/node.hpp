@@ -28,15 +28,15 @@ struct NodeStateDelete {
 struct Node : std::enable_shared_from_this<Node> {
     OpKind op;
     DType dtype;
+    /// Asked to run and stay on a device (MATLAB's gpuArray: tandem::to_device), and so is every
+    /// node computed from one (NodeTable sets it from the inputs): placement puts the regions
+    /// that compute such nodes on a device whatever their size.
+    bool device_requested = false;
     Shape shape;
     /// Operands. Once the node's value is computed the scheduler releases them (or replaces them
     /// by a recipe: scheduler/node_state.hpp).
     std::vector<std::shared_ptr<Node>> inputs;
     std::array<double, 3> attr{};          ///< constant value, generator parameters, cast target
-    /// Asked to run and stay on a device (MATLAB's gpuArray: tandem::to_device), and so is every
-    /// node computed from one (NodeTable sets it from the inputs): placement puts the regions
-    /// that compute such nodes on a device whatever their size.
-    bool device_requested = false;
     std::uint64_t id = 0;                  ///< unique per runtime, never reused
     std::size_t hash = 0;
     RuntimeImpl* runtime = nullptr;
