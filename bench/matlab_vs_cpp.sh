@@ -7,6 +7,7 @@
 #
 #   bench/matlab_vs_cpp.sh                            # CPU sizes, TANDEM_DEVICE=cpu
 #   MODE=gpu SIZES=large RUN=".gpu/run.sh" bench/matlab_vs_cpp.sh   # on the GPU machine
+#   ONLY="4 5" ROUNDS=6 SKIP_LOOP=1 bench/matlab_vs_cpp.sh             # some workloads, more rounds
 # Prints one line per measurement; ratio = script / C++ (1.0: the same time).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,6 +55,7 @@ while [ $i -lt ${#list[@]} ]; do
   spec=${list[$i]}; i=$((i + 1))
   w=${spec%%:*}; rest=${spec#*:}; size=${rest%%:*}; args=${rest#*:}
   if [ "$w" = 5 ]; then args="$args ${list[$i]}"; i=$((i + 1)); fi
+  case " ${ONLY:-1 2 3 4 5} " in *" $w "*) ;; *) continue ;; esac
   for round in $(seq "$ROUNDS"); do
     m=$($RUN $TANDEM run "$here/examples/$(script "$w").m" $args "$REPS" 2>&1 | tail -1)
     m_ms=$(echo "$m" | sed -n 's/.*best of [0-9]* runs: \([0-9.]*\) ms.*/\1/p')
