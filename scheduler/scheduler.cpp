@@ -780,7 +780,7 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
     // (A target is wanted whole, never let go of: a queue's flush has a target a group's value.)
     std::unordered_set<const Node*> target_set;
     for (const auto& t : targets) target_set.insert(t.get());
-    RecipeMemo memo;
+    RecipeMemo memo(mark, pending.size());
     for (auto& job : jobs) {
         for (std::size_t j = 0; j < job->region.outputs.size(); ++j) {
             Node& o = *job->region.outputs[j].node;
@@ -790,7 +790,18 @@ void Scheduler::make_recipes(const std::vector<JobPtr>& jobs, const std::vector<
             // An intermediate leaves the index (built again later, it is a new node); counted
             // again after, in case a builder found it in the index meanwhile.
             if (!outlives()) nodes_.forget(o);
-            if (outlives()) state(o).recipe = recipe_inputs(o, job->region, memo);
+            if (outlives()) {
+                const bool small = o.bytes() <= kHostCopyInsteadOfRecipe;
+                memo.budget = small ? memo.made + kRecipeCopyLimit : SIZE_MAX;
+                auto recipe = recipe_inputs(o, job->region, memo);
+                if (memo.made > memo.budget) {  // a long copy for a small value: its download instead
+                    job->wanted_on_host[j] = true;
+                    state(o).lineage_depth = 0;
+                } else {
+                    state(o).recipe = std::move(recipe);
+                }
+                memo.budget = SIZE_MAX;
+            }
             else if (!target_set.count(&o)) state(o).intermediate = job->region.kind != RegionKind::view;
         }
     }
@@ -1348,31 +1359,33 @@ std::shared_ptr<Node> Scheduler::recipe_of(Node* root, const Region& region, Rec
     std::vector<std::pair<Node*, std::size_t>> stack;
     stack.emplace_back(root, 0);
     while (!stack.empty()) {
+        if (memo.made > memo.budget) return nullptr;
         auto& [n, next] = stack.back();
         if (next == 0) {
-            if (memo.count(n)) {
+            if (memo.find(n)) {
                 stack.pop_back();
                 continue;
             }
             if (auto leaf = recipe_leaf(*n, region)) {
-                memo.emplace(n, std::move(leaf));
+                memo.put(n, std::move(leaf));
                 stack.pop_back();
                 continue;
             }
         }
         if (next < n->inputs.size()) {
             Node* child = n->inputs[next++].get();
-            if (!memo.count(child)) stack.emplace_back(child, 0);
+            if (!memo.find(child)) stack.emplace_back(child, 0);
             continue;
         }
         std::vector<std::shared_ptr<Node>> inputs;
         inputs.reserve(n->inputs.size());
-        for (const auto& in : n->inputs) inputs.push_back(memo.at(in.get()));
+        for (const auto& in : n->inputs) inputs.push_back(*memo.find(in.get()));
         Node* done = n;
         stack.pop_back();
-        memo.emplace(done, nodes_.make_recipe(*done, std::move(inputs)));
+        memo.put(done, nodes_.make_recipe(*done, std::move(inputs)));
+        ++memo.made;
     }
-    return memo.at(root);
+    return *memo.find(root);
 }
 
 void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vector<std::exception_ptr> per_output,

@@ -169,11 +169,32 @@ private:
     /// on the device alone). A computed operand with a host copy becomes an input node over it;
     /// one with a device copy only, or planned on a device, its own recipe; the region's interior
     /// is copied. `memo`: per plan.
-    using RecipeMemo = std::unordered_map<const Node*, std::shared_ptr<Node>>;
+    /// Recipes made so far in a plan: by position for the plan's nodes (Node::pass_index; a
+    /// chain of a thousand nodes copied for a result the user holds cost as much in hash lookups
+    /// as in the copies), by address for the rest.
+    struct RecipeMemo {
+        std::uint64_t mark = 0;
+        std::vector<std::shared_ptr<Node>> plan;
+        std::unordered_map<const Node*, std::shared_ptr<Node>> others;
+        std::size_t made = 0;             ///< recipe nodes made
+        std::size_t budget = SIZE_MAX;    ///< recipe_of gives up (null) once `made` passes it
+        RecipeMemo(std::uint64_t plan_mark, std::size_t plan_nodes) : mark(plan_mark), plan(plan_nodes) {}
+        /// Its recipe, or null when not made yet.
+        const std::shared_ptr<Node>* find(const Node* n) const {
+            if (n->pass_mark == mark && n->pass_index < plan.size()) return plan[n->pass_index] ? &plan[n->pass_index] : nullptr;
+            auto it = others.find(n);
+            return it == others.end() ? nullptr : &it->second;
+        }
+        void put(const Node* n, std::shared_ptr<Node> recipe) {
+            if (n->pass_mark == mark && n->pass_index < plan.size()) plan[n->pass_index] = std::move(recipe);
+            else others.emplace(n, std::move(recipe));
+        }
+    };
     /// Node::recipe for the plan's device results that may outlive it (`pending`, `targets`:
     /// the plan's nodes and what it was asked for, marked with `mark`).
     void make_recipes(const std::vector<JobPtr>& jobs, const std::vector<Node*>& pending,
                       const std::vector<std::shared_ptr<Node>>& targets, std::uint64_t mark);
+    /// (Past memo.budget: unfinished, holding nulls.)
     std::vector<std::shared_ptr<Node>> recipe_inputs(const Node& n, const Region& region, RecipeMemo& memo);
     std::shared_ptr<Node> recipe_of(Node* n, const Region& region, RecipeMemo& memo);
     /// `n`'s recipe when it needs none of its operands' (null otherwise).
@@ -297,6 +318,13 @@ private:
     /// Device regions on a chain of device-only results after which a result also comes back
     /// to the host (a checkpoint): the recipes a long loop keeps stay this deep at most.
     static constexpr std::uint32_t kLineageCheckpoint = 1024;
+    /// A device result that outlives its plan (a variable the user keeps) of at most
+    /// kHostCopyInsteadOfRecipe bytes whose recipe would copy more than kRecipeCopyLimit of the
+    /// plan's nodes comes back to the host with its batch instead: the end of a long chain (a
+    /// power iteration's vector) copied the chain, a thousand nodes built on the host before
+    /// any of the plan ran, where its download costs the batch microseconds.
+    static constexpr std::uint64_t kHostCopyInsteadOfRecipe = 64 << 10;
+    static constexpr std::size_t kRecipeCopyLimit = 64;
     static constexpr std::uint64_t kCheckpointBytesPerRegion = 8 << 10;  // a larger result's checkpoints are further apart
     std::array<std::atomic<std::uint64_t>, kMaxDevices> device_regions_each_{};
     std::mutex reported_mutex_;

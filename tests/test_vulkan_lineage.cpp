@@ -301,3 +301,33 @@ TEST(VulkanLineageLoops, ALongLoopRecomputesFromItsLastCheckpoint) {
 }
 
 }  // namespace
+
+// A small value the user keeps at the end of a long chain of one plan (a power iteration's
+// vector) comes back to the host with its batch instead of keeping a recipe that copies the
+// chain; at the end of a short chain it keeps its recipe and stays on the device alone.
+TEST(VulkanLineage, ASmallValueAtTheEndOfALongChainComesBackInsteadOfARecipe) {
+    auto gpu = open_gpu(gpu_config());
+    Runtime cpu(cpu_config());
+    auto chain = [](Runtime& rt, int steps) {
+        std::vector<double> start(256);
+        for (std::size_t i = 0; i < start.size(); ++i) start[i] = static_cast<double>(i % 17) - 8.25;
+        start[3] = -0.0;
+        Array v = rt.array(std::span<const double>(start));
+        for (int k = 0; k < steps; ++k) v = v / tandem::norm(v) * 2.0 + 0.5;  // the norm's reductions cut regions
+        return v;
+    };
+    Array short_v = chain(*gpu, 2);
+    auto before = gpu->metrics();
+    gpu->evaluate({short_v}).get();
+    gpu->wait_idle();
+    EXPECT_EQ(gpu->metrics().download_bytes, before.download_bytes) << "a short chain's end stays on the device";
+    Array long_v = chain(*gpu, 60);
+    before = gpu->metrics();
+    gpu->evaluate({long_v}).get();
+    gpu->wait_idle();
+    const auto after = gpu->metrics();
+    EXPECT_GE(after.download_bytes - before.download_bytes, 256u * 8) << "a long chain's small end came back";
+    EXPECT_TRUE(tref::same_values(tref::gather(long_v), tref::gather(chain(cpu, 60)), Acc::exact_signed));
+    EXPECT_TRUE(tref::same_values(tref::gather(short_v), tref::gather(chain(cpu, 2)), Acc::exact_signed));
+    tvk::expect_device_clean(*gpu);
+}
