@@ -84,11 +84,7 @@ TEST(MatlabOnVulkan, AGpuArraysWorkRunsOnTheDeviceWhateverItsSize) {
     // Automatic placement would keep arrays this small on the CPU: a gpuArray's regions, and
     // those computing from it, go to the device; the same code without gpuArray, and what follows
     // a gather, stays on the CPU; both print the CPU's digits.
-    tandem::Config c = tvk::gpu_config();
-    c.placement = "auto";
-    c.device_min_elements = 1 << 20;
-    c.region_records = 64;
-    auto gpu = tvk::open_gpu(c);
+    auto gpu = tvk::open_gpu(tvk::small_on_cpu_config());
     tandem::Runtime cpu(tvk::cpu_config());
     const char* body = "y = cumsum((x / 7) .^ 2 - [0.5; 0.25], 2); m = max(y, [], 1); fprintf('%.17g\\n', y(2, :), m, sum(y(:)));";
     const std::string plain = std::string("x = reshape([1 2 3 4 5 6 7 8 9 10 11 12], 2, 6); ") + body;

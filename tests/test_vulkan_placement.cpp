@@ -498,10 +498,7 @@ TEST(VulkanPlacement, ValuesAskedForOnTheDeviceRunThereWhateverTheirSize) {
     // MATLAB's gpuArray: a value asked for on the device, and what is computed from it, run
     // there although placement would keep regions this small on the CPU; its operand's other
     // readers do not; the bits are the CPU's.
-    tandem::Config c = tvk::gpu_config();
-    c.placement = "auto";
-    c.device_min_elements = 1 << 20;
-    c.region_records = 16;
+    const tandem::Config c = tvk::small_on_cpu_config(16);
     auto rt = tvk::open_gpu(c);
     tandem::Runtime cpu(tvk::cpu_config());
     const double nan = std::nan(""), inf = INFINITY;

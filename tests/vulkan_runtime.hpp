@@ -29,6 +29,17 @@ inline tandem::Config unfused_gpu_config() {
     return c;
 }
 
+/// Automatic placement on the Vulkan device with a size floor no test region reaches: every
+/// region stays on the CPU unless something asks for the device (to_device, a user kernel);
+/// the latest `records` region runs kept (Runtime::region_records).
+inline tandem::Config small_on_cpu_config(std::size_t records = 64) {
+    tandem::Config c = gpu_config();
+    c.placement = "auto";
+    c.device_min_elements = 1 << 20;
+    c.region_records = records;
+    return c;
+}
+
 inline tandem::Config cpu_config() {
     tandem::Config c;
     c.device = "cpu";
