@@ -34,8 +34,11 @@ inline double linspace_value(double a, double b, std::int64_t n, LinspaceSteps s
     return a + x * s.step - x * s.back;
 }
 
-/// How many elements a:step:b has (0 when empty), as a double: the caller refuses a count too
-/// large to make. floor((b - a) / step) + 1 within 4 eps, so 0:0.1:0.3 has 4.
+/// The most elements a:step:b may have (past it, or not finite: the range is refused).
+inline constexpr double kColonMaxCount = 9.0e15;
+
+/// How many elements a:step:b has (0 when empty), as a double: the caller refuses a count not
+/// finite or past kColonMaxCount. floor((b - a) / step) + 1 within 4 eps, so 0:0.1:0.3 has 4.
 inline double colon_count(double a, double step, double b) {
     if (step == 0 || (step > 0 && a > b) || (step < 0 && a < b)) return 0;
     return std::floor((b - a) / step * (1 + 4 * 2.220446049250313e-16)) + 1;

@@ -7,6 +7,17 @@
 
 namespace tandem::detail {
 
+namespace {
+
+/// A node computed from a value asked for on a device asks too (Node::device_requested).
+bool any_device_requested(const std::vector<std::shared_ptr<Node>>& inputs) {
+    for (const auto& in : inputs)
+        if (in->device_requested) return true;
+    return false;
+}
+
+}  // namespace
+
 Node::~Node() {
     // Release long chains iteratively: graphs built in loops (x = x + 1, a million times) would
     // overflow the stack through nested shared_ptr destructors.
@@ -144,8 +155,7 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
     if (shard.hashes[at] != 0)
         if (auto existing = shard.entries[shard.index[at]].node.lock()) return existing;
     auto node = std::make_shared<Node>(op, dtype, shape);
-    node->device_requested = device_requested;
-    for (const auto& in : inputs) node->device_requested = node->device_requested || in->device_requested;
+    node->device_requested = device_requested || any_device_requested(inputs);
     node->inputs = std::move(inputs);
     node->attr = attr;
     node->id = next_id();
@@ -172,7 +182,7 @@ std::shared_ptr<Node> NodeTable::make_input(DType dtype, const Shape& shape) {
 std::shared_ptr<Node> NodeTable::make_kernel(std::shared_ptr<const KernelCall> call, std::size_t slot, DType dtype,
                                              const Shape& shape, std::vector<std::shared_ptr<Node>> inputs) {
     auto node = std::make_shared<Node>(OpKind::Kernel, dtype, shape);
-    for (const auto& in : inputs) node->device_requested = node->device_requested || in->device_requested;
+    node->device_requested = any_device_requested(inputs);
     node->inputs = std::move(inputs);
     // The call's structure, not its identity: fusion's cache keys on attributes (graph/kernel_call.hpp).
     node->attr = {static_cast<double>(slot), static_cast<double>(call->structure & ((1ull << 52) - 1)), 0.0};

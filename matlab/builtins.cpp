@@ -60,7 +60,7 @@ SizeArgs size_args(Interpreter& I, Args a, DType t = DType::f64) {
     if (a.size() >= 2 && is_text(a[a.size() - 2], "like")) {
         const Value& like = a.back();
         t = to_num(I.runtime(), like, "like").dtype;
-        device = like.is_num() && !like.num().host() && like.num().array.device_requested();
+        device = is_gpu_array(like);
         a.resize(a.size() - 2);
     }
     while (!a.empty() && a.back().is_chars()) {

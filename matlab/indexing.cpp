@@ -251,11 +251,11 @@ Value cell_of(Grid<Value> g) {
 
 bool is_null(const Value& v) { return v.is_num() && dims(v) == Dims{0, 0}; }
 
-/// A subscript as Tandem's subscript array (numbers 1-based; masks logical).
 /// A position the host knows, as data (an input: a constant would be a region of its own, run
 /// to make the index op's operand).
 Array position_array(tandem::Runtime& rt, double p) { return rt.array(std::span<const double>(&p, 1), tandem::Shape{1, 1}); }
 
+/// A subscript as Tandem's subscript array (numbers 1-based; masks logical).
 Array subscript_array(tandem::Runtime& rt, const Value& s) {
     const Num n = to_num(rt, s, "subscript");
     if (n.host() && n.dtype != DType::logical) return position_array(rt, n.scalar);

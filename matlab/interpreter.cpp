@@ -468,7 +468,7 @@ Interpreter::Flow Interpreter::exec_for(const For& f) {
             const double x0 = a.num().scalar, step = s.num().scalar, x1 = b.num().scalar;
             if (std::isnan(x0) || std::isnan(step) || std::isnan(x1)) throw MatlabError("NaN in a for loop's range.", "MATLAB:colon");
             const double count = tandem::detail::colon_count(x0, step, x1);
-            if (!std::isfinite(count) || count > 9.0e15) throw MatlabError("A for loop's range has too many elements.", "MATLAB:colon");
+            if (!std::isfinite(count) || count > tandem::detail::kColonMaxCount) throw MatlabError("A for loop's range has too many elements.", "MATLAB:colon");
             const auto n = static_cast<std::int64_t>(count);
             for (std::int64_t k = 0; k < n; ++k) {
                 const Flow fl = body(scalar(tandem::detail::colon_value(x0, step, x1, k)));

@@ -309,7 +309,7 @@ Array Runtime::colon(double a, double step, double b) {
     if (std::isnan(a) || std::isnan(step) || std::isnan(b))
         throw ValueError("colon: NaN in a:step:b");
     const double count = detail::colon_count(a, step, b);
-    if (!std::isfinite(count) || count > 9.0e15)
+    if (!std::isfinite(count) || count > detail::kColonMaxCount)
         throw ValueError("colon: the range " + std::to_string(a) + ":" + std::to_string(step) + ":" + std::to_string(b) +
                          " has too many elements");
     const auto n = static_cast<std::int64_t>(count);

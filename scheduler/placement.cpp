@@ -126,18 +126,19 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     }
     if (devices_.empty() || enabled_.load() == 0) return cpu.reason = "cpu only", cpu;
     if (mode_ == PlacementMode::cpu && !pinned_to_device) return cpu.reason = "placement forced to the CPU", cpu;
-    // Values asked for on a device (to_device: MATLAB's gpuArray) are computed there, whatever
-    // the model says, as long as one can take the region.
-    const bool requested = std::any_of(region.outputs.begin(), region.outputs.end(),
-                                       [](const Region::Output& o) { return o.node->device_requested; });
-    if (region.shape.numel() < min_device_elements_ && !pinned_to_device && !requested)
+    // Values asked for on a device (to_device: MATLAB's gpuArray) go there as such a kernel does,
+    // whatever the model, the size floor or the exceptions below say, as long as a device can
+    // take the region (forced CPU placement, above, wins).
+    const char* pinned_reason = pinned_to_device ? "a user kernel for the device" : "asked for on the device (to_device, gpuArray)";
+    pinned_to_device = pinned_to_device || std::any_of(region.outputs.begin(), region.outputs.end(),
+                                                       [](const Region::Output& o) { return o.node->device_requested; });
+    if (region.shape.numel() < min_device_elements_ && !pinned_to_device)
         return cpu.reason = "small: below device_min_elements", cpu;
-    // What the device kernels do badly whatever the model says (not priced yet; a value asked
-    // for on the device goes there all the same).
-    if (region.kind == RegionKind::concat && !requested &&
+    // What the device kernels do badly whatever the model says (not priced yet).
+    if (region.kind == RegionKind::concat && !pinned_to_device &&
         region.reduce_extents().outer * static_cast<std::int64_t>(region.inputs.size()) > 4096)
         return cpu.reason = "a concatenation of many short runs (copy regions)", cpu;
-    if (region.kind == RegionKind::scan && !requested) {
+    if (region.kind == RegionKind::scan && !pinned_to_device) {
         // A device scan runs an invocation per line: few lines leave the GPU idle.
         const auto e = region.reduce_extents();
         const std::int64_t floor =
@@ -316,8 +317,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     }
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;
-    if (pinned_to_device) return dev.reason = "a user kernel for the device", dev;
-    if (requested) return dev.reason = "asked for on the device (to_device, gpuArray)", dev;
+    if (pinned_to_device) return dev.reason = pinned_reason, dev;
     if (mode_ == PlacementMode::device)
         return dev.reason = dev.split ? "placement forced to the devices: split over them" : "placement forced to the device", dev;
     if (resident_finish >= 0) cpu.regret_s = std::max(0.0, cpu.cpu_s - resident_finish);
