@@ -766,6 +766,7 @@ std::vector<Region> fuse(const std::vector<Node*>& pending, const std::vector<No
                 operand(n->inputs[k], ins.args[k]);
             }
             if (n->op == OpKind::Constant) ins.attr[0] = immediate(*n);
+            if (const std::size_t at = pos(n); at != kOutside) ins.plan_position = static_cast<std::uint32_t>(at);
             ins.compute = n->inputs.empty() ? (n->dtype == DType::f32 ? DType::f32 : DType::f64)
                                             : compute_dtype(n->op, operand_types);
             return ins;

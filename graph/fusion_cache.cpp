@@ -9,6 +9,12 @@ namespace tandem::detail {
 
 namespace {
 
+/// A random draw's seed and stream are its parameters, not its structure: fusion reads them
+/// into its instructions and nowhere else, and each backend passes them to its kernel as
+/// arguments. They are left out of the key, and a hit takes them from the plan's own nodes
+/// (put_parameters): a loop that draws new numbers each run (W3) is fused once.
+bool parameters_only(OpKind op) { return op == OpKind::RandU || op == OpKind::RandN; }
+
 std::uint64_t mix(std::uint64_t h, std::uint64_t w) { return (h ^ w) * 0x100000001b3ull ^ (h >> 29); }
 
 /// Calls word(w, attribute) for each word of the key of a plan (see the header): `slot` numbers
@@ -23,7 +29,8 @@ void visit_key(const std::vector<Node*>& pending, const std::vector<bool>& wante
                  static_cast<std::uint64_t>(n.shape.ndims()) << 16 | static_cast<std::uint64_t>(operands) << 32,
              false);
         for (int d = 0; d < n.shape.ndims(); ++d) word(static_cast<std::uint64_t>(n.shape[d]), false);
-        for (double a : n.attr) word(std::bit_cast<std::uint64_t>(a), true);
+        if (!parameters_only(n.op))
+            for (double a : n.attr) word(std::bit_cast<std::uint64_t>(a), true);
     };
     word(fuse ? 1 : 0, false);
     word(pending.size(), false);
@@ -42,6 +49,12 @@ void visit_key(const std::vector<Node*>& pending, const std::vector<bool>& wante
         }
     }
     for (const Node* b : boundary) node(*b, 0);
+}
+
+/// A cached region's random draws with this plan's seeds and streams (see parameters_only).
+void put_parameters(std::vector<Instr>& program, const std::vector<Node*>& pending) {
+    for (Instr& ins : program)
+        if (parameters_only(ins.op) && ins.plan_position != Instr::kMadeByFusion) ins.attr = pending[ins.plan_position]->attr;
 }
 
 bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
@@ -135,6 +148,8 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
         for (std::size_t r = 0; r < regions.size(); ++r) {
             for (std::size_t k = 0; k < regions[r].inputs.size(); ++k) regions[r].inputs[k] = node_of(e.inputs[r][k]);
             for (std::size_t j = 0; j < regions[r].outputs.size(); ++j) regions[r].outputs[j].node = node_of(e.outputs[r][j]);
+            put_parameters(regions[r].program, pending);
+            put_parameters(regions[r].tail, pending);
             regions[r].memo.share(e.regions[r].memo);  // what the backends worked out holds for it too
             // A command group alike in structure (its attributes): this plan's call runs.
             if (regions[r].kind == RegionKind::kernel) regions[r].call = regions[r].outputs.front().node->call;
@@ -162,6 +177,10 @@ std::vector<Region> FusionCache::fuse(const std::vector<Node*>& pending, const s
         if (s == slot.end()) return false;  // read from further away than an operand: not remembered
         return c = s->second, true;
     };
+    for (const Region& r : regions)  // (a draw fusion made itself could not be given its stream)
+        for (const std::vector<Instr>* p : {&r.program, &r.tail})
+            for (const Instr& ins : *p)
+                if (parameters_only(ins.op) && ins.plan_position == Instr::kMadeByFusion) return regions;
     e.inputs.resize(regions.size());
     e.outputs.resize(regions.size());
     for (std::size_t r = 0; r < regions.size(); ++r) {

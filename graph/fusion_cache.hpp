@@ -6,8 +6,10 @@
 // whether wanted, and each operand as a position among them or as a boundary slot) and the
 // boundary nodes (those outside the plan that pending nodes read: op, type, extents,
 // attributes). A hit is the cached regions with this plan's nodes put in. Attributes are part of
-// the key, so a program whose constants or random streams change from run to run (W3's draws)
-// fuses each time; once a structure has missed a few times and never hit, it is no longer stored.
+// the key but for random draws' seeds and streams, which a hit takes from the plan's own nodes (a
+// Monte Carlo loop drawing new numbers each run, W3, is fused once). A program whose constants
+// change from run to run fuses each time (a constant's value can choose its kernel: x.^2 is x*x);
+// once a structure has missed a few times and never hit, it is no longer stored.
 #pragma once
 
 #include <atomic>

@@ -28,6 +28,11 @@ struct Instr {
     DType compute;                  ///< type the op computes in (f64 or f32)
     std::array<Arg, 3> args{};  ///< the first op_info(op).arity are used
     std::array<double, 3> attr{};   ///< generator parameters
+    /// The position in its plan of the node this instruction computes (Node::pass_index), or
+    /// kMadeByFusion (a load, a cast fusion added): the fusion cache puts a new plan's random
+    /// streams into the cached regions by it.
+    std::uint32_t plan_position = kMadeByFusion;
+    static constexpr std::uint32_t kMadeByFusion = UINT32_MAX;
 };
 
 /// One reduction of a region: a program value reduced along the region's reduce_dim.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "draw_loop.hpp"
 #include "graph/region.hpp"
 #include "reference.hpp"
 #include "tandem/tandem.hpp"
@@ -602,6 +603,31 @@ TEST(FusionCache, AProgramBuiltAgainOnOtherDataIsFusedFromTheCache) {
         EXPECT_EQ(both[1].numel(), 30);
     }
     EXPECT_EQ(rt.metrics().plans_fused_from_cache, 2u);
+}
+
+TEST(FusionCache, ALoopDrawingNewNumbersEachRunIsFusedOnceAndDrawsItsOwn) {
+    // A draw's seed and stream are parameters of the plan, not its structure: every run after
+    // the first is fused from the cache (verify mode fuses it again and compares, the draws'
+    // streams included), and each run's numbers are its own, bit for bit those of a runtime
+    // that fuses every plan.
+    auto runs = [](const char* plan_cache) {
+        Config c;
+        c.device = "cpu";
+        c.plan_cache = plan_cache;
+        Runtime rt(c);
+        return draw_loop::run(rt, 4);
+    };
+    const draw_loop::Runs cached = runs("verify"), fused = runs("off");
+    EXPECT_EQ(cached.plans, 4u);
+    EXPECT_EQ(cached.hits, 3u) << "the runs after the first";
+    EXPECT_EQ(fused.hits, 0u);
+    ASSERT_EQ(cached.values.size(), 4u);
+    for (std::size_t r = 0; r < cached.values.size(); ++r) {
+        EXPECT_TRUE(draw_loop::same_bits(cached.values[r], fused.values[r])) << "run " << r;
+        if (r > 0) {
+            EXPECT_NE(cached.values[r], cached.values[r - 1]) << "run " << r << " drew the numbers of the last";
+        }
+    }
 }
 
 TEST(FusionCache, ARegionsBackendMemoIsKeptByMovesAndSharedOnlyOnPurpose) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "draw_loop.hpp"
 #include "graph/repeat.hpp"
 #include "region_builder.hpp"
 #include "vulkan_runtime.hpp"
@@ -198,6 +199,30 @@ TEST(VulkanLoops, LoopStraightLineAndCpuGiveTheSameBits) {
     }
     tvk::expect_device_clean(*loop);
     tvk::expect_device_clean(*straight);
+}
+
+TEST(VulkanLoops, ALoopDrawingNewNumbersEachRunIsFusedOnceAndDrawsItsOwn) {
+    // The loop kernel of a run fused from the cache takes that run's streams: the same bits as a
+    // runtime that fuses every plan and as the CPU, new numbers each run.
+    tandem::Config off_cfg = tvk::gpu_config();
+    off_cfg.plan_cache = "off";
+    auto cached = tvk::open_gpu();  // verify mode: each hit fused again and compared
+    auto fused = tvk::open_gpu(off_cfg);
+    tandem::Runtime cpu(tvk::cpu_config());
+    const draw_loop::Runs a = draw_loop::run(*cached, 4, 24), b = draw_loop::run(*fused, 4, 24);
+    const draw_loop::Runs c = draw_loop::run(cpu, 4, 24);
+    EXPECT_EQ(a.hits, 3u) << "the runs after the first";
+    EXPECT_EQ(b.hits, 0u);
+    ASSERT_EQ(a.values.size(), 4u);
+    for (std::size_t r = 0; r < a.values.size(); ++r) {
+        EXPECT_TRUE(draw_loop::same_bits(a.values[r], b.values[r])) << "run " << r;
+        EXPECT_TRUE(draw_loop::same_bits(a.values[r], c.values[r])) << "run " << r << ": the device against the CPU";
+        if (r > 0) {
+            EXPECT_NE(a.values[r], a.values[r - 1]) << "run " << r << " drew the numbers of the last";
+        }
+    }
+    tvk::expect_device_clean(*cached);
+    tvk::expect_device_clean(*fused);
 }
 
 }  // namespace
