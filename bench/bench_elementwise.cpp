@@ -194,8 +194,11 @@ void check_regions(benchmark::State& state, const tandem::Metrics& before) {
     }
 }
 
-// Waits until nothing holds `node` any more (the caller has dropped its Arrays and futures).
-void wait_released(const std::weak_ptr<tandem::detail::Node>& node) {
+// Frees finished graphs on this thread (Runtime::wait_idle: Tandem frees them on the thread that
+// builds next, or soon after) and waits until nothing holds `node` any more (the caller has
+// dropped its Arrays and futures).
+void wait_released(tandem::Runtime& rt, const std::weak_ptr<tandem::detail::Node>& node) {
+    rt.wait_idle();
     if (node.expired()) return;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     while (!node.expired()) {
@@ -213,13 +216,14 @@ void wait_released(const std::weak_ptr<tandem::detail::Node>& node) {
 // results would. The wait is part of the timed work (it is the tail of this gather).
 template <class T>
 void evaluate_fresh(tandem::Array value) {
+    tandem::Runtime& rt = value.runtime();
     const std::weak_ptr<tandem::detail::Node> node = value.node();
     {
         const tandem::Future<tandem::HostArray> f = value.gather();
         value = tandem::Array();
         benchmark::DoNotOptimize(f.get().template data<T>());
     }
-    wait_released(node);
+    wait_released(rt, node);
 }
 
 // ---- the benchmarks --------------------------------------------------------------------------
@@ -444,6 +448,7 @@ void setup(State& s) {
     // -- check 3: c = a + b, exactly.
     {
         tandem::Array sum = s.a + s.b;
+        tandem::Runtime& sum_rt = sum.runtime();
         const std::weak_ptr<tandem::detail::Node> node = sum.node();
         {
             const tandem::HostArray c = sum.gather().get();
@@ -454,7 +459,7 @@ void setup(State& s) {
                 if (cd[i] != s.x_host[k] + s.b_host[k]) fail("Tandem's a + b is wrong at element " + std::to_string(i));
             }
         }
-        wait_released(node);  // else the benchmark's first a + b could find this one, computed
+        wait_released(sum_rt, node);  // else the benchmark's first a + b could find this one, computed
     }
 
     // -- check 4: the copies, exactly.

@@ -350,14 +350,15 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Waits until nothing holds `node` any more. Tandem hash-conses nodes (the same op on the same
-// operands is the same node while it lives), so the next run's program would otherwise find this
-// run's values, computed, if a worker thread still held them for a moment after the future
-// resolved. Waiting is part of the timed run (it also returns the run's buffers to the pool, as a
-// program that drops its results would).
-void wait_released(const std::weak_ptr<tandem::detail::Node>& node) {
+// Frees the run's graph on this thread and checks that nothing holds `node` any more. Tandem
+// hash-conses nodes (the same op on the same operands is the same node while it lives), and frees
+// a finished graph on the thread that builds the next expression (or soon after, or at
+// wait_idle): freeing it here is part of the timed run, as the next build would do it in a
+// program that loops (it also returns the run's buffers to the pool).
+void release_run(tandem::Runtime& rt, const std::weak_ptr<tandem::detail::Node>& node) {
+    rt.wait_idle();
     const auto t0 = std::chrono::steady_clock::now();
-    while (!node.expired()) {
+    while (!node.expired()) {  // (a thread that ran a continuation may let go a moment later)
         if (ms_since(t0) > 5000) throw std::runtime_error("Tandem still holds a result 5 s after it was dropped");
         std::this_thread::yield();
     }
@@ -466,7 +467,7 @@ json run_tandem(const Args& a, Size s, json& context) {
                 value = f.get().at(0);
                 value_ms = ms_since(t0);
             }
-            wait_released(node);
+            release_run(rt, node);
         }
         const double ms = ms_since(t0);
         (r < warmups ? warm : samples).push_back(ms);

@@ -115,18 +115,46 @@ bool NodeTable::Key::operator==(const Key& o) const noexcept {
 
 std::uint64_t NodeTable::next_id() { return ids_.fetch_add(1, std::memory_order_relaxed); }
 
+NodeTable::~NodeTable() {
+    {
+        std::lock_guard lock(graveyard_mutex_);
+        burial_stop_ = true;
+    }
+    burial_cv_.notify_one();
+    if (burial_thread_.joinable()) burial_thread_.join();
+}
+
 void NodeTable::bury(std::vector<std::shared_ptr<Node>>& nodes) {
     if (nodes.empty()) return;
     std::lock_guard lock(graveyard_mutex_);
     for (auto& n : nodes) graveyard_.push_back(std::move(n));
     nodes.clear();
     buried_.store(true, std::memory_order_release);
+    if (burial_due_ == std::chrono::steady_clock::time_point{}) {
+        burial_due_ = std::chrono::steady_clock::now() + kBurialGrace;
+        if (!burial_thread_.joinable()) burial_thread_ = std::thread([this] { burial_loop(); });
+        burial_cv_.notify_one();
+    }
 }
 
 void NodeTable::release_buried() {
     std::lock_guard lock(graveyard_mutex_);
+    destroy_buried();
+}
+
+void NodeTable::destroy_buried() {
     graveyard_.clear();  // destroyed under the lock: a make() meanwhile waits for the end
     buried_.store(false, std::memory_order_release);
+    burial_due_ = {};
+}
+
+void NodeTable::burial_loop() {
+    std::unique_lock lock(graveyard_mutex_);
+    while (!burial_stop_) {
+        if (burial_due_ == std::chrono::steady_clock::time_point{}) burial_cv_.wait(lock);
+        else if (std::chrono::steady_clock::now() >= burial_due_) destroy_buried();  // nobody built since
+        else burial_cv_.wait_until(lock, burial_due_);
+    }
 }
 
 void NodeTable::forget(const Node& n) {

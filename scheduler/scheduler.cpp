@@ -218,8 +218,11 @@ std::string Scheduler::executor_name(const PlacementDecision& d) const {
 }
 
 void Scheduler::wait_idle() {
-    std::unique_lock lock(mutex_);
-    idle_.wait(lock, [&] { return in_flight_ == 0 && active_ == 0; });
+    {
+        std::unique_lock lock(mutex_);
+        idle_.wait(lock, [&] { return in_flight_ == 0 && active_ == 0; });
+    }
+    nodes_.release_buried();  // idle means the dropped graphs are gone too (and before the backends go)
 }
 
 // Counts a thread in active_ for its scope (see active_).
@@ -1510,10 +1513,9 @@ void Scheduler::complete(const JobPtr& job, std::exception_ptr error, std::vecto
             job->outputs.clear();
         }
     }
-    // Resolve first, free the graph after (it is buried before: see NodeTable::bury).
+    // Resolve first; the graph is freed by the next build, or soon (NodeTable::bury).
     nodes_.bury(released);
     drain(after);
-    nodes_.release_buried();
     std::lock_guard lock(mutex_);
     --active_;
     if (!requeue) --in_flight_;  // a requeued region is still in flight

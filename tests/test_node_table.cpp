@@ -1,12 +1,17 @@
 // The node table interns nodes by structure (graph/node.hpp): the same op, type, extents,
 // operands and attributes give the same node while it lives; a node that died, or was forgotten,
-// is made again; keys of many words; the table keeps working through many rebuilds.
+// is made again; keys of many words; the table keeps working through many rebuilds; what a
+// finished region drops is freed by the next build, or by the table's burial thread.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <span>
+#include <thread>
 #include <vector>
 
 #include "graph/node.hpp"
+#include "tandem/tandem.hpp"
 
 using namespace tandem::detail;
 using tandem::DType;
@@ -97,4 +102,55 @@ TEST(NodeTable, KeysThatDifferInHighBitsAloneSpreadOverShardsAndSlots) {
     EXPECT_GT(distinct, 230u) << "256 keys: their hashes' low 12 bits nearly all distinct";
     for (int k = 1; k <= 256; ++k)
         EXPECT_EQ(t.make(OpKind::RandN, DType::f32, Shape{1000, 1}, {}, {42, 0, static_cast<double>(k)}), nodes[k - 1]);
+}
+
+TEST(NodeTable, WhatIsBuriedIsFreedByTheNextMakeOrSoonAfter) {
+    NodeTable t(nullptr);
+    auto x = t.make_input(DType::f64, Shape{3, 1});
+    auto bury_exp = [&] {
+        auto a = t.make(OpKind::Exp, DType::f64, Shape{3, 1}, {x});
+        const std::weak_ptr<Node> w = a;
+        std::vector<std::shared_ptr<Node>> released{std::move(a)};
+        t.bury(released);
+        EXPECT_TRUE(released.empty()) << "the graveyard takes the references";
+        return w;
+    };
+    // The next make() frees what was buried before it looks anything up: the same expression
+    // built again is a new node (recomputed), whenever the builder comes.
+    std::weak_ptr<Node> w = bury_exp();
+    const std::uint64_t first_id = w.expired() ? 0 : w.lock()->id;  // (the burial thread may have come first)
+    auto other = t.make(OpKind::Sin, DType::f64, Shape{3, 1}, {x});
+    EXPECT_TRUE(w.expired()) << "make() freed the graveyard first";
+    EXPECT_NE(t.make(OpKind::Exp, DType::f64, Shape{3, 1}, {x})->id, first_id);
+    // Nobody builds: the burial thread frees it soon after (kBurialGrace).
+    w = bury_exp();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!w.expired() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    EXPECT_TRUE(w.expired()) << "a graveyard no make() came for is freed by the burial thread";
+    // Or at once, when asked (Scheduler::wait_idle).
+    w = bury_exp();
+    t.release_buried();
+    EXPECT_TRUE(w.expired());
+}
+
+TEST(NodeTable, AGraphDroppedBeforeItsValueCameIsGoneOnceTheNextExpressionIsBuilt) {
+    // Through a runtime: the completion buries the dropped graph before the future resolves,
+    // so the first node built after get() finds nothing of it.
+    tandem::Config c;
+    c.device = "cpu";
+    tandem::Runtime rt(c);
+    const std::vector<double> v = {1, 2, 3, 4};
+    const tandem::Array x = rt.array(std::span<const double>(v), Shape{4, 1});
+    for (int round = 0; round < 3; ++round) {
+        tandem::Array y = tandem::exp(x) * 2.0 + 1.0;
+        const std::weak_ptr<Node> node = y.node();
+        const tandem::Future<tandem::HostArray> f = y.gather();
+        y = tandem::Array();
+        EXPECT_EQ(f.get().numel(), 4);
+        const tandem::Array next = tandem::sqrt(x);  // any expression
+        EXPECT_TRUE(node.expired()) << "round " << round;
+        rt.wait_idle();
+    }
+    const tandem::Metrics m = rt.metrics();
+    EXPECT_EQ(m.plans, 3u) << "each round computed its value again";
 }

@@ -167,7 +167,8 @@ public:
     /// ones): the future is ready when they are. For timing device work, or to compute ahead of
     /// a later gather; nothing is copied to the host.
     Future<std::monostate> evaluate(const std::vector<Array>& values);
-    /// Blocks until no work is in flight.
+    /// Blocks until no work is in flight, then frees, on this thread, the graphs of finished
+    /// work that nothing holds (otherwise the next expression built does, or the runtime soon).
     void wait_idle();
 
     // ---- introspection ----------------------------------------------------------------
