@@ -5,6 +5,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -49,6 +50,15 @@ inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
         if (std::bit_cast<std::uint64_t>(a[i]) != std::bit_cast<std::uint64_t>(b[i])) return false;
+    return true;
+}
+
+/// Whether two runs' values agree within `rel` of each other (executors with other math
+/// kernels: the CPU picks its vector paths by processor).
+inline bool close(const std::vector<double>& a, const std::vector<double>& b, double rel) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(std::fabs(a[i] - b[i]) <= rel * std::fmax(1.0, std::fabs(b[i])))) return false;
     return true;
 }
 
