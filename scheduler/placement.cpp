@@ -413,7 +413,7 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
     for (std::size_t d = 0; d < devices_.size(); ++d)
         if (device_enabled(d)) ds.push_back(d);
     PlacementDecision split{nullptr, ""};
-    std::optional<StreamPlan> plan = plan_split(r, static_cast<std::int64_t>(ds.size()));
+    std::optional<StreamPlan> plan = plan_split(r, static_cast<std::int64_t>(ds.size()), q.vector_blocks);
     if (!plan || (!plan->partials && !q.readers_split)) return split;
     // Each device's share of the domain (the last piece may be shorter: priced as the others).
     const double share = std::min(1.0, static_cast<double>(plan->per_piece) / static_cast<double>(plan->extent));

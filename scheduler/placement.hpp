@@ -78,6 +78,9 @@ struct PlacementQuery {
     /// (through views): a result split over them is read in place there. When not, placement
     /// does not leave its results in parts (the reader would have them assembled on the host).
     bool readers_split = true;
+    /// A vector's region may be cut on second-level blocks when split (plan_split's vector_blocks):
+    /// no region of the plan reads a vector of its extent as something else.
+    bool vector_blocks = false;
     /// Seconds before device d's kernel for this region is built (Backend::pipeline_wait_s); asked
     /// only of a device that could matter (it might win or be explored), in automatic placement;
     /// empty: every kernel is ready.

@@ -474,8 +474,21 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     // results come back whole, or are read only by regions that may be split in turn).
     // Regions come in order, readers after what they read: decided from the last.
     std::vector<bool> readers_split(regions.size(), true);
+    // Extents of vectors that some region of the plan reads as something else (a reshape into
+    // images, a broadcast against a matrix, a matrix read as a vector): their regions are not
+    // cut on second-level blocks (plan_split's vector_blocks), which such a reader's pieces
+    // would not match, so that every region of such an extent is cut the same way.
+    std::unordered_set<std::int64_t> mixed_extents;
+    auto vector_blocks = [&](const Region& r) { return !mixed_extents.count(r.shape.numel()); };
     if (splitting) {
         const auto devices = static_cast<std::int64_t>(placement_.enabled_devices());
+        for (const Region& r : regions) {
+            const Shape& domain = r.kind == RegionKind::view ? r.outputs[0].node->shape : r.shape;  // a reshape's: its result
+            for (const auto& in : r.inputs) {
+                const std::int64_t n = in->shape.numel();
+                if (n > 1 && (!is_vector(in->shape) || !is_vector(domain) || domain.numel() != n)) mixed_extents.insert(n);
+            }
+        }
         std::vector<std::optional<StreamPlan>> plans(regions.size());  // of those that may split
         std::function<bool(const Node*)> all_split = [&](const Node* n) {
             auto it = readers.find(n);
@@ -496,7 +509,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
         for (std::size_t i = regions.size(); i-- > 0;) {
             for (const auto& o : regions[i].outputs) readers_split[i] = readers_split[i] && all_split(o.node.get());
             if (regions[i].kind == RegionKind::view) continue;
-            auto plan = plan_split(regions[i], devices);
+            auto plan = plan_split(regions[i], devices, vector_blocks(regions[i]));
             if (plan && (plan->partials || readers_split[i])) plans[i] = std::move(plan);
         }
     }
@@ -550,6 +563,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
         PlacementQuery query;
         query.region = &job->region;
         query.readers_split = region_readers_split;
+        query.vector_blocks = vector_blocks(job->region);
         for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
         for (std::size_t k = 0; k < query.inputs.size(); ++k)
             if (query.inputs[k].regret_plan_s > 0) query.inputs[k].read_later = read_after(job->region.inputs[k].get(), region_index - 1);

@@ -27,6 +27,23 @@ Shape with_extent(const Shape& s, int d, std::int64_t extent) {
 
 bool sums_in_double(OpKind op) { return op == OpKind::Sum || op == OpKind::Prod; }
 
+/// Elements of a second-level block of the canonical order (graph/reduce_order.hpp): a chunk of
+/// kReduceChunk first-level partials.
+constexpr std::int64_t kSecondLevel = kReduceChunk * kReduceChunk;
+
+/// A vector of `extent` elements split over `devices`: the elements of a piece when every
+/// device's piece is whole second-level blocks, which costs each at most 1/64 more than an even
+/// share; else 0. A piece of a sum then folds its blocks where it runs and brings back a value
+/// per block, not one per chunk (W1's 1e8 elements: 97657 partials, 0.78 MB, to fold on the
+/// host). The windows of a vector are cut the same way, so that a split value is still read in
+/// place by the sum after it.
+std::int64_t second_level_share(std::int64_t extent, std::int64_t devices) {
+    const std::int64_t share = (extent + devices - 1) / devices;
+    const std::int64_t per_piece = (share + kSecondLevel - 1) / kSecondLevel * kSecondLevel;
+    const bool every_device = (devices - 1) * per_piece < extent / kSecondLevel * kSecondLevel;
+    return every_device && per_piece - share <= share / 64 ? per_piece : 0;
+}
+
 /// Windows along D: whether a piece reads input k whole. A product cut into blocks of its
 /// result's columns reads A whole (and a bias per row); the others, their columns. Any other
 /// region reads whole what is broadcast along D.
@@ -86,6 +103,12 @@ std::pair<std::int64_t, std::int64_t> window_steps(const Region& r, int D) {
 
 std::pair<std::int64_t, std::int64_t> partial_range(const StreamPlan& p, std::int64_t index) {
     const std::int64_t aligned = p.extent / kReduceChunk * kReduceChunk;
+    if (p.folded) {  // pieces of whole blocks, then the rest's whole chunks, then the tail
+        const std::int64_t folding = (p.folded + p.per_piece - 1) / p.per_piece;
+        if (index < folding) return {index * p.per_piece, std::min(p.folded, (index + 1) * p.per_piece)};
+        if (index == folding && aligned > p.folded) return {p.folded, aligned};
+        return {aligned, p.extent};
+    }
     const std::int64_t first = index * p.per_piece;
     if (first >= aligned) return {aligned, p.extent};
     return {first, std::min(aligned, first + p.per_piece)};
@@ -94,6 +117,7 @@ std::pair<std::int64_t, std::int64_t> partial_range(const StreamPlan& p, std::in
 std::int64_t StreamPlan::pieces() const noexcept {
     if (!partials) return (extent + per_piece - 1) / per_piece;
     const std::int64_t aligned = extent / kReduceChunk * kReduceChunk;
+    if (folded) return (folded + per_piece - 1) / per_piece + (aligned > folded ? 1 : 0) + (aligned < extent ? 1 : 0);
     return (aligned + per_piece - 1) / per_piece + (aligned < extent ? 1 : 0);
 }
 
@@ -191,7 +215,13 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
     return p;
 }
 
-std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices) {
+bool is_vector(const Shape& s) {
+    int long_dims = 0;
+    for (int d = 0; d < s.ndims(); ++d) long_dims += s[d] > 1;
+    return long_dims <= 1;
+}
+
+std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices, bool vector_blocks) {
     if (devices < 2) return std::nullopt;
     std::optional<StreamPlan> p = plan_stream(r, UINT64_MAX);  // the cut's shape, whole
     if (!p) return std::nullopt;
@@ -203,6 +233,12 @@ std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices) {
         // A share of the whole extent (not of its whole chunks): cut where windows of the same
         // domain are, so that a value split by one is read in place by the other.
         p->per_piece = round_up((p->extent + devices - 1) / devices, step);
+        if (vector_blocks && p->rows == 1 && !p->position && is_vector(r.shape))
+            if (const std::int64_t blocks = second_level_share(p->extent, devices)) {
+                p->per_piece = blocks;
+                if (std::all_of(r.reductions.begin(), r.reductions.end(), [](const Reduction& red) { return sums_in_double(red.op); }))
+                    p->folded = p->extent / kSecondLevel * kSecondLevel;
+            }
     } else {
         // Windows of whole chunks of elements where the extent allows (so that a reduction of
         // the value split so is cut at the same places), else aligned, else on Philox blocks.
@@ -211,8 +247,11 @@ std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices) {
         const std::int64_t chunked = std::lcm(aligned, kReduceChunk / std::gcd(kReduceChunk, per_position));
         const std::int64_t share = (p->extent + devices - 1) / devices;
         p->per_piece = 0;
+        if (vector_blocks && per_position == 1 && is_vector(r.shape))  // as a sum of the vector is cut
+            if (const std::int64_t blocks = second_level_share(p->extent, devices); blocks % std::lcm(aligned, block) == 0)
+                p->per_piece = blocks;
         for (std::int64_t step : {chunked, aligned, block})
-            if (round_up(share, step) < p->extent) {
+            if (p->per_piece == 0 && round_up(share, step) < p->extent) {
                 p->per_piece = round_up(share, step);
                 break;
             }
@@ -316,8 +355,11 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
     const auto [first, end] = partial_range(p, index);
     const std::int64_t len = end - first;
     q.index_base = r.index_base + first * p.rows;  // the piece's elements are contiguous in the region's order
-    const bool whole_chunks = len % kReduceChunk == 0;
-    const std::int64_t chunk = whole_chunks ? kReduceChunk : len, q_chunks = whole_chunks ? len / kReduceChunk : 1;
+    // A piece of whole second-level blocks reduces each alone: its second-level partial.
+    const std::int64_t fold = p.folded && end <= p.folded ? kSecondLevel : kReduceChunk;
+    piece.chunks_each = fold / kReduceChunk;
+    const bool whole_chunks = len % fold == 0;
+    const std::int64_t chunk = whole_chunks ? fold : len, q_chunks = whole_chunks ? len / fold : 1;
     q.tail.clear();
     Shape partial_shape{1, q_chunks};
     if (p.rows == 1 && p.position) {
@@ -396,9 +438,10 @@ void StreamResults::add(const StreamPiece& piece) {
         const auto* from = static_cast<const std::byte*>(host->data());
         if (runs_) {
             pieces_[j].push_back(host);
-            q = static_cast<std::int64_t>(host->bytes() / sizeof(double));
+            q = static_cast<std::int64_t>(host->bytes() / sizeof(double)) * piece.chunks_each;
             continue;
         }
+        if (piece.chunks_each != 1) throw Error("streaming: a folded piece outside a run of partials (bug)");
         auto* to = static_cast<std::byte*>(results_[j]->data());
         if (!p_.partials) {
             std::memcpy(to + piece.output_offsets[j], from, host->bytes());
@@ -417,6 +460,7 @@ void StreamResults::add(const StreamPiece& piece) {
                             from + static_cast<std::size_t>(i + rows * o) * es, es);
     }
     chunks_ += q;
+    if (runs_) chunks_each_.push_back(piece.chunks_each);
 }
 
 std::vector<std::shared_ptr<Value>> StreamResults::finish(Backend& cpu, NodeTable& nodes) {
@@ -444,12 +488,13 @@ std::vector<std::shared_ptr<Value>> StreamResults::finish(Backend& cpu, NodeTabl
             auto* out = static_cast<double*>(results_[j]->data());
             const bool sum = r_.reductions[j].op == OpKind::Sum;
             std::vector<const double*> run;
-            std::vector<std::int64_t> start;  // each piece's first partial
+            std::vector<std::int64_t> start;  // each piece's first partial, in first-level chunks
             std::int64_t at = 0;
-            for (const auto& h : pieces_[j]) {
+            for (std::size_t i = 0; i < pieces_[j].size(); ++i) {
+                const auto& h = pieces_[j][i];
                 run.push_back(static_cast<const double*>(h->data()));
                 start.push_back(at);
-                at += static_cast<std::int64_t>(h->bytes() / sizeof(double));
+                at += static_cast<std::int64_t>(h->bytes() / sizeof(double)) * chunks_each_[i];
             }
             start.push_back(at);
             double gathered[kReduceChunk];
@@ -457,6 +502,10 @@ std::vector<std::shared_ptr<Value>> StreamResults::finish(Backend& cpu, NodeTabl
             for (std::int64_t c = 0; c < next; ++c) {
                 const std::int64_t first = c * kReduceChunk, n = std::min(kReduceChunk, P - first);
                 while (start[k + 1] <= first) ++k;
+                if (chunks_each_[k] == kReduceChunk) {  // folded on its device (its blocks end on chunks of this level)
+                    out[c] = run[k][(first - start[k]) / kReduceChunk];
+                    continue;
+                }
                 if (first + n <= start[k + 1]) {
                     out[c] = fold_chunk(run[k] + (first - start[k]), n, sum);
                     continue;

@@ -51,6 +51,12 @@ struct StreamPlan {
     /// value per position, as a per-image mean): the elements of a position (a multiple of
     /// kReduceChunk), pieces then hold whole positions; 0 otherwise.
     std::int64_t position = 0;
+    /// Split partials of a vector's every element, sums and products: [0, folded) is cut into
+    /// pieces of whole second-level blocks (kReduceChunk^2 elements), each of which folds its
+    /// blocks on its device to the canonical order's second-level partials (a column of a block
+    /// reduced alone is exactly that); the rest comes as first-level partials, its whole chunks
+    /// in one piece, then the tail. 0: no piece folds.
+    std::int64_t folded = 0;
     std::int64_t pieces() const noexcept;
 };
 
@@ -63,8 +69,15 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
 /// Pieces are cut where the canonical order's chunks and the windows' alignment allow, the same
 /// way for every region of a domain (a value split by one region is read in place, part by
 /// part, by the next): partials on multiples of kReduceChunk elements, windows on multiples of
-/// kReduceChunk elements too where the extent allows.
-std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices);
+/// kReduceChunk elements too where the extent allows. With `vector_blocks`, a vector's regions
+/// (every element a position) are cut on whole second-level blocks where that costs a device at
+/// most 1/64 more than an even share, and its sums fold those blocks where they run
+/// (StreamPlan::folded). The caller says so for every region of an extent or for none of them
+/// (see vector_blocks_allowed): a value cut on blocks and read another way is assembled.
+std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices, bool vector_blocks = false);
+
+/// At most one dimension longer than 1.
+bool is_vector(const Shape& s);
 
 /// Input k's window in piece `index` (bytes from the start of its value, and how many), or
 /// nothing when the piece reads it whole (broadcast along the split dimension).
@@ -83,6 +96,9 @@ struct StreamPiece {
     Region region;
     std::vector<std::shared_ptr<Value>> inputs, outputs;
     std::vector<std::size_t> output_offsets;
+    /// Partials: the first-level chunks each of its partials stands for (kReduceChunk when it
+    /// folded its second level, StreamPlan::folded).
+    std::int64_t chunks_each = 1;
 };
 
 /// Piece `index` of plan `p` for `r`, whose inputs' values are `inputs`, for `device`: a
@@ -115,12 +131,13 @@ private:
     const StreamPlan& p_;
     Allocate allocate_;
     std::vector<std::shared_ptr<Storage>> results_;
-    std::int64_t chunks_ = 0;  // partials placed so far, per row
+    std::int64_t chunks_ = 0;  // first-level partials placed (or folded) so far, per row
     /// Many partials of sums of every element (a split region's): each piece's, as it came
     /// back, folded from there (not copied into one array first: 1 MB of fresh memory took
     /// 0.15-0.27 ms on the H200 host).
     bool runs_ = false;
     std::vector<std::vector<std::shared_ptr<Storage>>> pieces_;  // per reduction
+    std::vector<std::int64_t> chunks_each_;                      // per piece (StreamPiece::chunks_each)
 };
 
 }  // namespace tandem::detail

@@ -3,7 +3,8 @@
 // splits gives the bits of the same program on one device (reductions included: partials in the
 // canonical order), with special values and odd sizes; a value split by one region is read in
 // place, part by part, by the next; each input crosses the link once; a reader that cannot take
-// it in parts gets it assembled; a device lost mid-program costs a rerun, never a value.
+// it in parts gets it assembled; a sum of a long vector folds its second level on the devices; a
+// device lost mid-program costs a rerun, never a value.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -93,6 +94,14 @@ const std::vector<Case>& cases() {
              return std::vector<Array>{tandem::mean(out, tandem::all_dims)};
          },
          Acc::exact, false, true},
+        {"sums of vectors cut on second-level blocks (each piece folds its blocks on its device)",
+         // 4 * 1024^2 - 1000 elements: a piece of two blocks, one of one, the rest's 1023 chunks, a tail of 24.
+         {{{4193304, 1}, DType::f64}, {{1, 4193304}, DType::f32}},
+         [](Runtime&, const std::vector<Array>& x) {
+             return std::vector<Array>{tandem::sum(x[0] * 0.5), tandem::prod(x[0] * 0.0 + 1.0), tandem::mean(x[1], 2),
+                                       tandem::sum(tandem::abs(x[0]) * -0.0)};
+         },
+         Acc::exact},
         {"sum of each row (along the split dimension)",
          {{{300, 2500}, DType::f64}},
          [](Runtime&, const std::vector<Array>& x) { return std::vector<Array>{tandem::sum(x[0] + 1.0, 2)}; },
@@ -219,6 +228,77 @@ TEST(VulkanSplit, ASplitValueIsReadInPlaceByTheNextSplitRegion) {
         return one->gather({tandem::sum(x * x), tandem::exp(x) - 1.0, tandem::matmul(tandem::transpose(x), x)}).get();
     }();
     expect_same(got, single, Acc::exact_signed);
+    two->wait_idle();
+    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
+    EXPECT_EQ(two->metrics().validation_messages, 0u);
+}
+
+// A sum of a long vector split over the devices folds the canonical order's second level where
+// each piece runs: a value per 1024^2 elements comes back, not one per 1024 (W1's 1e8 elements:
+// 97657 partials), and the bits are one device's. The vector, made split, is read in place.
+TEST(VulkanSplit, ASumOfALongVectorFoldsItsSecondLevelOnTheDevices) {
+    constexpr std::int64_t n = 4 * 1024 * 1024 - 1000;
+    auto program = [](Runtime& rt, tandem::Metrics* moved) {
+        Array k = tandem::column(rt.colon(0.0, static_cast<double>(n - 1)));
+        Array x = tandem::sin(k * 0.001) * 2.0 - 0.25;
+        rt.evaluate({x}).get();
+        rt.wait_idle();
+        const tandem::Metrics m0 = rt.metrics();
+        auto got = rt.gather({tandem::sum(x * x), tandem::mean(x)}).get();
+        rt.wait_idle();
+        const tandem::Metrics m1 = rt.metrics();
+        if (moved) {
+            moved->upload_bytes = m1.upload_bytes - m0.upload_bytes;
+            moved->download_bytes = m1.download_bytes - m0.download_bytes;
+            moved->split_regions = m1.split_regions - m0.split_regions;
+            moved->split_values_assembled = m1.split_values_assembled - m0.split_values_assembled;
+        }
+        return got;
+    };
+    auto two = tvk::open_gpu(two_devices());
+    tandem::Metrics moved;
+    const auto got = program(*two, &moved);
+    EXPECT_GE(moved.split_regions, 1u);
+    EXPECT_EQ(moved.split_values_assembled, 0u) << "x's parts were read where they are";
+    EXPECT_EQ(moved.upload_bytes, 0u);
+    // Two reductions: 3 folded partials, the rest's 1023 and the tail's 1 each (8 bytes), not 4095.
+    EXPECT_LE(moved.download_bytes, 2u * 8u * (3u + 1023u + 1u));
+    auto one = tvk::open_gpu(tvk::gpu_config());
+    expect_same(got, program(*one, nullptr), Acc::exact_signed);
+    two->wait_idle();
+    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
+    EXPECT_EQ(two->metrics().validation_messages, 0u);
+}
+
+// A vector that the same plan reads as images (W2 makes its images so) is cut where the
+// per-image statistics cut the images, not on second-level blocks: 124 images of 33792 pixels
+// (one a column), 62 each; blocks would cut the vector at 2^21 elements, mid-image, and have it
+// assembled.
+TEST(VulkanSplit, AVectorReadAsImagesIsCutOnImagesNotOnBlocks) {
+    constexpr std::int64_t pixels = 33 * 1024, images = 124, n = pixels * images;
+    auto program = [](Runtime& rt, tandem::Metrics* moved) {
+        Array k = tandem::column(rt.colon(0.0, static_cast<double>(n - 1)));
+        Array x = tandem::sin(k * 0.001) * 2.0 - 0.25;
+        const tandem::Metrics m0 = rt.metrics();
+        const Array imgs = tandem::reshape(x, {pixels, images});
+        const Array mu = tandem::mean(imgs, 1);
+        const Array d = imgs - mu;
+        auto got = rt.gather({mu, tandem::sum(d * d, tandem::all_dims), tandem::sum(x)}).get();
+        rt.wait_idle();
+        if (moved) {
+            const tandem::Metrics m1 = rt.metrics();
+            moved->split_regions = m1.split_regions - m0.split_regions;
+            moved->split_values_assembled = m1.split_values_assembled - m0.split_values_assembled;
+        }
+        return got;
+    };
+    auto two = tvk::open_gpu(two_devices());
+    tandem::Metrics moved;
+    const auto got = program(*two, &moved);
+    EXPECT_GE(moved.split_regions, 2u);
+    EXPECT_EQ(moved.split_values_assembled, 1u) << "mu, which the program gathers; x was read in parts where it was made";
+    auto one = tvk::open_gpu(tvk::gpu_config());
+    expect_same(got, program(*one, nullptr), Acc::exact_signed);
     two->wait_idle();
     EXPECT_EQ(two->metrics().device_fallbacks, 0u);
     EXPECT_EQ(two->metrics().validation_messages, 0u);
