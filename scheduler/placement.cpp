@@ -282,7 +282,19 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     // kSplitGain: a split costs a submission per device and, for partials, a round trip).
     std::uint32_t prepare_on = 0;  // cold devices that would have done better
     double split_regret = 0;       // split in place over the devices would have been sooner by this
-    if (enabled_devices() >= 2 && split_ != SplitMode::off) {
+    // Work of the plan that does not wait for this region fills the other devices meanwhile
+    // (task parallelism, W8's pipelines): splitting would only delay it.
+    auto others_filled = [&] {
+        if (split_ == SplitMode::always || !dev.backend || q.parallel_slack_s <= 0) return false;
+        for (const InputSite& in : q.inputs)
+            if (in.parts) return false;  // whole, it would have them assembled
+        double idle = 0;  // the other devices' time free before the region is done whole
+        for (std::size_t d = 0; d < devices_.size(); ++d)
+            if (device_enabled(d) && devices_[d] != dev.backend)
+                idle += std::max(0.0, dev.finish_s - (d < device_free_s.size() ? device_free_s[d] : 0.0));
+        return q.parallel_slack_s >= idle;
+    };
+    if (enabled_devices() >= 2 && split_ != SplitMode::off && !others_filled()) {
         PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready,
                                               dev.backend ? dev.finish_s : std::numeric_limits<double>::infinity());
         if (split.prepare_on && split.in_place_finish_s * kSplitGain < dev.finish_s) prepare_on |= split.prepare_on;

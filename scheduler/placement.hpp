@@ -81,6 +81,12 @@ struct PlacementQuery {
     /// A vector's region may be cut on second-level blocks when split (plan_split's vector_blocks):
     /// no region of the plan reads a vector of its extent as something else.
     bool vector_blocks = false;
+    /// Seconds of device work later in the plan that does not read this region's results (other
+    /// independent pipelines). When it can keep the other devices busy until this region is done
+    /// whole, the region is not split (automatic splitting): pieces would finish it sooner but
+    /// the plan no sooner, and a split costs a submission per device and, for partials, a round
+    /// trip through the host.
+    double parallel_slack_s = 0;
     /// Seconds before device d's kernel for this region is built (Backend::pipeline_wait_s); asked
     /// only of a device that could matter (it might win or be explored), in automatic placement;
     /// empty: every kernel is ready.

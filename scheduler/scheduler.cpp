@@ -479,6 +479,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
     // cut on second-level blocks (plan_split's vector_blocks), which such a reader's pieces
     // would not match, so that every region of such an extent is cut the same way.
     std::unordered_set<std::int64_t> mixed_extents;
+    std::vector<double> slack;  // per region, when splitting (PlacementQuery::parallel_slack_s)
     auto vector_blocks = [&](const Region& r) { return !mixed_extents.count(r.shape.numel()); };
     if (splitting) {
         const auto devices = static_cast<std::int64_t>(placement_.enabled_devices());
@@ -506,6 +507,33 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             }
             return true;
         };
+        // Each region's parallel slack (PlacementQuery::parallel_slack_s): the device work of the
+        // later regions that do not depend on it. A plan of at most kSlackRegions regions (its
+        // dependents as bit sets: n^2 / 64 words); a larger one is taken to have none.
+        constexpr std::size_t kSlackRegions = 256;
+        if (regions.size() > 1 && regions.size() <= kSlackRegions) {
+            const std::size_t n = regions.size(), words = (n + 63) / 64;
+            std::vector<double> cost(n, 0.0);
+            {
+                std::lock_guard model(model_mutex_);
+                for (std::size_t j = 0; j < n; ++j)
+                    if (regions[j].kind != RegionKind::view) cost[j] = placement_.compute_s(regions[j], 0);
+            }
+            std::vector<std::uint64_t> dependents(n * words, 0);
+            slack.assign(n, 0.0);
+            for (std::size_t i = n; i-- > 0;) {
+                std::uint64_t* mine = &dependents[i * words];
+                for (const auto& o : regions[i].outputs)
+                    if (auto it = readers.find(o.node.get()); it != readers.end())
+                        for (std::size_t q : it->second) {
+                            if (q <= i) continue;
+                            mine[q / 64] |= std::uint64_t{1} << (q % 64);
+                            for (std::size_t w = 0; w < words; ++w) mine[w] |= dependents[q * words + w];
+                        }
+                for (std::size_t j = i + 1; j < n; ++j)
+                    if (!(mine[j / 64] >> (j % 64) & 1u)) slack[i] += cost[j];
+            }
+        }
         for (std::size_t i = regions.size(); i-- > 0;) {
             for (const auto& o : regions[i].outputs) readers_split[i] = readers_split[i] && all_split(o.node.get());
             if (regions[i].kind == RegionKind::view) continue;
@@ -564,6 +592,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
         query.region = &job->region;
         query.readers_split = region_readers_split;
         query.vector_blocks = vector_blocks(job->region);
+        if (!slack.empty()) query.parallel_slack_s = slack[region_index - 1];
         for (auto& in : job->region.inputs) query.inputs.push_back(site_of(in));
         for (std::size_t k = 0; k < query.inputs.size(); ++k)
             if (query.inputs[k].regret_plan_s > 0) query.inputs[k].read_later = read_after(job->region.inputs[k].get(), region_index - 1);

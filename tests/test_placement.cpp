@@ -779,6 +779,40 @@ TEST(Placement, ALargeRegionIsSplitOverTheDevicesWhenThatFinishesSooner) {
     EXPECT_EQ(p.place(in_parts, 1.0, std::vector<double>{0, 0}).split, 0u);
 }
 
+// Independent work later in the plan (W8's other pipelines) keeps the other device busy while a
+// region runs whole: it is not split then, unless its input is in parts already.
+TEST(Placement, ARegionIsNotSplitWhenIndependentWorkFillsTheOtherDevices) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, first{false}, second{false};
+    MachineProfile m = fixed_profile();
+    m.devices.push_back(m.devices[0]);
+    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    const Region large = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 100'000'000)))));
+    PlacementQuery q = query(large, true, false);
+    q.inputs[0].devices = 0;
+    q.inputs[0].parts = 3u;
+    ASSERT_EQ(p.place(q, 1.0, std::vector<double>{0, 0}).split, 3u);
+    q.parallel_slack_s = 7 * p.compute_s(large, 0);
+    EXPECT_EQ(p.place(q, 1.0, std::vector<double>{0, 0}).split, 3u) << "its input in parts: read in place";
+    // Its input on the host: split when nothing else would run on the other device...
+    PlacementQuery up = query(large, false, false);
+    up.inputs[0].regret_s = 1.0;  // (its upload paid for: priced as free, as an uploaded input)
+    auto d = p.place(up, 1.0, std::vector<double>{0, 0});
+    ASSERT_EQ(d.split, 3u) << d.reason;
+    // ...not when seven more like it, independent of it, can run there meanwhile.
+    up.parallel_slack_s = 7 * p.compute_s(large, 0);
+    d = p.place(up, 1.0, std::vector<double>{0, 0});
+    EXPECT_EQ(d.split, 0u) << d.reason;
+    EXPECT_NE(d.backend, &cpu);
+    // Too little of it to fill the other device: split.
+    up.parallel_slack_s = 0.1 * p.compute_s(large, 0);
+    EXPECT_EQ(p.place(up, 1.0, std::vector<double>{0, 0}).split, 3u);
+    // Always: split whatever the plan holds.
+    up.parallel_slack_s = 7 * p.compute_s(large, 0);
+    p.set_split(SplitMode::always);
+    EXPECT_EQ(p.place(up, 1.0, std::vector<double>{0, 0}).split, 3u);
+}
+
 // Two devices of one kind (the same identity): what runs taught about one prices the other
 // until it has runs of its own; a device of another kind learns nothing from them.
 TEST(Placement, AlikeDevicesShareWhatRunsTaught) {

@@ -370,6 +370,36 @@ TEST(VulkanSplit, TheCostModelSplitsOnlyWhatGains) {
     EXPECT_EQ(never->metrics().split_regions, 0u);
 }
 
+// Independent pipelines (W8): they go whole to the devices, each filling one while another runs
+// on the other, though one alone is split. (The last ones may be split still: nothing independent
+// of them is left to fill the other device.)
+TEST(VulkanSplit, IndependentPipelinesGoWholeToTheDevices) {
+    constexpr int kPipelines = 6;
+    auto two = tvk::open_gpu(two_devices("auto"));
+    auto pipeline = [](Runtime& rt, int i) {
+        Array x = tandem::column(rt.colon(0.0, static_cast<double>((1 << 22) + i - 1))) * 1e-6;
+        return tandem::sum(tandem::exp(-x * x / 2.0) * tandem::cos(3.0 * x) + x / static_cast<double>(i));
+    };
+    two->gather({pipeline(*two, 1)}).get();
+    two->wait_idle();
+    ASSERT_GE(two->metrics().split_regions, 1u) << "one alone is split";
+    const tandem::Metrics m0 = two->metrics();
+    std::vector<Array> sums;
+    for (int i = 1; i <= kPipelines; ++i) sums.push_back(pipeline(*two, i));
+    const auto got = two->gather(sums).get();
+    two->wait_idle();
+    const tandem::Metrics m1 = two->metrics();
+    EXPECT_LE(m1.split_regions - m0.split_regions, 2u) << "of " << 2 * kPipelines << " regions";
+    EXPECT_GE(m1.device_regions_each[0], m0.device_regions_each[0] + 4);
+    EXPECT_GE(m1.device_regions_each[1], m0.device_regions_each[1] + 4);
+    auto one = tvk::open_gpu(tvk::gpu_config());
+    std::vector<Array> ones;
+    for (int i = 1; i <= kPipelines; ++i) ones.push_back(pipeline(*one, i));
+    expect_same(got, one->gather(ones).get(), Acc::exact_signed);
+    EXPECT_EQ(m1.device_fallbacks, 0u);
+    EXPECT_EQ(m1.validation_messages, 0u);
+}
+
 // One of the two devices lost while a split program runs: what it held is computed again, the
 // region runs elsewhere, every value is right, and later work goes to the other device.
 TEST(VulkanSplit, ADeviceLostMidProgramCostsTimeNotValues) {
