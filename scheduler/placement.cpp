@@ -442,7 +442,8 @@ PlacementDecision Placement::place_split(const PlacementQuery& q, double cpu_fre
             const auto bytes = static_cast<std::int64_t>(windowed ? static_cast<double>(in.bytes) * share : static_cast<double>(in.bytes));
             double move = upload_s(d, bytes);
             const std::size_t from = in.devices ? holder(in) : static_cast<std::size_t>(std::countr_zero(in.parts | 1u));
-            if (!in.on_host) move += download_s(from, in.bytes) + profile_.devices[from].link.sync_s;
+            // (A value whole on a device sends down only the windows read elsewhere.)
+            if (!in.on_host) move += download_s(from, in.devices && windowed ? bytes : in.bytes) + profile_.devices[from].link.sync_s;
             // Windows its readers' losses paid for already (ski rental): moved once, they stay
             // as the value's parts, read in place from then on.
             if (windowed && in.paid_s() >= move) continue;

@@ -4,6 +4,7 @@
 // that the next region split the same way reads in place; partials come back and finish on the
 // host in the canonical order, so the bits are those of the whole region on one device.
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -43,19 +44,51 @@ void Scheduler::run_split(const JobPtr& job) {
     auto device_of = [&](std::int64_t i) -> Backend& {
         return *devices[static_cast<std::size_t>(std::min<std::int64_t>(i, static_cast<std::int64_t>(devices.size()) - 1))];
     };
+    // staged[i][k]: piece i's window of input k, brought down alone (see below).
+    std::vector<std::vector<std::shared_ptr<Storage>>> staged(static_cast<std::size_t>(pieces));
     try {
         // A window that its piece cannot read in place on its device (an input on another device,
-        // or split another way) is a view of the host copy: those come down first, once.
+        // or split another way) goes up from the host. An input whole on one device sends down
+        // only the windows the other devices' pieces read (half of W1's 800 MB on two GPUs, not
+        // all of it); any other comes down whole first, once.
         for (std::size_t k = 0; k < inputs.size(); ++k) {
             const Value& v = *inputs[k];
             if (v.host()) continue;
-            bool in_place = true;
-            for (std::int64_t i = 0; i < pieces && in_place; ++i) {
+            std::vector<std::int64_t> elsewhere;  // pieces that cannot read their window in place
+            bool windowed = true;
+            for (std::int64_t i = 0; i < pieces; ++i) {
                 const Backend& device = device_of(i);
                 const auto w = piece_window(r, plan, i, k);
-                in_place = w ? window_on(device, v, w->first, w->second) != nullptr : v.device(device.ordinal()) != nullptr;
+                windowed = windowed && w.has_value();
+                if (!(w ? window_on(device, v, w->first, w->second) != nullptr : v.device(device.ordinal()) != nullptr))
+                    elsewhere.push_back(i);
             }
-            if (!in_place) ensure_host({inputs[k]});
+            if (elsewhere.empty()) continue;
+            Backend* holder = nullptr;
+            if (const std::uint32_t on = v.device_mask(); windowed && on != 0)
+                holder = placement_.devices()[static_cast<std::size_t>(std::countr_zero(on))];
+            std::vector<std::shared_ptr<Value>> windows;
+            for (std::int64_t i : elsewhere) {
+                const auto w = holder ? piece_window(r, plan, i, k) : std::nullopt;
+                auto copy = w ? holder->window(v, w->first, w->second) : nullptr;
+                if (!copy) {  // (not where a window can start): the whole value
+                    windows.clear();
+                    break;
+                }
+                auto window = std::make_shared<Value>(w->second);
+                window->set_device(holder->ordinal(), std::move(copy));
+                windows.push_back(std::move(window));
+            }
+            if (windows.empty()) {
+                ensure_host({inputs[k]});
+                continue;
+            }
+            for (std::size_t j = 0; j < elsewhere.size(); ++j) {
+                holder->download(*windows[j]);
+                auto& mine = staged[static_cast<std::size_t>(elsewhere[j])];
+                mine.resize(inputs.size());
+                mine[k] = windows[j]->host();
+            }
         }
     } catch (const DeviceError& e) {
         if (recompute_inputs(job)) return;
@@ -69,7 +102,7 @@ void Scheduler::run_split(const JobPtr& job) {
         for (std::int64_t i = 0; i < pieces; ++i) {
             Backend& device = device_of(i);
             const auto t0 = Clock::now();
-            auto f = std::make_unique<PieceFlight>(make_piece(r, plan, i, inputs, device, nodes_), device,
+            auto f = std::make_unique<PieceFlight>(make_piece(r, plan, i, inputs, device, nodes_, staged[static_cast<std::size_t>(i)]), device,
                                                    *residency_[device.ordinal()]);
             const auto t1 = Clock::now();
             evict(device, residency_[device.ordinal()]->make_room(f->bytes()));

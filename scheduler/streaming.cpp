@@ -308,7 +308,8 @@ bool windows_aligned(const Region& r, const StreamPlan& p, std::size_t k) {
 }
 
 StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
-                       std::span<const std::shared_ptr<Value>> inputs, const Backend& device, NodeTable& nodes) {
+                       std::span<const std::shared_ptr<Value>> inputs, const Backend& device, NodeTable& nodes,
+                       std::span<const std::shared_ptr<Storage>> staged) {
     StreamPiece piece;
     Region& q = piece.region;
     q = r;
@@ -319,9 +320,14 @@ StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
         const auto [offset, bytes] = *piece_window(r, p, index, k);
         auto on_device = window_on(device, *inputs[k], offset, bytes);
         auto host = inputs[k]->host();
-        if (!on_device && !host) throw Error("streaming: a window with neither a device nor a host copy (scheduler bug)");
-        // In place on the device where it is there; else a view of the host copy, to upload.
-        auto value = std::make_shared<Value>(bytes, on_device || !host ? nullptr : Storage::view(std::move(host), offset, bytes));
+        std::shared_ptr<Storage> window_down = k < staged.size() ? staged[k] : nullptr;
+        if (!on_device && !host && !window_down) throw Error("streaming: a window with neither a device nor a host copy (scheduler bug)");
+        // In place on the device where it is there; else its window brought down alone, or a view
+        // of the host copy, to upload.
+        auto value = std::make_shared<Value>(bytes, on_device ? nullptr
+                                                    : window_down ? std::move(window_down)
+                                                    : host        ? Storage::view(std::move(host), offset, bytes)
+                                                                  : nullptr);
         if (on_device) value->set_device(device.ordinal(), std::move(on_device));
         q.inputs[k] = make_input(nodes, in.dtype, shape, value);
         piece.inputs.push_back(std::move(value));

@@ -104,8 +104,12 @@ struct StreamPiece {
 /// Piece `index` of plan `p` for `r`, whose inputs' values are `inputs`, for `device`: a
 /// window of an input with a copy there shares it (window_on), the others are views of host
 /// copies (uploaded with the piece).
+/// `staged` (empty, or one per input): a host copy of this piece's window of input k, brought
+/// down alone from the device holding the input (a split region's piece on another device), or
+/// null.
 StreamPiece make_piece(const Region& r, const StreamPlan& p, std::int64_t index,
-                       std::span<const std::shared_ptr<Value>> inputs, const Backend& device, NodeTable& nodes);
+                       std::span<const std::shared_ptr<Value>> inputs, const Backend& device, NodeTable& nodes,
+                       std::span<const std::shared_ptr<Storage>> staged = {});
 
 /// Whether every window of input k starts where a device can read it in place
 /// (Backend::kWindowAlignment): otherwise it goes through the host.

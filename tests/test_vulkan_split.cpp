@@ -350,6 +350,47 @@ TEST(VulkanSplit, EachInputCrossesTheLinkOnce) {
     tvk::expect_device_clean(*two);
 }
 
+// A value whole on one device, read by a split region: only the window the other device's piece
+// reads comes down and goes up (half of it), and it stays there as a part.
+TEST(VulkanSplit, AValueWholeOnOneDeviceSendsOnlyTheOtherDevicesWindow) {
+    constexpr std::int64_t n = 1 << 20;
+    struct Moved {
+        std::uint64_t split = 0, down = 0, up = 0, again = 0;  // `again`: bytes the second reader moved
+    };
+    auto program = [](Runtime& rt, Moved* moved) {
+        // A scan along the split dimension is not split: x is made whole on one device.
+        Array x = tandem::cumsum(tandem::column(rt.colon(0.0, static_cast<double>(n - 1))) * 1e-3, 1);
+        rt.evaluate({x}).get();
+        rt.wait_idle();
+        const tandem::Metrics m0 = rt.metrics();
+        auto got = rt.gather({tandem::sum(tandem::sin(x) * 2.0)}).get();
+        rt.wait_idle();
+        const tandem::Metrics m1 = rt.metrics();
+        auto again = rt.gather({tandem::sum(tandem::cos(x))}).get();
+        rt.wait_idle();
+        const tandem::Metrics m2 = rt.metrics();
+        if (moved)
+            *moved = {m1.split_regions - m0.split_regions, m1.download_bytes - m0.download_bytes,
+                      m1.upload_bytes - m0.upload_bytes, m2.upload_bytes - m1.upload_bytes};
+        got.insert(got.end(), again.begin(), again.end());
+        return got;
+    };
+    auto two = tvk::open_gpu(two_devices());
+    Moved moved;
+    const auto got = program(*two, &moved);
+    EXPECT_EQ(moved.split, 1u);
+    constexpr std::uint64_t half = n / 2 * 8, partials = 8 * 2048;
+    EXPECT_GE(moved.down, half);
+    EXPECT_LE(moved.down, half + partials) << "the other device's window, not all of x";
+    EXPECT_EQ(moved.up, half);
+    EXPECT_EQ(moved.again, 0u) << "x's window stayed there as a part";
+    auto one = tvk::open_gpu(tvk::gpu_config());
+    expect_same(got, program(*one, nullptr), Acc::exact_signed);
+    two->wait_idle();
+    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
+    EXPECT_EQ(two->metrics().validation_messages, 0u);
+}
+
 // Automatic splitting: small regions are not worth a piece per device; a large one is.
 TEST(VulkanSplit, TheCostModelSplitsOnlyWhatGains) {
     tandem::Config c = two_devices("auto");
