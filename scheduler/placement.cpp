@@ -44,12 +44,14 @@ double Placement::compute_s(const Region& r, int executor) const {
     const PerformanceHistory* h =
         executor == kHost ? &profile_.cpu_history : &profile_.devices[static_cast<std::size_t>(executor)].history;
     const std::uint64_t sig = region_signature(r.cost, r.kind);
-    if (executor != kHost && h->samples(sig) == 0) {
-        // Never run here: what an alike device (the same model and driver) learned holds here too
-        // (two GPUs of one kind: the second would otherwise be priced by the raw model and never
-        // get the work that would teach it).
+    if (executor != kHost && h->samples(sig) < PerformanceHistory::kMinSamples) {
+        // Not run here often enough to correct the model: what an alike device (the same model
+        // and driver) learned holds here too (two GPUs of one kind: the second would otherwise
+        // be priced by the raw model and never get the work that would teach it; after one split
+        // run of W1, the second GPU's one sample took the first's correction away, and the
+        // region never split again).
         for (std::size_t d : alike_[static_cast<std::size_t>(executor)])
-            if (profile_.devices[d].history.samples(sig) > 0) {
+            if (profile_.devices[d].history.samples(sig) >= PerformanceHistory::kMinSamples) {
                 h = &profile_.devices[d].history;
                 break;
             }

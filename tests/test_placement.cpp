@@ -829,6 +829,11 @@ TEST(Placement, AlikeDevicesShareWhatRunsTaught) {
     EXPECT_DOUBLE_EQ(p.compute_s(heavy, 0), 3 * p.model_s(heavy, 0));
     EXPECT_DOUBLE_EQ(p.compute_s(heavy, 1), 3 * p.model_s(heavy, 1)) << "alike: taught by the first";
     EXPECT_DOUBLE_EQ(p.compute_s(heavy, 2), p.model_s(heavy, 2)) << "another kind: its own model";
-    for (int i = 0; i < 3; ++i) p.learn(heavy, 1, 2 * p.model_s(heavy, 1));
-    EXPECT_DOUBLE_EQ(p.compute_s(heavy, 1), 2 * p.model_s(heavy, 1)) << "its own runs, once it has some";
+    // Fewer runs of its own than correct the model: still the first's.
+    for (int i = 0; i < 2; ++i) {
+        p.learn(heavy, 1, 2 * p.model_s(heavy, 1));
+        EXPECT_DOUBLE_EQ(p.compute_s(heavy, 1), 3 * p.model_s(heavy, 1)) << i + 1 << " run(s) of its own";
+    }
+    p.learn(heavy, 1, 2 * p.model_s(heavy, 1));
+    EXPECT_DOUBLE_EQ(p.compute_s(heavy, 1), 2 * p.model_s(heavy, 1)) << "its own runs, once it has enough";
 }
