@@ -270,6 +270,24 @@ TEST(VulkanSplit, ASumOfALongVectorFoldsItsSecondLevelOnTheDevices) {
     EXPECT_EQ(two->metrics().validation_messages, 0u);
 }
 
+// A split sum with many partials (17M elements: 16602 come back) folds them on several cores
+// (in blocks of chunks of the next level): the bits of one device, sums and products.
+TEST(VulkanSplit, ManyPartialsFoldOnSeveralCoresToOneDevicesBits) {
+    constexpr std::int64_t n = 17'000'000;
+    auto program = [](Runtime& rt) {
+        Array x = tandem::sin(tandem::column(rt.colon(0.0, static_cast<double>(n - 1))) * 0.001);
+        return rt.gather({tandem::sum(x * 0.5), tandem::prod(x * 0.0 + 1.0), tandem::sum(tandem::single(x), 1)}).get();
+    };
+    auto two = tvk::open_gpu(two_devices());
+    const auto got = program(*two);
+    two->wait_idle();
+    EXPECT_GE(two->metrics().split_regions, 1u);
+    auto one = tvk::open_gpu(tvk::gpu_config());
+    expect_same(got, program(*one), Acc::exact_signed);
+    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
+    EXPECT_EQ(two->metrics().validation_messages, 0u);
+}
+
 // A vector that the same plan reads as images (W2 makes its images so) is cut where the
 // per-image statistics cut the images, not on second-level blocks: 124 images of 33792 pixels
 // (one a column), 62 each; blocks would cut the vector at 2^21 elements, mid-image, and have it
