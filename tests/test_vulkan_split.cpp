@@ -31,6 +31,23 @@ tandem::Config two_devices(const std::string& split = "always") {
     return c;
 }
 
+/// What a runtime did between two of its metrics: regions split, values assembled, bytes moved.
+tandem::Metrics moved_between(const tandem::Metrics& m0, const tandem::Metrics& m1) {
+    tandem::Metrics d;
+    d.split_regions = m1.split_regions - m0.split_regions;
+    d.split_values_assembled = m1.split_values_assembled - m0.split_values_assembled;
+    d.upload_bytes = m1.upload_bytes - m0.upload_bytes;
+    d.download_bytes = m1.download_bytes - m0.download_bytes;
+    return d;
+}
+
+/// Once its work is done: no region fell back to the CPU, no validation message.
+void expect_devices_clean(Runtime& rt) {
+    rt.wait_idle();
+    EXPECT_EQ(rt.metrics().device_fallbacks, 0u);
+    EXPECT_EQ(rt.metrics().validation_messages, 0u);
+}
+
 void expect_same(const std::vector<tandem::HostArray>& got, const std::vector<tandem::HostArray>& want, Acc acc) {
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t k = 0; k < got.size(); ++k)
@@ -228,9 +245,7 @@ TEST(VulkanSplit, ASplitValueIsReadInPlaceByTheNextSplitRegion) {
         return one->gather({tandem::sum(x * x), tandem::exp(x) - 1.0, tandem::matmul(tandem::transpose(x), x)}).get();
     }();
     expect_same(got, single, Acc::exact_signed);
-    two->wait_idle();
-    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
-    EXPECT_EQ(two->metrics().validation_messages, 0u);
+    expect_devices_clean(*two);
 }
 
 // A sum of a long vector split over the devices folds the canonical order's second level where
@@ -247,12 +262,7 @@ TEST(VulkanSplit, ASumOfALongVectorFoldsItsSecondLevelOnTheDevices) {
         auto got = rt.gather({tandem::sum(x * x), tandem::mean(x)}).get();
         rt.wait_idle();
         const tandem::Metrics m1 = rt.metrics();
-        if (moved) {
-            moved->upload_bytes = m1.upload_bytes - m0.upload_bytes;
-            moved->download_bytes = m1.download_bytes - m0.download_bytes;
-            moved->split_regions = m1.split_regions - m0.split_regions;
-            moved->split_values_assembled = m1.split_values_assembled - m0.split_values_assembled;
-        }
+        if (moved) *moved = moved_between(m0, m1);
         return got;
     };
     auto two = tvk::open_gpu(two_devices());
@@ -265,9 +275,7 @@ TEST(VulkanSplit, ASumOfALongVectorFoldsItsSecondLevelOnTheDevices) {
     EXPECT_LE(moved.download_bytes, 2u * 8u * (3u + 1023u + 1u));
     auto one = tvk::open_gpu(tvk::gpu_config());
     expect_same(got, program(*one, nullptr), Acc::exact_signed);
-    two->wait_idle();
-    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
-    EXPECT_EQ(two->metrics().validation_messages, 0u);
+    expect_devices_clean(*two);
 }
 
 // A split sum with many partials (17M elements: 16602 come back) folds them on several cores
@@ -284,8 +292,7 @@ TEST(VulkanSplit, ManyPartialsFoldOnSeveralCoresToOneDevicesBits) {
     EXPECT_GE(two->metrics().split_regions, 1u);
     auto one = tvk::open_gpu(tvk::gpu_config());
     expect_same(got, program(*one), Acc::exact_signed);
-    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
-    EXPECT_EQ(two->metrics().validation_messages, 0u);
+    expect_devices_clean(*two);
 }
 
 // A vector that the same plan reads as images (W2 makes its images so) is cut where the
@@ -303,11 +310,7 @@ TEST(VulkanSplit, AVectorReadAsImagesIsCutOnImagesNotOnBlocks) {
         const Array d = imgs - mu;
         auto got = rt.gather({mu, tandem::sum(d * d, tandem::all_dims), tandem::sum(x)}).get();
         rt.wait_idle();
-        if (moved) {
-            const tandem::Metrics m1 = rt.metrics();
-            moved->split_regions = m1.split_regions - m0.split_regions;
-            moved->split_values_assembled = m1.split_values_assembled - m0.split_values_assembled;
-        }
+        if (moved) *moved = moved_between(m0, rt.metrics());
         return got;
     };
     auto two = tvk::open_gpu(two_devices());
@@ -317,9 +320,7 @@ TEST(VulkanSplit, AVectorReadAsImagesIsCutOnImagesNotOnBlocks) {
     EXPECT_EQ(moved.split_values_assembled, 1u) << "mu, which the program gathers; x was read in parts where it was made";
     auto one = tvk::open_gpu(tvk::gpu_config());
     expect_same(got, program(*one, nullptr), Acc::exact_signed);
-    two->wait_idle();
-    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
-    EXPECT_EQ(two->metrics().validation_messages, 0u);
+    expect_devices_clean(*two);
 }
 
 // A chain whose end reads it whole (a product's A) is not left in parts on the way: centring a
@@ -404,9 +405,7 @@ TEST(VulkanSplit, AValueWholeOnOneDeviceSendsOnlyTheOtherDevicesWindow) {
     EXPECT_EQ(moved.again, 0u) << "x's window stayed there as a part";
     auto one = tvk::open_gpu(tvk::gpu_config());
     expect_same(got, program(*one, nullptr), Acc::exact_signed);
-    two->wait_idle();
-    EXPECT_EQ(two->metrics().device_fallbacks, 0u);
-    EXPECT_EQ(two->metrics().validation_messages, 0u);
+    expect_devices_clean(*two);
 }
 
 // Automatic splitting: small regions are not worth a piece per device; a large one is.
