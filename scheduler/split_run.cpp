@@ -64,13 +64,16 @@ void Scheduler::run_split(const JobPtr& job) {
                     elsewhere.push_back(i);
             }
             if (elsewhere.empty()) continue;
-            Backend* holder = nullptr;
-            if (const std::uint32_t on = v.device_mask(); windowed && on != 0)
-                holder = placement_.devices()[static_cast<std::size_t>(std::countr_zero(on))];
+            const std::uint32_t on = v.device_mask();
+            if (!windowed || on == 0) {  // read whole somewhere, or in parts another way
+                ensure_host({inputs[k]});
+                continue;
+            }
+            Backend* holder = placement_.devices()[static_cast<std::size_t>(std::countr_zero(on))];
             std::vector<std::shared_ptr<Value>> windows;
             for (std::int64_t i : elsewhere) {
-                const auto w = holder ? piece_window(r, plan, i, k) : std::nullopt;
-                auto copy = w ? holder->window(v, w->first, w->second) : nullptr;
+                const auto w = piece_window(r, plan, i, k);
+                auto copy = holder->window(v, w->first, w->second);
                 if (!copy) {  // (not where a window can start): the whole value
                     windows.clear();
                     break;

@@ -73,7 +73,8 @@ std::optional<StreamPlan> plan_stream(const Region& r, std::uint64_t piece_bytes
 /// (every element a position) are cut on whole second-level blocks where that costs a device at
 /// most 1/64 more than an even share, and its sums fold those blocks where they run
 /// (StreamPlan::folded). The caller says so for every region of an extent or for none of them
-/// (see vector_blocks_allowed): a value cut on blocks and read another way is assembled.
+/// (the scheduler's mixed extents, PlacementQuery::vector_blocks): a value cut on blocks and
+/// read another way is assembled.
 std::optional<StreamPlan> plan_split(const Region& r, std::int64_t devices, bool vector_blocks = false);
 
 /// At most one dimension longer than 1.
