@@ -423,6 +423,12 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
             // on the CPU, which then waited for them and for the copy down).
             if (!s.on_host && !e.pending->parts && b->ordinal() < outstanding.device.size())
                 s.ready_s = outstanding.device[b->ordinal()];
+            // In parts over several devices: once the last of them gets there. (Ready at once, a
+            // split chain's next piece looked free to read whole on one device: its parts moved
+            // during work that produces them, and W3's loop, started in pieces, had its last
+            // piece assembled on the host.)
+            for (std::size_t d = 0; d < outstanding.device.size(); ++d)
+                if (e.pending->parts >> d & 1u) s.ready_s = std::max(s.ready_s, outstanding.device[d]);
         } else if (e.value) {
             s.on_host = e.value->host() != nullptr;
             s.devices = e.value->device_mask();
