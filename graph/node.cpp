@@ -1,5 +1,6 @@
 #include "graph/node.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -8,6 +9,12 @@
 namespace tandem::detail {
 
 namespace {
+
+/// The chain head this thread made that waits to be started (NodeTable::start_chains_at).
+thread_local struct ArmedHead {
+    std::uint64_t table = 0;  // NodeTable::serial_ (an address may be a later table's)
+    std::weak_ptr<Node> node;
+} armed_head;
 
 /// A node computed from a value asked for on a device asks too (Node::device_requested).
 bool any_device_requested(const std::vector<std::shared_ptr<Node>>& inputs) {
@@ -173,28 +180,61 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
                                       std::vector<std::shared_ptr<Node>> inputs, std::array<double, 3> attr,
                                       bool device_requested) {
     if (buried_.load(std::memory_order_acquire)) release_buried();
+    // The chain head this thread made last is started now, once the statement that made it is
+    // over (its temporaries let go of): at a clean cut, where nothing outside the chain holds a
+    // value inside it but the program's variable of the head (W3's path after a time step, not
+    // a stencil's value mid-step, whose step input the rest of the step reads). A chain that
+    // finds no clean cut by twice the depth starts anyway, keeping such values as results.
+    if (armed_head.table == serial_) {
+        std::shared_ptr<Node> head = armed_head.node.lock();
+        armed_head = {};
+        if (head) start_(head, head->depth.load(std::memory_order_relaxed) >= 2 * start_depth_);
+    }
     Key key(op, dtype, shape, inputs, attr);
     const std::size_t h = key.hash;
     Shard& shard = shards_[h % kShards];
 
-    std::lock_guard lock(shard.mutex);
-    shard.make_room();
-    const std::size_t at = shard.probe(key);
-    if (shard.hashes[at] != 0)
-        if (auto existing = shard.entries[shard.index[at]].node.lock()) return existing;
-    auto node = std::make_shared<Node>(op, dtype, shape);
-    node->device_requested = device_requested || any_device_requested(inputs);
-    node->inputs = std::move(inputs);
-    node->attr = attr;
-    node->id = next_id();
-    node->hash = h;
-    node->runtime = runtime_;
-    if (shard.hashes[at] != 0) {
-        shard.entries[shard.index[at]].node = node;  // the entry of a node that died: its key is this one
-    } else {
-        shard.hashes[at] = h;
-        shard.index[at] = static_cast<std::uint32_t>(shard.entries.size());
-        shard.entries.push_back({std::move(key), node});
+    std::uint32_t depth = 0;
+    std::uint64_t work = 0;
+    if (op != OpKind::Constant) {
+        for (const auto& in : inputs) {
+            depth = std::max(depth, in->depth.load(std::memory_order_relaxed));
+            work = std::max(work, in->work.load(std::memory_order_relaxed));
+        }
+        ++depth;
+        // Each operation counts up to 4 x kStartElementsPerOp: one huge step (W5's centring of its
+        // 262144 x 256 matrix) does not make a loop of small ones after it heavy.
+        work += std::min<std::uint64_t>(static_cast<std::uint64_t>(shape.numel()), 4 * kStartElementsPerOp);
+    }
+    std::shared_ptr<Node> node;
+    {
+        std::lock_guard lock(shard.mutex);
+        shard.make_room();
+        const std::size_t at = shard.probe(key);
+        if (shard.hashes[at] != 0)
+            if (auto existing = shard.entries[shard.index[at]].node.lock()) return existing;
+        node = std::make_shared<Node>(op, dtype, shape);
+        node->device_requested = device_requested || any_device_requested(inputs);
+        node->inputs = std::move(inputs);
+        node->attr = attr;
+        node->id = next_id();
+        node->hash = h;
+        node->runtime = runtime_;
+        node->depth.store(depth, std::memory_order_relaxed);
+        node->work.store(work, std::memory_order_relaxed);
+        if (shard.hashes[at] != 0) {
+            shard.entries[shard.index[at]].node = node;  // the entry of a node that died: its key is this one
+        } else {
+            shard.hashes[at] = h;
+            shard.index[at] = static_cast<std::uint32_t>(shard.entries.size());
+            shard.entries.push_back({std::move(key), node});
+        }
+    }
+    // Deep and heavy enough: this thread's newest chain head, to start when it makes its next
+    // node (above).
+    if (start_depth_ != 0 && depth >= start_depth_ && work >= std::uint64_t{start_depth_} * kStartElementsPerOp) {
+        armed_head.table = serial_;
+        armed_head.node = node;
     }
     return node;
 }

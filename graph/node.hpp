@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,12 @@ struct Node : std::enable_shared_from_this<Node> {
     /// list, valid when pass_mark is that pass's mark. Spares the passes hash-set lookups.
     std::uint64_t pass_mark = 0;
     std::size_t pass_index = 0;
+    /// Operations on the longest pending chain up to this node (1 + its operands'; a constant
+    /// or an input 0), and elements those operations make (its own, up to a cap, plus the largest
+    /// of its operands'): back to 0 once it is asked for or started. NodeTable starts deep, heavy
+    /// chains.
+    std::atomic<std::uint32_t> depth{0};
+    std::atomic<std::uint64_t> work{0};
     /// What a Kernel node's command group runs (null for every other op).
     std::shared_ptr<const KernelCall> call;
     /// The scheduler's (its evaluation, planning and lineage), made when it first looks.
@@ -76,6 +83,21 @@ public:
     /// anyway), set before any other thread can find it.
     std::shared_ptr<Node> make(OpKind op, DType dtype, const Shape& shape, std::vector<std::shared_ptr<Node>> inputs,
                                std::array<double, 3> attr = {}, bool device_requested = false);
+    /// Deep chains computed while the program builds on them (Config::start_depth): the newest
+    /// node a thread made whose pending chain is at least `depth` operations deep, and makes at
+    /// least kStartElementsPerOp elements an operation on the average, is offered to
+    /// `start(n, held_too)` when that thread makes its next node (outside the table's locks; a
+    /// thread that makes none starts nothing). `start` returns whether it started n (and set its
+    /// depth to 0); `held_too` is set from twice the depth on (start even where values inside
+    /// the chain are held from outside it). Set before any node is made; 0 = never.
+    void start_chains_at(std::uint32_t depth, std::function<bool(const std::shared_ptr<Node>&, bool)> start) {
+        start_depth_ = depth;
+        start_ = std::move(start);
+    }
+    /// Below it, planning a piece of the chain costs the host more than running it beside the
+    /// rest of the build wins (W5's loop of 256 x 256 steps was 15% slower on an H200 started at
+    /// depth 64; W3's steps of 4e6 paths and W6's of 4096^2 points gain).
+    static constexpr std::uint64_t kStartElementsPerOp = std::uint64_t{1} << 18;
     /// A fresh Input node (never interned): its value is the scheduler's to attach
     /// (scheduler/node_state.hpp's make_input).
     std::shared_ptr<Node> make_input(DType dtype, const Shape& shape);
@@ -156,6 +178,14 @@ private:
     std::uint64_t next_id();
 
     RuntimeImpl* runtime_;
+    /// This table among every table of the process (a thread's armed chain head names its table).
+    const std::uint64_t serial_ = next_serial();
+    static std::uint64_t next_serial() {
+        static std::atomic<std::uint64_t> serials{1};
+        return serials.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::uint32_t start_depth_ = 0;
+    std::function<bool(const std::shared_ptr<Node>&, bool)> start_;
     std::array<Shard, kShards> shards_;
     std::atomic<std::uint64_t> ids_{1};
     void destroy_buried();  // graveyard_mutex_ held

@@ -66,6 +66,7 @@ Config Config::from_environment() {
         c.reduction_threads = parse_int("TANDEM_REDUCTION_THREADS", v, 1, std::int64_t{1} << 40);
     if (const char* v = env("TANDEM_F32_SUBNORMALS")) c.f32_subnormals = v;
     if (const char* v = env("TANDEM_VULKAN_SUBGROUPS")) c.vulkan_subgroups = parse_int("TANDEM_VULKAN_SUBGROUPS", v, 0, 1) != 0;
+    if (const char* v = env("TANDEM_START_DEPTH")) c.start_depth = parse_int("TANDEM_START_DEPTH", v, 0, 1 << 30);
     if (const char* v = env("TANDEM_VULKAN_LOOPS")) c.vulkan_loops = parse_int("TANDEM_VULKAN_LOOPS", v, 0, 1) != 0;
     if (const char* v = env("TANDEM_TIME_KERNELS")) c.time_kernels = parse_int("TANDEM_TIME_KERNELS", v, 0, 1) != 0;
     c.validate();
@@ -139,6 +140,9 @@ void Config::validate() const {
         throw ConfigError("device (TANDEM_DEVICE / Config::device) = '" + device +
                           "': expected auto (every GPU of the best kind), all (every GPU), cpu, vulkan, vulkan:<index>, "
                           "vulkan:<name substring>, or up to 8 of the vulkan ones separated by commas (vulkan:0,1)");
+    if (start_depth < 0)
+        throw ConfigError("start_depth (TANDEM_START_DEPTH / Config::start_depth) = " + std::to_string(start_depth) +
+                          ": expected 0 (off) or a depth of at least 1");
     if (split != "auto" && split != "always" && split != "off")
         throw ConfigError("split (TANDEM_SPLIT / Config::split) = '" + split + "': expected auto, always or off");
     if (plan_cache != "on" && plan_cache != "off" && plan_cache != "verify")

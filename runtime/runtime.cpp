@@ -83,7 +83,13 @@ RuntimeImpl::RuntimeImpl(Runtime& owner, Config config)
       pool_(std::make_shared<HostPool>(pool_limit(config_, topology_), topology_.memory_bytes)),
       cpu_(std::make_unique<cpu::CpuBackend>(cpu::select_kernels(config_.cpu_isa), config_.block_elements, *pool_)),
       devices_(open_devices()),
-      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, devices(), scheduler_options(config_, threads_, devices(), topology_, *pool_))) {}
+      scheduler_(std::make_unique<Scheduler>(nodes_, *cpu_, devices(), scheduler_options(config_, threads_, devices(), topology_, *pool_))) {
+    // A deep pending chain computes while the program builds on it: a loop's first steps run
+    // while its later ones are built and planned. Left where it is computed, as evaluate() does.
+    if (config_.start_depth > 0)
+        nodes_.start_chains_at(static_cast<std::uint32_t>(config_.start_depth),
+                               [this](const std::shared_ptr<Node>& n, bool held_too) { return scheduler_->start(n, held_too); });
+}
 
 std::vector<Backend*> RuntimeImpl::devices() const {
     std::vector<Backend*> out;

@@ -286,8 +286,21 @@ bool Scheduler::lost(const Value& v) {
 Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_ptr<Node>>& targets, bool to_host) {
     Promise<std::vector<HostArray>> promise;
     auto result = promise.future();
+    for (const auto& t : targets) {  // asked for: a chain on it starts afresh
+        t->depth.store(0, std::memory_order_relaxed);
+        t->work.store(0, std::memory_order_relaxed);
+    }
     gather_into(targets, to_host, promise, /*regathers=*/1);
     return result;
+}
+
+bool Scheduler::start(const std::shared_ptr<Node>& head, bool held_too) {
+    Deferred after;
+    if (!plan({head}, /*to_host=*/false, after, [] {}, held_too ? Held::wanted : Held::refused)) return false;
+    head->depth.store(0, std::memory_order_relaxed);  // a chain built on it counts from here
+    head->work.store(0, std::memory_order_relaxed);
+    drain(after);
+    return true;
 }
 
 std::vector<Future<std::monostate>> Scheduler::evaluate_groups(std::vector<std::vector<std::shared_ptr<Node>>> groups) {
@@ -337,7 +350,7 @@ void Scheduler::when_done(const std::vector<std::shared_ptr<Node>>& nodes, std::
     if (*remaining == 0) (*once)(after);
 }
 
-Scheduler::PlanWalk Scheduler::walk_plan(const std::vector<std::shared_ptr<Node>>& targets) {
+Scheduler::PlanWalk Scheduler::walk_plan(const std::vector<std::shared_ptr<Node>>& targets, Held held) {
     PlanWalk w;
     w.started = std::chrono::steady_clock::now();
     w.mark = ++plan_mark_;
@@ -357,13 +370,39 @@ Scheduler::PlanWalk Scheduler::walk_plan(const std::vector<std::shared_ptr<Node>
     }
     for (auto& t : targets)
         if (t->pass_mark == w.mark && w.wanted_set.insert(t.get()).second) w.wanted.push_back(t.get());
+    if (held != Held::ignored) {
+        // References from the plan's own nodes and its targets are counted; one more holder is
+        // outside it. (A stencil's step started at an inner value: the step's input, which the
+        // rest of the step reads, is such a value.)
+        std::vector<long> refs(w.pending.size(), 0);
+        for (Node* n : w.pending)
+            for (const auto& in : n->inputs)
+                if (in->pass_mark == w.mark) ++refs[in->pass_index];
+        for (const auto& t : targets)
+            if (t->pass_mark == w.mark) ++refs[t->pass_index];
+        for (Node* n : w.pending) {
+            // (A constant is an immediate of whatever reads it: held, it costs nothing.)
+            if (n->op == OpKind::Constant || w.wanted_set.count(n) || n->weak_from_this().use_count() <= refs[n->pass_index])
+                continue;
+            if (held == Held::refused) {
+                w.pending.clear();
+                w.wanted.clear();
+                w.wanted_set.clear();
+                w.refused = true;
+                return w;
+            }
+            w.wanted_set.insert(n);
+            w.wanted.push_back(n);
+        }
+    }
     if (!w.pending.empty()) plans_.fetch_add(1, std::memory_order_relaxed);
     w.walked = std::chrono::steady_clock::now();
     return w;
 }
 
 template <class Then>
-void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after, Then then) {
+bool Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after, Then then,
+                     Held held) {
     // Planners take turns (each node is planned once, by one of them), but the scheduler's lock
     // is held only to read the graph's evaluation state and to install the plan: completions,
     // CPU workers and the devices' threads go on while it is fused and placed (nearly all of a
@@ -376,8 +415,9 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
     PlanWalk walk;
     {
         std::lock_guard lock(mutex_);
-        walk = walk_plan(targets);
+        walk = walk_plan(targets, held);
     }
+    if (walk.refused) return false;
     std::vector<JobPtr> jobs;
     if (!walk.pending.empty()) {
         std::vector<Region> regions = fusion_cache_.fuse(walk.pending, walk.wanted, walk.mark, {options_.fuse});
@@ -389,6 +429,7 @@ void Scheduler::plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_
     std::lock_guard lock(mutex_);
     if (!jobs.empty()) install_plan(walk, jobs, targets, after);
     then();
+    return true;
 }
 
 std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, std::vector<Region> regions, bool to_host) {

@@ -79,6 +79,14 @@ public:
     /// The targets' values. `to_host`: with host copies (HostArrays with elements); otherwise
     /// the values stay where they are computed and the HostArrays are empty placeholders.
     Future<std::vector<HostArray>> gather(const std::vector<std::shared_ptr<Node>>& targets, bool to_host);
+    /// Starts computing a deep pending chain while the program builds on it (Config::start_depth),
+    /// left where it is computed; nothing waits for it (an error stays in the values, for the
+    /// gathers that read them). A value of the chain that something outside it still holds (a
+    /// variable of the program, a node built beside the chain) would have to be a result too, or
+    /// what is built on it later would compute the chain up to it again: unless `held_too`, such
+    /// a chain is not started (false; a stencil's step cut at an inner value, whose input the
+    /// rest of the step reads), else those values are its results as well.
+    bool start(const std::shared_ptr<Node>& head, bool held_too);
     /// Computes every group's nodes in one plan and leaves them where they are computed; a future
     /// per group, ready when its nodes are (with the first error among them): the command groups
     /// a queue sends at once (tandem/kernel.hpp), each failing on its own. It lets go of the
@@ -131,11 +139,15 @@ private:
     };
     using JobPtr = std::shared_ptr<Job>;
 
+    /// What a plan does with a pending node that something outside it holds (start()).
+    enum class Held { ignored, wanted, refused };
     /// Plans the targets' pending graph (fused into regions, placed) and wires the jobs, then
     /// calls `then()` under the lock; not under it. `to_host`: the targets are wanted on the
-    /// host. Values lost with a device are planned again from their recipes.
+    /// host. Values lost with a device are planned again from their recipes. False (nothing
+    /// planned, `then` not called) when `held` is refused and the walk found such a node.
     template <class Then>
-    void plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after, Then then);
+    bool plan(const std::vector<std::shared_ptr<Node>>& targets, bool to_host, Deferred& after, Then then,
+              Held held = Held::ignored);
     /// A plan's nodes, found under the lock: those neither computed nor in flight, in order
     /// (inputs first), marked with `mark` (Node::pass_mark); and the targets among them.
     struct PlanWalk {
@@ -143,9 +155,11 @@ private:
         std::vector<Node*> pending;
         std::vector<Node*> wanted;
         std::unordered_set<Node*> wanted_set;
+        bool refused = false;  // Held::refused, and a pending node is held outside the plan
         std::chrono::steady_clock::time_point started, walked, fused, placed;  // for TANDEM_LOG=exec
     };
-    PlanWalk walk_plan(const std::vector<std::shared_ptr<Node>>& targets);  // under the lock
+    /// `held`: refused leaves the walk empty, with `refused` set, when there is such a node.
+    PlanWalk walk_plan(const std::vector<std::shared_ptr<Node>>& targets, Held held = Held::ignored);  // under the lock
     /// Places the plan's regions (fused from walk.pending), in order, as jobs: not under the lock.
     std::vector<JobPtr> place_regions(const PlanWalk& walk, std::vector<Region> regions, bool to_host);
     /// Installs the plan's jobs (their outputs in flight, their work counted) and wires them;

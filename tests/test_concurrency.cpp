@@ -409,3 +409,34 @@ TEST(Concurrency, EightThreadsOnOneInOrderQueueMakeOneChain) {
     EXPECT_EQ(runs.load(), kThreads * 10);
     EXPECT_EQ(overlaps.load(), 0);
 }
+
+TEST(Concurrency, ChainsStartedWhileFourThreadsBuildThem) {
+    // Deep, heavy chains (Config::start_depth) start computing from the threads that build them,
+    // each on its own next node, while the others build and gather theirs; every value is right.
+    tandem::Config c;
+    c.device = "cpu";
+    c.start_depth = 8;
+    Runtime rt(c);
+    constexpr std::int64_t n = std::int64_t{1} << 18;  // heavy enough to start
+    std::vector<double> base(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < base.size(); ++i) base[i] = static_cast<double>(i % 13) - 6.0;
+    const Array shared = rt.array(std::span<const double>(base), Shape{n, 1});
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int id = 0; id < 4; ++id) {
+        threads.emplace_back([&, id] {
+            Array x = shared + static_cast<double>(id);
+            for (int k = 0; k < 12; ++k) x = x * 0.5 + 1.0;
+            const auto h = x.gather().get();
+            for (std::int64_t i = 0; i < n; i += 4099) {
+                double w = base[static_cast<std::size_t>(i)] + id;
+                for (int k = 0; k < 12; ++k) w = w * 0.5 + 1.0;
+                if (h.at(i) != w) ++failures;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_GT(rt.metrics().plans, 4u) << "the chains started before their gathers";
+    EXPECT_EQ(rt.metrics().regions_failed, 0u);
+}

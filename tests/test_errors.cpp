@@ -253,6 +253,37 @@ TEST(Errors, FailedValuePoisonsOnlyItsDependents) {
     EXPECT_EQ(values(rt.ones(Shape{2, 2}) * 3.0), std::vector<double>(4, 3.0));
 }
 
+TEST(Errors, AStartedChainThatFailsPoisonsOnlyWhatIsBuiltOnIt) {
+    // A chain deep enough to start computing before its gather (Config::start_depth) fails
+    // there; the error waits in its value and comes out of each gather that depends on it, and
+    // the runtime's other work and a chain on the same input are unharmed.
+    tandem::Config c;
+    c.device = "cpu";
+    c.start_depth = 8;
+    Runtime rt(c);
+    std::vector<double> xs(std::size_t{1} << 18);  // steps heavy enough to start
+    for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i % 7) - 3.0;
+    xs[12345] = std::nan("");
+    Array x = rt.array(std::span<const double>(xs), Shape{static_cast<std::int64_t>(xs.size()), 1});
+    Array y = tandem::logical(x) * 1.0;  // fails on the NaN
+    for (int i = 0; i < 20; ++i) y = y * 0.5 + 1.0;
+    Array fine = x;
+    for (int i = 0; i < 20; ++i) fine = fine * 0.5 + 1.0;
+    rt.wait_idle();
+    EXPECT_GE(rt.metrics().regions_failed, 1u) << "started, and failed, before any gather";
+    EXPECT_TRUE(contains(gather_error<tandem::ValueError>(y), "NaN"));
+    EXPECT_TRUE(contains(gather_error<tandem::ValueError>(tandem::sum(y + fine)), "NaN"));
+    const auto h = fine.gather().get().to_doubles();
+    ASSERT_EQ(h.size(), xs.size());
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+        double r = xs[i];
+        for (int k = 0; k < 20; ++k) r = r * 0.5 + 1.0;
+        off += std::isnan(r) ? !std::isnan(h[i]) : h[i] != r;
+    }
+    EXPECT_EQ(off, 0u);
+}
+
 TEST(Errors, FailedValueInAMultiOutputGather) {
     Runtime rt;
     Array x = nan_array(rt);
@@ -338,6 +369,16 @@ TEST(Errors, ConfigValidate) {
     EXPECT_NO_THROW(b.validate());
     b.block_elements = std::int64_t{1} << 30;
     EXPECT_THROW(b.validate(), tandem::ConfigError);
+    tandem::Config d;
+    d.start_depth = -1;
+    try {
+        d.validate();
+        ADD_FAILURE() << "no ConfigError for start_depth = -1";
+    } catch (const tandem::ConfigError& e) {
+        EXPECT_TRUE(contains(e.what(), "TANDEM_START_DEPTH")) << e.what();
+    }
+    d.start_depth = 0;
+    EXPECT_NO_THROW(d.validate());
 }
 
 // Several devices: the list's forms, the split setting, a fault for one device.

@@ -6,6 +6,7 @@
 // read TANDEM_FUSION and friends from the environment, which must not change these counts).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -671,4 +672,154 @@ TEST(FusionCache, OffFusesEveryPlan) {
     EXPECT_EQ(rt.metrics().plans_fused_from_cache, 0u);
     c.plan_cache = "sometimes";
     EXPECT_THROW(Runtime{c}, tandem::ConfigError);
+}
+
+// ---- chains started while they are built (Config::start_depth) --------------------------------
+
+TEST(ChainStart, ADeepChainComputesWhileTheProgramBuildsOnIt) {
+    // Two operations a step on 2^18 elements: with start_depth 16 the chain starts computing
+    // every 8 steps (when the thread makes its next node), with no gather, each start one plan of
+    // one region; what is built on a started value reads it. The bits are those of the whole
+    // chain fused in one region.
+    constexpr std::int64_t n = std::int64_t{1} << 18;
+    auto inputs = ramp(n, -3.0, 3.0);
+    inputs[3] = std::nan("");
+    inputs[4] = INFINITY;
+    inputs[5] = -INFINITY;
+    inputs[6] = -0.0;
+    const Shape shape{n, 1};
+    auto run = [&](std::int64_t start_depth, std::vector<Delta>& seen) {
+        Config c = config_with(2, 256);
+        c.start_depth = start_depth;
+        Runtime rt(c);
+        const Array x = leaf(rt, inputs, shape);
+        const Metrics m0 = rt.metrics();
+        Array y = x;
+        for (int i = 0; i < 7; ++i) y = y * 0.75 + 1.0;  // 14 deep
+        rt.wait_idle();
+        seen.push_back(diff(m0, rt.metrics()));
+        for (int i = 7; i < 40; ++i) y = y * 0.75 + 1.0;  // 80 deep
+        rt.wait_idle();
+        seen.push_back(diff(m0, rt.metrics()));
+        auto got = y.gather().get().to_doubles();
+        seen.push_back(diff(m0, rt.metrics()));
+        return got;
+    };
+    std::vector<Delta> started, whole;
+    const auto got = run(16, started), want = run(0, whole);
+    EXPECT_EQ(started[0].plans, 0u) << "a chain shallower than start_depth waits for its gather";
+    EXPECT_EQ(started[1].plans, 4u) << "started at depths 16, 32, 48 and 64 (the head at 80 waits for the next node)";
+    EXPECT_EQ(started[1].regions, 4u);
+    EXPECT_EQ(started[1].ops, 64u);
+    EXPECT_EQ(started[2].plans, 5u);
+    EXPECT_EQ(started[2].regions, 5u);
+    EXPECT_EQ(started[2].ops, 80u) << "no operation computed twice";
+    EXPECT_EQ(whole[1].plans, 0u);
+    EXPECT_EQ(whole[2].regions, 1u);
+    EXPECT_EQ(whole[2].ops, 80u);
+    ASSERT_EQ(got.size(), want.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        double r = inputs[i];
+        for (int k = 0; k < 40; ++k) r = r * 0.75 + 1.0;
+        differ += std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(want[i]) ||
+                  std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(r);
+    }
+    EXPECT_EQ(differ, 0u) << "elements whose bits differ from the whole chain's or the reference's";
+}
+
+TEST(ChainStart, ALightChainWaitsForItsGather) {
+    // The same chain on 1000 elements: under 2^18 elements an operation, planning it in pieces
+    // costs more than it wins, so nothing starts however deep it is.
+    Config c = config_with(2, 256);
+    c.start_depth = 16;
+    Runtime rt(c);
+    const Array x = leaf(rt, ramp(1000, -3.0, 3.0), Shape{1000, 1});
+    const Metrics m0 = rt.metrics();
+    Array y = x;
+    for (int i = 0; i < 100; ++i) y = y * 0.75 + 1.0;
+    rt.wait_idle();
+    EXPECT_EQ(diff(m0, rt.metrics()).plans, 0u);
+    (void)y.gather().get();
+    EXPECT_EQ(diff(m0, rt.metrics()).regions, 1u);
+}
+
+TEST(ChainStart, AMonteCarloLoopStartedInStepsDrawsTheNumbersOfTheWholeLoop) {
+    // A loop of 40 draw steps (W3's kind) started every 8 steps: each piece of the loop draws its
+    // own steps' numbers, so every run gives the bits of the loop fused whole, and the pieces
+    // after the first of each run are fused from the cache (verify mode compares them).
+    auto runs = [](std::int64_t start_depth) {
+        Config c;
+        c.device = "cpu";
+        c.plan_cache = "verify";
+        c.start_depth = start_depth;
+        Runtime rt(c);
+        return draw_loop::run(rt, 3, /*steps=*/40, /*m=*/std::int64_t{1} << 18);
+    };
+    const draw_loop::Runs started = runs(8), whole = runs(0);
+    EXPECT_EQ(whole.plans, 3u);
+    EXPECT_GT(started.plans, 3u * 4) << "each run's loop started at least four times before its gather";
+    EXPECT_GT(started.hits, started.plans / 2);
+    ASSERT_EQ(started.values.size(), whole.values.size());
+    for (std::size_t r = 0; r < started.values.size(); ++r)
+        EXPECT_TRUE(draw_loop::same_bits(started.values[r], whole.values[r])) << "run " << r;
+}
+
+TEST(ChainStart, AWideExpressionIsNotDeep) {
+    // A sum of 256 terms built as a tree is 9 operations deep: nothing starts before its gather.
+    Config c = config_with(2, 256);
+    c.start_depth = 16;
+    Runtime rt(c);
+    const auto xs = ramp(std::int64_t{1} << 18, -1.0, 1.0);
+    const Array x = leaf(rt, xs, Shape{std::int64_t{1} << 18, 1});
+    const Metrics m0 = rt.metrics();
+    std::vector<Array> terms;
+    for (int i = 0; i < 256; ++i) terms.push_back(x * static_cast<double>(i));
+    while (terms.size() > 1) {
+        std::vector<Array> next;
+        for (std::size_t i = 0; i + 1 < terms.size(); i += 2) next.push_back(terms[i] + terms[i + 1]);
+        terms = std::move(next);
+    }
+    rt.wait_idle();
+    EXPECT_EQ(diff(m0, rt.metrics()).plans, 0u);
+    const auto sum = terms[0].gather().get().to_doubles();
+    EXPECT_EQ(diff(m0, rt.metrics()).plans, 1u);
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) off += !(std::fabs(sum[i] - xs[i] * (255.0 * 256.0 / 2.0)) <= 1e-9);
+    EXPECT_EQ(off, 0u);
+}
+
+TEST(ChainStart, AStencilStartsBetweenItsStepsNotInsideOne) {
+    // A heat step reads its input five times (four shifts and itself): started at a value inside
+    // a step, the rest of the step would read the step's input too, so the start waits for the
+    // step's end. Each step stays one region writing only its result, as when the whole loop is
+    // planned at once, and the bits are the same.
+    constexpr std::int64_t n = 512;  // 2^18 points: steps heavy enough to start
+    const auto u0 = ramp(n * n, -1.0, 1.0);
+    auto run = [&](std::int64_t start_depth, Delta& seen, std::uint64_t& written) {
+        Config c = config_with(2, 2048);
+        c.start_depth = start_depth;
+        Runtime rt(c);
+        Array u = leaf(rt, u0, Shape{n, n});
+        const Metrics m0 = rt.metrics();
+        for (int s = 0; s < 12; ++s)
+            u = u + 0.1 * (tandem::circshift(u, 1, 1) + tandem::circshift(u, -1, 1) + tandem::circshift(u, 1, 2) +
+                           tandem::circshift(u, -1, 2) - 4.0 * u);
+        auto got = u.gather().get().to_doubles();
+        seen = diff(m0, rt.metrics());
+        written = rt.metrics().elements_written - m0.elements_written;
+        return got;
+    };
+    Delta started{}, whole{};
+    std::uint64_t written_started = 0, written_whole = 0;
+    const auto got = run(16, started, written_started), want = run(0, whole, written_whole);
+    EXPECT_GT(started.plans, 2u) << "the loop started computing before its gather";
+    EXPECT_EQ(whole.plans, 1u);
+    EXPECT_EQ(whole.regions, 12u);
+    EXPECT_EQ(started.regions, 12u) << "a step cut in two";
+    EXPECT_EQ(written_started, written_whole);
+    ASSERT_EQ(got.size(), want.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) differ += std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(want[i]);
+    EXPECT_EQ(differ, 0u);
 }

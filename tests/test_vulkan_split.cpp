@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "draw_loop.hpp"
 #include "matmul_reference.hpp"
 #include "reference.hpp"
 #include "vulkan_runtime.hpp"
@@ -456,6 +457,37 @@ TEST(VulkanSplit, IndependentPipelinesGoWholeToTheDevices) {
     expect_same(got, one->gather(ones).get(), Acc::exact_signed);
     EXPECT_EQ(m1.device_fallbacks, 0u);
     EXPECT_EQ(m1.validation_messages, 0u);
+}
+
+// W3's kind of program started in steps (Config::start_depth) on two devices: each started
+// piece of the loop is split, its result left in parts where the pieces ran, and the next piece
+// is recorded behind it on each device and reads it in place. The bits are those of the whole
+// loop on one device, and nothing goes up or comes down between the pieces.
+TEST(VulkanSplit, ALoopStartedInStepsRunsSplitBehindItself) {
+    tandem::Config c = two_devices();
+    c.start_depth = 8;
+    auto two = tvk::open_gpu(c);
+    tandem::Config w = tvk::gpu_config();
+    w.start_depth = 0;
+    auto one = tvk::open_gpu(w);
+    constexpr std::int64_t m = 1 << 18;  // steps heavy enough to start (Config::start_depth)
+    const tandem::Metrics m0 = two->metrics();
+    const draw_loop::Runs got = draw_loop::run(*two, 2, /*steps=*/40, m), want = draw_loop::run(*one, 2, 40, m);
+    two->wait_idle();
+    const tandem::Metrics d = moved_between(m0, two->metrics());
+    EXPECT_EQ(want.plans, 2u);
+    EXPECT_GT(got.plans, 2u * 4) << "each run's loop started at least four times before its gather";
+    EXPECT_GE(d.split_regions, got.plans - 2) << "every piece of the loop split";
+    EXPECT_EQ(d.split_values_assembled, 2u * 2) << "only what each run gathers (its paths, its means), no piece of the loop";
+    // Up: each run's starting paths (m doubles); down: the results (m paths, 1 x 2 means) and the
+    // means' partials. Nothing of the loop's pieces.
+    EXPECT_LE(d.upload_bytes, 2u * m * 8);
+    EXPECT_LE(d.download_bytes, 2u * (m * 8 + 4096));
+    ASSERT_EQ(got.values.size(), want.values.size());
+    for (std::size_t r = 0; r < got.values.size(); ++r)
+        EXPECT_TRUE(draw_loop::same_bits(got.values[r], want.values[r])) << "run " << r;
+    expect_devices_clean(*two);
+    expect_devices_clean(*one);
 }
 
 // One of the two devices lost while a split program runs: what it held is computed again, the

@@ -57,6 +57,15 @@ struct TANDEM_API Config {
     /// built again (a loop's body, a solver's step) is fused once: "on", "off", or "verify" (tests:
     /// fuse anyway on each hit and fail the gather if the results differ). TANDEM_PLAN_CACHE.
     std::string plan_cache = "on";
+    /// A pending chain this many operations deep, of 2^18 elements an operation or more on the
+    /// average, starts computing while the program goes on building on it (0: nothing computes
+    /// before a gather). A loop unrolled into the graph (a Monte Carlo path's time steps, a
+    /// stencil's) then runs its first steps while its later ones are built and planned, instead
+    /// of after the whole loop was built. It starts where the program holds nothing inside the
+    /// chain but its head (after a step, not mid-step), and cuts fusion there: one more write and
+    /// read of the value the chain carries. Smaller steps are not started: planning them in
+    /// pieces costs the host more than it wins. TANDEM_START_DEPTH.
+    std::int64_t start_depth = 64;
     /// Regions with fewer elements than this always stay on the CPU (0: no floor; with
     /// placement "gpu", a way to keep the small ones off the device). TANDEM_DEVICE_MIN_ELEMENTS.
     std::int64_t device_min_elements = 0;
