@@ -188,7 +188,10 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
     if (armed_head.table == serial_) {
         std::shared_ptr<Node> head = armed_head.node.lock();
         armed_head = {};
-        if (head) start_(head, head->depth.load(std::memory_order_relaxed) >= 2 * start_depth_);
+        if (head) {
+            const std::uint32_t at = head->continues_started.load(std::memory_order_relaxed) ? start_depth_ : first_start_depth();
+            start_(head, head->depth.load(std::memory_order_relaxed) >= 2 * at);
+        }
     }
     Key key(op, dtype, shape, inputs, attr);
     const std::size_t h = key.hash;
@@ -196,10 +199,12 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
 
     std::uint32_t depth = 0;
     std::uint64_t work = 0;
+    bool continues = false;
     if (op != OpKind::Constant) {
         for (const auto& in : inputs) {
             depth = std::max(depth, in->depth.load(std::memory_order_relaxed));
             work = std::max(work, in->work.load(std::memory_order_relaxed));
+            continues = continues || in->continues_started.load(std::memory_order_relaxed);
         }
         ++depth;
         // Each operation counts up to 4 x kStartElementsPerOp: one huge step (W5's centring of its
@@ -222,6 +227,7 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
         node->runtime = runtime_;
         node->depth.store(depth, std::memory_order_relaxed);
         node->work.store(work, std::memory_order_relaxed);
+        node->continues_started.store(continues, std::memory_order_relaxed);
         if (shard.hashes[at] != 0) {
             shard.entries[shard.index[at]].node = node;  // the entry of a node that died: its key is this one
         } else {
@@ -232,7 +238,8 @@ std::shared_ptr<Node> NodeTable::make(OpKind op, DType dtype, const Shape& shape
     }
     // Deep and heavy enough: this thread's newest chain head, to start when it makes its next
     // node (above).
-    if (start_depth_ != 0 && depth >= start_depth_ && work >= std::uint64_t{start_depth_} * kStartElementsPerOp) {
+    const std::uint32_t at = continues ? start_depth_ : first_start_depth();
+    if (start_depth_ != 0 && depth >= at && work >= std::uint64_t{depth} * kStartElementsPerOp) {
         armed_head.table = serial_;
         armed_head.node = node;
     }

@@ -299,6 +299,7 @@ bool Scheduler::start(const std::shared_ptr<Node>& head, bool held_too) {
     if (!plan({head}, /*to_host=*/false, after, [] {}, held_too ? Held::wanted : Held::refused)) return false;
     head->depth.store(0, std::memory_order_relaxed);  // a chain built on it counts from here
     head->work.store(0, std::memory_order_relaxed);
+    head->continues_started.store(true, std::memory_order_relaxed);
     drain(after);
     return true;
 }

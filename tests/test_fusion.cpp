@@ -823,3 +823,23 @@ TEST(ChainStart, AStencilStartsBetweenItsStepsNotInsideOne) {
     for (std::size_t i = 0; i < got.size(); ++i) differ += std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(want[i]);
     EXPECT_EQ(differ, 0u);
 }
+
+TEST(ChainStart, AChainsFirstPieceStartsSooner) {
+    // With start_depth 64 a chain's first piece starts at depth 16, so that the executors start
+    // while the rest is built; the pieces after it wait for the full depth: two operations a step,
+    // 60 steps, starts after steps 8 and 40, then the gather's plan.
+    constexpr std::int64_t n = std::int64_t{1} << 18;
+    Config c = config_with(2, 2048);
+    c.start_depth = 64;
+    Runtime rt(c);
+    const Array x = leaf(rt, ramp(n, -3.0, 3.0), Shape{n, 1});
+    const Metrics m0 = rt.metrics();
+    Array y = x;
+    for (int i = 0; i < 60; ++i) y = y * 0.75 + 1.0;
+    rt.wait_idle();
+    EXPECT_EQ(diff(m0, rt.metrics()).plans, 2u);
+    EXPECT_EQ(diff(m0, rt.metrics()).ops, 16u + 64u);
+    (void)y.gather().get();
+    EXPECT_EQ(diff(m0, rt.metrics()).plans, 3u);
+    EXPECT_EQ(diff(m0, rt.metrics()).ops, 120u);
+}

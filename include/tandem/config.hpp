@@ -59,9 +59,10 @@ struct TANDEM_API Config {
     std::string plan_cache = "on";
     /// A pending chain this many operations deep, of 2^18 elements an operation or more on the
     /// average, starts computing while the program goes on building on it (0: nothing computes
-    /// before a gather). A loop unrolled into the graph (a Monte Carlo path's time steps, a
-    /// stencil's) then runs its first steps while its later ones are built and planned, instead
-    /// of after the whole loop was built. It starts where the program holds nothing inside the
+    /// before a gather; a chain's first piece starts at a quarter of the depth, at least 16). A
+    /// loop unrolled into the graph (a Monte Carlo path's time steps, a stencil's) then runs its
+    /// first steps while its later ones are built and planned, instead of after the whole loop
+    /// was built. It starts where the program holds nothing inside the
     /// chain but its head (after a step, not mid-step), and cuts fusion there: one more write and
     /// read of the value the chain carries. Smaller steps are not started: planning them in
     /// pieces costs the host more than it wins. TANDEM_START_DEPTH.
