@@ -372,15 +372,13 @@ Scheduler::PlanWalk Scheduler::walk_plan(const std::vector<std::shared_ptr<Node>
     for (auto& t : targets)
         if (t->pass_mark == w.mark && w.wanted_set.insert(t.get()).second) w.wanted.push_back(t.get());
     if (held != Held::ignored) {
-        // References from the plan's own nodes and its targets are counted; one more holder is
-        // outside it. (A stencil's step started at an inner value: the step's input, which the
-        // rest of the step reads, is such a value.)
+        // References from the plan's own nodes are counted (the targets are wanted anyway); one
+        // more holder is outside it. (A stencil's step started at an inner value: the step's
+        // input, which the rest of the step reads, is such a value.)
         std::vector<long> refs(w.pending.size(), 0);
         for (Node* n : w.pending)
             for (const auto& in : n->inputs)
                 if (in->pass_mark == w.mark) ++refs[in->pass_index];
-        for (const auto& t : targets)
-            if (t->pass_mark == w.mark) ++refs[t->pass_index];
         for (Node* n : w.pending) {
             // (A constant is an immediate of whatever reads it: held, it costs nothing.)
             if (n->op == OpKind::Constant || w.wanted_set.count(n) || n->weak_from_this().use_count() <= refs[n->pass_index])

@@ -62,10 +62,10 @@ struct TANDEM_API Config {
     /// before a gather; a chain's first piece starts at a quarter of the depth, at least 16). A
     /// loop unrolled into the graph (a Monte Carlo path's time steps, a stencil's) then runs its
     /// first steps while its later ones are built and planned, instead of after the whole loop
-    /// was built. It starts where the program holds nothing inside the
-    /// chain but its head (after a step, not mid-step), and cuts fusion there: one more write and
-    /// read of the value the chain carries. Smaller steps are not started: planning them in
-    /// pieces costs the host more than it wins. TANDEM_START_DEPTH.
+    /// was built. It starts where the program holds nothing inside the chain but its head (after
+    /// a step, not mid-step), and cuts fusion there: one more write and read of the value the
+    /// chain carries. Smaller steps are not started: planning them in pieces costs the host more
+    /// than it wins. TANDEM_START_DEPTH.
     std::int64_t start_depth = 64;
     /// Regions with fewer elements than this always stay on the CPU (0: no floor; with
     /// placement "gpu", a way to keep the small ones off the device). TANDEM_DEVICE_MIN_ELEMENTS.
