@@ -1303,6 +1303,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
     }
     std::function<void(double)> measured;
     if (timed) measured = [job](double seconds) { job->observed_s = seconds; };
+    const auto t_submit = std::chrono::steady_clock::now();
     try {
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
                         [this, job](std::exception_ptr e) { complete(job, e, {}, true); }, std::move(measured),
@@ -1323,9 +1324,13 @@ void Scheduler::record_on_device(const JobPtr& job) {
     if (options_.log_exec) {
         // The host's share: compiling (a cold pipeline), allocating and recording; the GPU's time
         // is TANDEM_LOG=gpu's.
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "[tandem exec] %s %s (%zu ops) recorded for %s: %.3f ms\n", r.shape.to_string().c_str(),
-                     r.summary().c_str(), r.program.size(), std::string(device->name()).c_str(), ms);
+        // (its inputs brought over and room made, then the device's own recording: a cold kernel
+        // built, or a batch in the way)
+        auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+        const auto now = std::chrono::steady_clock::now();
+        std::fprintf(stderr, "[tandem exec] %s %s (%zu ops) recorded for %s: %.3f ms (inputs and room %.3f, submitted %.3f)\n",
+                     r.shape.to_string().c_str(), r.summary().c_str(), r.program.size(), executor_name(job->placement).c_str(),
+                     ms(t0, now), ms(t0, t_submit), ms(t_submit, now));
     }
     Deferred after;
     publish_recorded(job, device, after);
