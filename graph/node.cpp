@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <iterator>
 
 #include "graph/kernel_call.hpp"
 
@@ -23,6 +24,40 @@ bool any_device_requested(const std::vector<std::shared_ptr<Node>>& inputs) {
     return false;
 }
 
+/// Where the recipes a graph's end would destroy go instead, while NodeTable::destroy_buried
+/// runs on this thread (null otherwise).
+thread_local std::vector<std::shared_ptr<Node>>* lineage_sink = nullptr;
+
+/// `n`, a recipe only its dying holder had, to the sink with the recipes and inputs it reads;
+/// any other node on the way (one a build can find, or that reads such) goes to `release` now,
+/// so that nothing findable outlives the graph that held it, and so do recipes that live on
+/// elsewhere. Walked only where Node::recipe_reads_graph says there is such a node: a loop's
+/// lineage (recipes of recipes down to its inputs and generators) is set aside whole.
+void set_aside(std::shared_ptr<Node> n, std::vector<std::shared_ptr<Node>>& release) {
+    std::vector<Node*> todo{n.get()};
+    while (!todo.empty()) {
+        Node* x = todo.back();
+        todo.pop_back();
+        if (!x->recipe_reads_graph) continue;
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < x->inputs.size(); ++i) {
+            std::shared_ptr<Node>& in = x->inputs[i];
+            // (use_count 1: only x holds it, and nothing can take it: recipes are in no index)
+            const bool keep = in->op == OpKind::Input || (in->recipe && in.use_count() == 1);
+            if (!keep) {
+                release.push_back(std::move(in));
+                continue;
+            }
+            if (in->recipe) todo.push_back(in.get());
+            if (kept != i) x->inputs[kept] = std::move(in);
+            ++kept;
+        }
+        x->inputs.resize(kept);
+        x->recipe_reads_graph = false;
+    }
+    lineage_sink->push_back(std::move(n));
+}
+
 }  // namespace
 
 Node::~Node() {
@@ -37,6 +72,7 @@ Node::~Node() {
     while (!stack.empty()) {
         std::shared_ptr<Node> n = std::move(stack.back());
         stack.pop_back();
+        if (lineage_sink && n->recipe && n.use_count() == 1) set_aside(std::move(n), stack);
         n.reset();  // may push n's inputs
     }
     draining = false;
@@ -129,6 +165,7 @@ NodeTable::~NodeTable() {
     }
     burial_cv_.notify_one();
     if (burial_thread_.joinable()) burial_thread_.join();
+    release_lineage();
 }
 
 void NodeTable::bury(std::vector<std::shared_ptr<Node>>& nodes) {
@@ -150,17 +187,54 @@ void NodeTable::release_buried() {
 }
 
 void NodeTable::destroy_buried() {
+    std::vector<std::shared_ptr<Node>> set_aside;
+    lineage_sink = &set_aside;
     graveyard_.clear();  // destroyed under the lock: a make() meanwhile waits for the end
+    lineage_sink = nullptr;
     buried_.store(false, std::memory_order_release);
     burial_due_ = {};
+    if (set_aside.empty()) return;
+    {
+        std::lock_guard lock(lineage_mutex_);
+        if (lineage_.empty()) lineage_.swap(set_aside);
+        else std::move(set_aside.begin(), set_aside.end(), std::back_inserter(lineage_));
+    }
+    // Unless a thread that waits for the devices destroys it first (a burial thread that comes
+    // during a build frees beside the builder's allocations: W3's next build went 0.3-0.4 ms slower).
+    lineage_due_ = std::chrono::steady_clock::now() + kLineageGrace;
+    if (!burial_thread_.joinable()) burial_thread_ = std::thread([this] { burial_loop(); });
+    burial_cv_.notify_one();
+}
+
+void NodeTable::release_lineage() {
+    std::vector<std::shared_ptr<Node>> dying;
+    {
+        std::lock_guard lock(lineage_mutex_);
+        dying.swap(lineage_);
+    }
+    dying.clear();  // recipes only (set_aside)
 }
 
 void NodeTable::burial_loop() {
+    using Clock = std::chrono::steady_clock;
     std::unique_lock lock(graveyard_mutex_);
     while (!burial_stop_) {
-        if (burial_due_ == std::chrono::steady_clock::time_point{}) burial_cv_.wait(lock);
-        else if (std::chrono::steady_clock::now() >= burial_due_) destroy_buried();  // nobody built since
-        else burial_cv_.wait_until(lock, burial_due_);
+        const Clock::time_point due = burial_due_ == Clock::time_point{} ? lineage_due_
+                                      : lineage_due_ == Clock::time_point{} ? burial_due_
+                                                                          : std::min(burial_due_, lineage_due_);
+        if (due == Clock::time_point{}) {
+            burial_cv_.wait(lock);
+        } else if (Clock::now() < due) {
+            burial_cv_.wait_until(lock, due);
+        } else {
+            if (burial_due_ != Clock::time_point{} && Clock::now() >= burial_due_) destroy_buried();  // nobody built since
+            if (lineage_due_ != Clock::time_point{} && Clock::now() >= lineage_due_) {
+                lineage_due_ = {};
+                lock.unlock();  // (a make() goes on meanwhile: nothing set aside can be found)
+                release_lineage();
+                lock.lock();
+            }
+        }
     }
 }
 
@@ -270,6 +344,9 @@ std::shared_ptr<Node> NodeTable::make_kernel(std::shared_ptr<const KernelCall> c
 
 std::shared_ptr<Node> NodeTable::make_recipe(const Node& of, std::vector<std::shared_ptr<Node>> inputs) {
     auto node = std::make_shared<Node>(of.op, of.dtype, of.shape);
+    node->recipe = true;
+    for (const auto& in : inputs)
+        node->recipe_reads_graph = node->recipe_reads_graph || in->recipe_reads_graph || !(in->recipe || in->op == OpKind::Input);
     node->inputs = std::move(inputs);
     node->attr = of.attr;
     node->device_requested = of.device_requested;

@@ -124,7 +124,10 @@ Scheduler::Scheduler(NodeTable& nodes, Backend& cpu, std::vector<Backend*> devic
     }
 }
 
-Scheduler::~Scheduler() { wait_idle(); }
+Scheduler::~Scheduler() {
+    wait_idle();
+    nodes_.release_lineage();  // before the backends go (a recipe computed again holds its value)
+}
 
 void Scheduler::learn_link() {
     std::vector<LinkInbox::Sample> samples;
@@ -222,7 +225,9 @@ void Scheduler::wait_idle() {
         std::unique_lock lock(mutex_);
         idle_.wait(lock, [&] { return in_flight_ == 0 && active_ == 0; });
     }
-    nodes_.release_buried();  // idle means the dropped graphs are gone too (and before the backends go)
+    // Idle means the dropped graphs are gone too, but for their lineage (NodeTable::release_buried:
+    // recipes no build can find, which hold no data unless computed again after a lost device).
+    nodes_.release_buried();
 }
 
 // Counts a thread in active_ for its scope (see active_).
@@ -291,6 +296,9 @@ Future<std::vector<HostArray>> Scheduler::gather(const std::vector<std::shared_p
         t->work.store(0, std::memory_order_relaxed);
     }
     gather_into(targets, to_host, promise, /*regathers=*/1);
+    // The devices have the work; the caller is about to wait for it: the lineage of an earlier
+    // graph goes now rather than between its value and the next program's first kernel.
+    nodes_.release_lineage();
     return result;
 }
 
@@ -332,6 +340,7 @@ std::vector<Future<std::monostate>> Scheduler::evaluate_groups(std::vector<std::
     groups = {};
     all = {};
     drain(after);
+    nodes_.release_lineage();  // (as gather's)
     return futures;
 }
 

@@ -133,6 +133,52 @@ TEST(NodeTable, WhatIsBuriedIsFreedByTheNextMakeOrSoonAfter) {
     EXPECT_TRUE(w.expired());
 }
 
+TEST(NodeTable, ALoopsLineageIsSetAsideAndFreedWhereAThreadWaitsForTheDevices) {
+    // A device loop's value keeps its lineage: recipes (never in the index) down to its inputs.
+    // Buried with the loop's graph, the recipes wait for release_lineage (a gatherer that waits
+    // for its devices); a node a build can find that a recipe reads goes with the graph.
+    NodeTable t(nullptr);
+    auto x = t.make_input(DType::f64, Shape{3, 1});
+    auto findable = t.make(OpKind::Exp, DType::f64, Shape{3, 1}, {x});
+    auto of = t.make(OpKind::Sin, DType::f64, Shape{3, 1}, {x});
+    auto bury_loop = [&](std::weak_ptr<Node>& deep, std::weak_ptr<Node>& read, std::weak_ptr<Node>& head) {
+        std::shared_ptr<Node> chain = t.make_recipe(*of, {x});
+        deep = chain;
+        EXPECT_TRUE(chain->recipe && !chain->recipe_reads_graph) << "a recipe of an input reads no graph";
+        for (int k = 0; k < 200; ++k) chain = t.make_recipe(*of, {chain});
+        auto reads_findable = t.make_recipe(*of, {findable});
+        EXPECT_TRUE(reads_findable->recipe_reads_graph);
+        auto top = t.make_recipe(*of, {chain, reads_findable});
+        EXPECT_TRUE(top->recipe_reads_graph) << "through the recipes it reads";
+        auto value = t.make(OpKind::Cos, DType::f64, Shape{3, 1}, {x});
+        value->inputs = {top};  // computed on a device: its recipe instead of its graph
+        head = value;
+        read = findable;
+        findable.reset();
+        std::vector<std::shared_ptr<Node>> released{std::move(value)};
+        chain.reset(), reads_findable.reset(), top.reset();
+        t.bury(released);
+    };
+    std::weak_ptr<Node> deep, read, head;
+    bury_loop(deep, read, head);
+    const std::uint64_t read_id = read.expired() ? 0 : read.lock()->id;
+    t.release_buried();
+    EXPECT_TRUE(head.expired()) << "the graph is gone";
+    EXPECT_TRUE(read.expired()) << "and what a build could find with it, though a recipe read it";
+    EXPECT_NE(t.make(OpKind::Exp, DType::f64, Shape{3, 1}, {x})->id, read_id) << "built again: a new node";
+    EXPECT_FALSE(deep.expired()) << "the lineage is set aside";
+    t.release_lineage();
+    EXPECT_TRUE(deep.expired()) << "and freed where a thread waits for its devices";
+    // Nobody gathers: the burial thread frees it soon after (kLineageGrace).
+    findable = t.make(OpKind::Exp, DType::f64, Shape{3, 1}, {x});
+    bury_loop(deep, read, head);
+    t.release_buried();
+    EXPECT_FALSE(deep.expired());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!deep.expired() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    EXPECT_TRUE(deep.expired()) << "lineage no gatherer came for is freed by the burial thread";
+}
+
 TEST(NodeTable, AGraphDroppedBeforeItsValueCameIsGoneOnceTheNextExpressionIsBuilt) {
     // Through a runtime: the completion buries the dropped graph before the future resolves,
     // so the first node built after get() finds nothing of it.
