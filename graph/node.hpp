@@ -153,7 +153,8 @@ public:
     /// work to the devices and is about to wait for it (Scheduler's gather and evaluate), else
     /// by the burial thread kLineageGrace after it came, or at the table's end.
     void release_lineage();
-    /// Long against a program's build between two gathers; the recipes hold no data.
+    /// Long against a program's build between two gathers; the recipes hold no data (but for
+    /// inputs that only they read).
     static constexpr std::chrono::milliseconds kLineageGrace{50};
 
 private:
@@ -216,6 +217,7 @@ private:
     std::atomic<std::uint64_t> ids_{1};
     void destroy_buried();  // graveyard_mutex_ held
     void burial_loop();
+    void wake_burial_thread();  // (graveyard_mutex_ held) started by the first that needs it
 
     std::mutex graveyard_mutex_;  // held while buried nodes are destroyed: make() waits for that
     std::vector<std::shared_ptr<Node>> graveyard_;

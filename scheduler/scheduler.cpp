@@ -226,7 +226,8 @@ void Scheduler::wait_idle() {
         idle_.wait(lock, [&] { return in_flight_ == 0 && active_ == 0; });
     }
     // Idle means the dropped graphs are gone too, but for their lineage (NodeTable::release_buried:
-    // recipes no build can find, which hold no data unless computed again after a lost device).
+    // recipes no build can find, which hold no data but inputs only they read, or their values
+    // when computed again after a lost device).
     nodes_.release_buried();
 }
 
@@ -1312,7 +1313,7 @@ void Scheduler::record_on_device(const JobPtr& job) {
     }
     std::function<void(double)> measured;
     if (timed) measured = [job](double seconds) { job->observed_s = seconds; };
-    const auto t_submit = std::chrono::steady_clock::now();
+    const auto t_submit = options_.log_exec ? std::chrono::steady_clock::now() : t0;  // (for the log only)
     try {
         device->submit({&r, inputs, job->outputs, {wanted.get(), job->wanted_on_host.size()},
                         [this, job](std::exception_ptr e) { complete(job, e, {}, true); }, std::move(measured),

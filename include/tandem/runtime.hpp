@@ -169,8 +169,9 @@ public:
     Future<std::monostate> evaluate(const std::vector<Array>& values);
     /// Blocks until no work is in flight, then frees, on this thread, the graphs of finished
     /// work that nothing holds (otherwise the next expression built does, or the runtime soon),
-    /// but for their lineage on the devices (data-free recipes no expression can find), which
-    /// the next gather or evaluate frees while its work runs, or the runtime soon after.
+    /// but for their lineage on the devices (recipes no expression can find, and inputs that only
+    /// they read), which the next gather or evaluate frees while its work runs, or the runtime
+    /// soon after.
     void wait_idle();
 
     // ---- introspection ----------------------------------------------------------------
