@@ -520,3 +520,38 @@ TEST(VulkanSplit, ADeviceLostMidProgramCostsTimeNotValues) {
 }
 
 }  // namespace
+
+// Each device's pieces are recorded on a thread of their own, side by side. One device refusing
+// its piece (no memory, a kernel that does not compile, a batch the queue refused) while the
+// other's is in flight: that one finishes, the region runs on the CPU, nothing waits forever,
+// and the next splits use both devices again.
+TEST(VulkanSplit, APieceRefusedByOneDeviceWhileTheOthersRunsCostsARerunNotAValue) {
+    for (const char* fault : {"oom@1", "compile@1", "submit_failed@1"}) {
+        SCOPED_TRACE(fault);
+        tandem::Config c = two_devices();
+        c.test_fault = fault;
+        testing::internal::CaptureStderr();
+        auto two = tvk::open_gpu(c);
+        Runtime cpu(tvk::cpu_config());
+        constexpr std::int64_t n = 300007;
+        auto program = [&](Runtime& rt) {
+            Array k = tandem::column(rt.colon(0.0, static_cast<double>(n - 1)));
+            Array x = tandem::sin(k * 0.001) * 3.0 - tandem::floor(k * 0.25);
+            std::vector<tandem::HostArray> out = rt.gather({tandem::sum(x * x), x * 0.5}).get();
+            for (int step = 0; step < 3; ++step) {
+                auto more = rt.gather({tandem::sum(x * static_cast<double>(step) + 1.0), tandem::max(x - 2.0, -1.0)}).get();
+                out.insert(out.end(), more.begin(), more.end());
+            }
+            return out;
+        };
+        expect_same(program(*two), program(cpu), Acc::exact_signed);
+        two->wait_idle();
+        const std::string err = testing::internal::GetCapturedStderr();
+        const auto m = two->metrics();
+        EXPECT_EQ(m.regions_failed, 0u) << err;
+        EXPECT_GE(m.device_fallbacks, 1u) << "the refused piece's region ran again on the CPU" << err;
+        EXPECT_NE(err.find("split region"), std::string::npos) << "the fault hit a split region's piece" << err;
+        EXPECT_GE(m.split_regions, 1u) << "later regions still split" << err;
+        EXPECT_EQ(m.validation_messages, 0u) << err;
+    }
+}
