@@ -4,6 +4,7 @@
 // that the next region split the same way reads in place; partials come back and finish on the
 // host in the canonical order, so the bits are those of the whole region on one device.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <condition_variable>
@@ -155,12 +156,15 @@ void Scheduler::run_split(const JobPtr& job) {
         const auto mine = std::max_element(recordings.begin(), recordings.end(), [](const DeviceRecording& a, const DeviceRecording& b) {
             return a.pieces.size() < b.pieces.size();
         });
+        // The others' recordings are short (tens of us): a GPU's are watched for a while before
+        // sleeping, as its pieces are (PieceFlight::wait), so that this worker does not pay a
+        // wake-up between the last recording and the value's publication.
         struct Latch {
             std::mutex mutex;
             std::condition_variable cv;
-            std::size_t left = 0;
+            std::atomic<std::size_t> left{0};
         } others;
-        others.left = recordings.size() - 1;
+        others.left.store(recordings.size() - 1, std::memory_order_relaxed);
         for (auto it = recordings.begin(); it != recordings.end(); ++it) {
             if (it == mine) continue;
             DeviceRecording* d = &*it;
@@ -168,12 +172,19 @@ void Scheduler::run_split(const JobPtr& job) {
             submitters_[d->device->ordinal()]->enqueue([&record, &others, d] {
                 record(*d);
                 std::lock_guard lock(others.mutex);
-                if (--others.left == 0) others.cv.notify_all();
+                if (others.left.fetch_sub(1, std::memory_order_acq_rel) == 1) others.cv.notify_all();
             });
         }
         record(*mine);
+        const bool gpus = std::all_of(recordings.begin(), recordings.end(), [](const DeviceRecording& d) {
+            return d.device->device_class() == DeviceClass::discrete_gpu || d.device->device_class() == DeviceClass::integrated_gpu;
+        });
+        for (const auto until = Clock::now() + std::chrono::microseconds(500);
+             gpus && others.left.load(std::memory_order_acquire) > 0 && Clock::now() < until;) {
+        }
+        // (The lock also keeps `others` alive until the last recording's thread lets go of it.)
         std::unique_lock lock(others.mutex);
-        others.cv.wait(lock, [&] { return others.left == 0; });
+        others.cv.wait(lock, [&] { return others.left.load(std::memory_order_acquire) == 0; });
     }
     const auto t_sent = Clock::now();
     // In piece order: each device's pieces follow one another, the devices in order.
