@@ -213,8 +213,9 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             const bool host_only = in.on_host && in.devices == 0;
             // An upload its readers' losses have paid for already (ski rental): free to use, and
             // then on the device (a chain may go on there). So is a move from another device
-            // (down and up) that the readers kept waiting on a busier device have paid for.
-            if (host_only && in.paid_s() >= up) {
+            // (down and up, or only up from its host copy) that the readers kept waiting on a
+            // busier device have paid for.
+            if (in.on_host && in.paid_s() >= up) {
                 here += in.bytes;
                 continue;
             }
@@ -289,7 +290,7 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     auto others_filled = [&] {
         if (split_ == SplitMode::always || !dev.backend || q.parallel_slack_s <= 0) return false;
         for (const InputSite& in : q.inputs)
-            if (in.parts) return false;  // whole, it would have them assembled
+            if (in.parts && !in.devices && !in.on_host) return false;  // whole, it would have them assembled
         double idle = 0;  // the other devices' time free before the region is done whole
         for (std::size_t d = 0; d < devices_.size(); ++d)
             if (device_enabled(d) && devices_[d] != dev.backend)

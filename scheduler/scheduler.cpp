@@ -694,7 +694,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
                 const std::uint32_t on = query.inputs[k].devices;
                 const bool moves = towards == kSplitRegret ? query.inputs[k].parts == 0
                                    : towards < 0       ? on == 0
-                                                       : on != 0 && !(on >> towards & 1u) && !query.inputs[k].on_host;
+                                                       : on != 0 && !(on >> towards & 1u);
                 if (!e.pending && e.value && moves) {
                     e.value->upload_regret_s += job->placement.regret_s;
                     query.inputs[k].regret_s = e.value->upload_regret_s;  // for later readers of the plan

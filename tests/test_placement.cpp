@@ -723,6 +723,40 @@ TEST(Placement, ReadersKeptOnABusyDevicePayForMovingTheirInputToAnIdleOne) {
     EXPECT_GE(regret, p.upload_s(1, q.inputs[0].bytes) + p.download_s(0, q.inputs[0].bytes));
 }
 
+// The same with a host copy of the input too (W8's inputs, made on the CPU and gone up to one
+// device): the readers' waits pay for its upload to the idle device, and then go there. (Their
+// losses counted only for a value with no host copy: W8's eight pipelines stayed 7 to 1 on two
+// logical devices of one H200, run after run.)
+TEST(Placement, ReadersKeptOnABusyDevicePayForUploadingTheirInputsHostCopyToAnIdleOne) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, first{false}, second{false};
+    MachineProfile m = fixed_profile();
+    m.devices.push_back(m.devices[0]);
+    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    p.set_split(SplitMode::off);
+    const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 1'000'000)))));  // 8 MB
+    PlacementQuery q = query(heavy, true, false);  // on device 0
+    q.inputs[0].on_host = true;                    // and on the host
+    const double up = p.upload_s(1, q.inputs[0].bytes);
+    const std::vector<double> busy{0.5 * up, 0};  // the first has half an upload's work queued
+    auto d = p.place(q, 1.0, busy);
+    ASSERT_EQ(d.backend, &first) << "the upload costs more than the wait: " << d.reason;
+    EXPECT_EQ(d.regret_device, 1);
+    EXPECT_GT(d.regret_s, 0.0);
+    double regret = 0;
+    int readers = 0;
+    for (; readers < 10; ++readers) {
+        q.inputs[0].regret_s = regret;
+        d = p.place(q, 1.0, busy);
+        if (d.backend == &second) break;
+        regret += d.regret_s;
+    }
+    EXPECT_GE(readers, 1) << "not at once";
+    EXPECT_LT(readers, 10) << "but soon";
+    EXPECT_GE(regret, up) << "once the upload is paid for";
+    EXPECT_LT(regret, up + p.download_s(0, q.inputs[0].bytes)) << "no download to pay for: it has a host copy";
+}
+
 // Splitting over two devices: a large pass whose input is split the same way, or on the host,
 // runs in halves; a small one, or one whose input lives whole on one device, does not.
 TEST(Placement, ALargeRegionIsSplitOverTheDevicesWhenThatFinishesSooner) {
@@ -794,6 +828,15 @@ TEST(Placement, ARegionIsNotSplitWhenIndependentWorkFillsTheOtherDevices) {
     ASSERT_EQ(p.place(q, 1.0, std::vector<double>{0, 0}).split, 3u);
     q.parallel_slack_s = 7 * p.compute_s(large, 0);
     EXPECT_EQ(p.place(q, 1.0, std::vector<double>{0, 0}).split, 3u) << "its input in parts: read in place";
+    // In parts and whole on a device too (a whole input whose windows a split moved, W8's first
+    // pipeline after a split run): whole where it is, the seven others on the other device. (It
+    // was split run after run, its device doing four and a half pipelines, the other three and a
+    // half.)
+    q.inputs[0].devices = 2u;
+    auto whole = p.place(q, 1.0, std::vector<double>{0, 0});
+    EXPECT_EQ(whole.split, 0u) << whole.reason;
+    EXPECT_EQ(whole.backend, &second) << whole.reason;
+    q.inputs[0].devices = 0;
     // Its input on the host: split when nothing else would run on the other device...
     PlacementQuery up = query(large, false, false);
     up.inputs[0].regret_s = 1.0;  // (its upload paid for: priced as free, as an uploaded input)
