@@ -3,7 +3,8 @@
 // the thread that launched them -- a user's gather, a device's completion thread, a CPU worker
 // -- never waits for a compile or a copy. Recordings that cannot block are made where they are
 // launched (no hand-off on the path of a short program; AdaptiveCpp's instant submission is the
-// model). One thread per device, first in, first out.
+// model). It also records a split region's pieces for its device while the region's worker
+// records another device's (scheduler/split_run.cpp). One thread per device, first in, first out.
 #pragma once
 
 #include <condition_variable>
