@@ -286,18 +286,34 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     std::uint32_t prepare_on = 0;  // cold devices that would have done better
     double split_regret = 0;       // split in place over the devices would have been sooner by this
     // Work of the plan that does not wait for this region fills the other devices meanwhile
-    // (task parallelism, W8's pipelines): splitting would only delay it.
-    auto others_filled = [&] {
-        if (split_ == SplitMode::always || !dev.backend || q.parallel_slack_s <= 0) return false;
-        for (const InputSite& in : q.inputs)
-            if (in.parts && !in.devices && !in.on_host) return false;  // whole, it would have them assembled
+    // (task parallelism, W8's pipelines): splitting would only delay it. An input that exists
+    // only in parts would be assembled to be read whole, unless its readers paid for an upload
+    // from its host copy (whole regret, below).
+    auto only_in_parts = [&](const InputSite& in, std::size_t d) {
+        return in.parts && !in.devices && !(in.on_host && in.paid_s() >= upload_s(d, in.bytes));
+    };
+    // `whole` on device `on` (its index), done by `finish`: the others idle less than the slack.
+    auto others_filled = [&](std::size_t on, double finish, bool inputs_whole) {
+        if (split_ == SplitMode::always || q.parallel_slack_s <= 0) return false;
+        if (!inputs_whole)
+            for (const InputSite& in : q.inputs)
+                if (only_in_parts(in, on)) return false;
         double idle = 0;  // the other devices' time free before the region is done whole
         for (std::size_t d = 0; d < devices_.size(); ++d)
-            if (device_enabled(d) && devices_[d] != dev.backend)
-                idle += std::max(0.0, dev.finish_s - (d < device_free_s.size() ? device_free_s[d] : 0.0));
+            if (device_enabled(d) && d != on) idle += std::max(0.0, finish - (d < device_free_s.size() ? device_free_s[d] : 0.0));
         return q.parallel_slack_s >= idle;
     };
-    if (enabled_devices() >= 2 && split_ != SplitMode::off && !others_filled()) {
+    std::size_t whole_on = 0;  // dev's index among the devices
+    while (whole_on + 1 < devices_.size() && devices_[whole_on] != dev.backend) ++whole_on;
+    const bool filled = dev.backend && others_filled(whole_on, dev.finish_s, false);
+    // Split only because an input is in parts (had every input been on the best device, the
+    // others would be filled): the loss is regret towards the input whole there.
+    const bool filled_had_whole = !filled && dev.backend && placed_device >= 0 &&
+                                  others_filled(static_cast<std::size_t>(placed_device), placed_finish, true) &&
+                                  std::any_of(q.inputs.begin(), q.inputs.end(), [&](const InputSite& in) {
+                                      return in.on_host && only_in_parts(in, static_cast<std::size_t>(placed_device));
+                                  });
+    if (enabled_devices() >= 2 && split_ != SplitMode::off && !filled) {
         PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready,
                                               dev.backend ? dev.finish_s : std::numeric_limits<double>::infinity());
         if (split.prepare_on && split.in_place_finish_s * kSplitGain < dev.finish_s) prepare_on |= split.prepare_on;
@@ -329,6 +345,15 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
     if (!dev.split && split_regret > dev.regret_s) {
         dev.regret_s = split_regret;
         dev.regret_device = kSplitRegret;
+    }
+    // Split for an input in parts while independent work would have filled the other devices:
+    // its pieces take from that work what it would not have needed whole (W8's first pipeline,
+    // its input left in parts by a split at set-up, split run after run: 4.5 pipelines on one
+    // device, 3.5 on the other). Once that pays for the upload, it is read whole.
+    if (dev.split && filled_had_whole && split_ != SplitMode::always) {
+        const double whole = compute_s(region, placed_device);
+        dev.regret_s = whole * (1.0 - 1.0 / static_cast<double>(std::popcount(dev.split)));
+        dev.regret_device = kWholeRegret;
     }
     dev.cpu_s = cpu.cpu_s;
     cpu.device_s = dev.device_s;

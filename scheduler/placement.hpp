@@ -109,7 +109,7 @@ struct PlacementDecision {
     double regret_s = 0;
     /// On a device: the other device that would have finished it regret_s sooner had its inputs
     /// been there (-1: none; kSplitRegret: split over the devices, had its inputs been in parts
-    /// there); the scheduler adds it to those inputs' regret (a move that pays for itself makes
+    /// there; kWholeRegret: whole on one, had its inputs in parts been whole there); the scheduler adds it to those inputs' regret (a move that pays for itself makes
     /// the next reader go there).
     int regret_device = -1;
     /// On a device although larger than its memory budget: the pieces it streams in
@@ -144,6 +144,11 @@ inline constexpr std::uint64_t kStreamPieceShare = 4;
 /// PlacementDecision::regret_device when the region would have been split over the devices
 /// sooner, had its inputs been in parts there.
 inline constexpr int kSplitRegret = -2;
+
+/// PlacementDecision::regret_device when the region was split only because an input is in parts
+/// (with a host copy), while independent work would have kept the other devices busy had it
+/// been whole on one.
+inline constexpr int kWholeRegret = -3;
 
 /// The executor index of the CPU in Placement's per-executor calls (devices are 0, 1, ...).
 inline constexpr int kHost = -1;

@@ -693,6 +693,7 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
                 const Evaluation& e = state(*in).eval;
                 const std::uint32_t on = query.inputs[k].devices;
                 const bool moves = towards == kSplitRegret ? query.inputs[k].parts == 0
+                                   : towards == kWholeRegret ? query.inputs[k].parts != 0 && on == 0 && query.inputs[k].on_host
                                    : towards < 0       ? on == 0
                                                        : on != 0 && !(on >> towards & 1u);
                 if (!e.pending && e.value && moves) {
@@ -738,7 +739,8 @@ std::vector<Scheduler::JobPtr> Scheduler::place_regions(const PlanWalk& walk, st
                               1e3 * d.device_s);
             if (d.regret_s > 0) {
                 // What keeping its inputs where they are cost, towards moving them.
-                const std::string towards = d.regret_device == kSplitRegret ? "in parts over the devices"
+                const std::string towards = d.regret_device == kSplitRegret   ? "in parts over the devices"
+                                            : d.regret_device == kWholeRegret ? "whole on a device"
                                             : d.regret_device >= 0 ? "device " + std::to_string(d.regret_device)
                                                                    : "a device";
                 const std::size_t used = std::strlen(predicted);

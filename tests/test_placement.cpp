@@ -856,6 +856,50 @@ TEST(Placement, ARegionIsNotSplitWhenIndependentWorkFillsTheOtherDevices) {
     EXPECT_EQ(p.place(up, 1.0, std::vector<double>{0, 0}).split, 3u);
 }
 
+// An input only in parts over the devices, with a host copy (W8's first input, split once at
+// set-up while its upload was not paid for): its region splits, though seven independent ones
+// would keep the other device busy; the readers' loss (the share of the other device the pieces
+// take) pays for its upload whole, and then it goes whole.
+TEST(Placement, ARegionSplitOnlyForAnInputInPartsPaysForReadingItWhole) {
+    Runtime rt = cpu_runtime();
+    FakeBackend cpu{true}, first{false}, second{false};
+    MachineProfile m = fixed_profile();
+    m.devices.push_back(m.devices[0]);
+    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    const Region large = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 100'000'000)))));
+    PlacementQuery q = query(large, false, false);
+    q.inputs[0].parts = 3u;  // in parts on both, and on the host
+    q.parallel_slack_s = 7 * p.compute_s(large, 0);
+    auto d = p.place(q, 1.0, std::vector<double>{0, 0});
+    ASSERT_EQ(d.split, 3u) << d.reason;
+    EXPECT_EQ(d.regret_device, kWholeRegret) << d.reason;
+    EXPECT_NEAR(d.regret_s, p.compute_s(large, 0) / 2, 1e-9) << "the other device's half";
+    double regret = 0;
+    int readers = 0;
+    for (; readers < 100; ++readers) {
+        q.inputs[0].regret_s = regret;
+        d = p.place(q, 1.0, std::vector<double>{0, 0});
+        if (!d.split) break;
+        regret += d.regret_s;
+    }
+    EXPECT_GE(readers, 1) << "not at once";
+    EXPECT_LT(readers, 100) << "but once its upload is paid for";
+    EXPECT_GE(regret, p.upload_s(0, q.inputs[0].bytes));
+    EXPECT_NE(d.backend, &cpu) << d.reason;
+    // Nothing independent to fill the other device (a chain): split, no regret.
+    q.inputs[0].regret_s = 0;
+    q.parallel_slack_s = 0;
+    d = p.place(q, 1.0, std::vector<double>{0, 0});
+    EXPECT_EQ(d.split, 3u) << d.reason;
+    EXPECT_EQ(d.regret_s, 0.0) << d.reason;
+    // In parts with no host copy: assembling it is not what whole regret pays for.
+    q.inputs[0].on_host = false;
+    q.parallel_slack_s = 7 * p.compute_s(large, 0);
+    d = p.place(q, 1.0, std::vector<double>{0, 0});
+    EXPECT_EQ(d.split, 3u) << d.reason;
+    EXPECT_NE(d.regret_device, kWholeRegret) << d.reason;
+}
+
 // Two devices of one kind (the same identity): what runs taught about one prices the other
 // until it has runs of its own; a device of another kind learns nothing from them.
 TEST(Placement, AlikeDevicesShareWhatRunsTaught) {
