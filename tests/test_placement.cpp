@@ -694,77 +694,68 @@ TEST(Placement, AKernelNotBuiltYetIsPricedAndBuiltInTheBackground) {
     EXPECT_EQ(h.warm_up, nullptr);
 }
 
-// Two alike devices, the input on the first, which is busy: the region waits there (a move
-// through the host costs more than the wait)... until the readers' waits pay for the move.
-TEST(Placement, ReadersKeptOnABusyDevicePayForMovingTheirInputToAnIdleOne) {
-    Runtime rt = cpu_runtime();
+/// The CPU and two alike devices (the fixed profile's device twice), in automatic placement.
+struct TwoAlikeDevices {
+    static MachineProfile profile() {
+        MachineProfile m = fixed_profile();
+        m.devices.push_back(m.devices[0]);
+        return m;
+    }
     FakeBackend cpu{true}, first{false}, second{false};
-    MachineProfile m = fixed_profile();
-    m.devices.push_back(m.devices[0]);
-    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
-    p.set_split(SplitMode::off);
-    const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 1'000'000)))));  // 8 MB
-    PlacementQuery q = query(heavy, true, false);  // on device 0
-    const std::vector<double> busy{1e-3, 0};       // the first has 1 ms of work queued
-    auto d = p.place(q, 1.0, busy);
-    ASSERT_EQ(d.backend, &first) << "the move (1.6 ms) costs more than the wait: " << d.reason;
-    EXPECT_EQ(d.regret_device, 1);
-    EXPECT_GT(d.regret_s, 0.0);
-    double regret = 0;
+    Placement p{cpu, {&first, &second}, PlacementMode::automatic, 0, profile()};
+};
+
+/// Readers of q's input placed one after another, each adding its loss to the input's regret
+/// (as the scheduler does), until one goes to `to` (at most 10): how many did not; `regret`, what
+/// they paid.
+static int readers_until_moved(Placement& p, PlacementQuery q, const std::vector<double>& busy, const FakeBackend& to, double& regret) {
     int readers = 0;
     for (; readers < 10; ++readers) {
         q.inputs[0].regret_s = regret;
-        d = p.place(q, 1.0, busy);
-        if (d.backend == &second) break;
+        const auto d = p.place(q, 1.0, busy);
+        if (d.backend == &to) break;
         regret += d.regret_s;
     }
-    EXPECT_GE(readers, 1) << "not at once";
-    EXPECT_LT(readers, 10) << "but soon";
-    EXPECT_GE(regret, p.upload_s(1, q.inputs[0].bytes) + p.download_s(0, q.inputs[0].bytes));
+    return readers;
 }
 
-// The same with a host copy of the input too (W8's inputs, made on the CPU and gone up to one
-// device): the readers' waits pay for its upload to the idle device, and then go there. (Their
-// losses counted only for a value with no host copy: W8's eight pipelines stayed 7 to 1 on two
-// logical devices of one H200, run after run.)
-TEST(Placement, ReadersKeptOnABusyDevicePayForUploadingTheirInputsHostCopyToAnIdleOne) {
-    Runtime rt = cpu_runtime();
-    FakeBackend cpu{true}, first{false}, second{false};
-    MachineProfile m = fixed_profile();
-    m.devices.push_back(m.devices[0]);
-    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
-    p.set_split(SplitMode::off);
-    const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 1'000'000)))));  // 8 MB
-    PlacementQuery q = query(heavy, true, false);  // on device 0
-    q.inputs[0].on_host = true;                    // and on the host
-    const double up = p.upload_s(1, q.inputs[0].bytes);
-    const std::vector<double> busy{0.5 * up, 0};  // the first has half an upload's work queued
-    auto d = p.place(q, 1.0, busy);
-    ASSERT_EQ(d.backend, &first) << "the upload costs more than the wait: " << d.reason;
-    EXPECT_EQ(d.regret_device, 1);
-    EXPECT_GT(d.regret_s, 0.0);
-    double regret = 0;
-    int readers = 0;
-    for (; readers < 10; ++readers) {
-        q.inputs[0].regret_s = regret;
-        d = p.place(q, 1.0, busy);
-        if (d.backend == &second) break;
-        regret += d.regret_s;
+// Two alike devices, the input on the first, which is busy: the region waits there (a move
+// costs more than the wait)... until the readers' waits pay for the move: down and up, or only
+// up from a host copy (W8's inputs, made on the CPU and gone up to one device; their readers'
+// losses once counted only for a value with no host copy, and W8's eight pipelines stayed 7 to
+// 1 on two logical devices of one H200, run after run).
+TEST(Placement, ReadersKeptOnABusyDevicePayForMovingTheirInputToAnIdleOne) {
+    for (const bool host_copy : {false, true}) {
+        SCOPED_TRACE(host_copy ? "with a host copy" : "on the device only");
+        Runtime rt = cpu_runtime();
+        TwoAlikeDevices two;
+        auto& [cpu, first, second, p] = two;
+        p.set_split(SplitMode::off);
+        const Region heavy = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 1'000'000)))));  // 8 MB
+        PlacementQuery q = query(heavy, true, false);  // on device 0
+        q.inputs[0].on_host = host_copy;
+        const double up = p.upload_s(1, q.inputs[0].bytes), down = p.download_s(0, q.inputs[0].bytes);
+        const double move = host_copy ? up : up + down;
+        const std::vector<double> busy{0.5 * move, 0};  // the first has half a move's work queued
+        auto d = p.place(q, 1.0, busy);
+        ASSERT_EQ(d.backend, &first) << "the move costs more than the wait: " << d.reason;
+        EXPECT_EQ(d.regret_device, 1);
+        EXPECT_GT(d.regret_s, 0.0);
+        double regret = 0;
+        const int readers = readers_until_moved(p, q, busy, second, regret);
+        EXPECT_GE(readers, 1) << "not at once";
+        EXPECT_LT(readers, 10) << "but soon";
+        EXPECT_GE(regret, move) << "once the move is paid for";
+        if (host_copy) EXPECT_LT(regret, up + down) << "no download to pay for";
     }
-    EXPECT_GE(readers, 1) << "not at once";
-    EXPECT_LT(readers, 10) << "but soon";
-    EXPECT_GE(regret, up) << "once the upload is paid for";
-    EXPECT_LT(regret, up + p.download_s(0, q.inputs[0].bytes)) << "no download to pay for: it has a host copy";
 }
 
 // Splitting over two devices: a large pass whose input is split the same way, or on the host,
 // runs in halves; a small one, or one whose input lives whole on one device, does not.
 TEST(Placement, ALargeRegionIsSplitOverTheDevicesWhenThatFinishesSooner) {
     Runtime rt = cpu_runtime();
-    FakeBackend cpu{true}, first{false}, second{false};
-    MachineProfile m = fixed_profile();
-    m.devices.push_back(m.devices[0]);
-    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    TwoAlikeDevices two;
+    auto& [cpu, first, second, p] = two;
     const Region large = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 100'000'000)))));  // 800 MB
     PlacementQuery in_parts = query(large, true, false);
     in_parts.inputs[0].devices = 0;
@@ -817,10 +808,8 @@ TEST(Placement, ALargeRegionIsSplitOverTheDevicesWhenThatFinishesSooner) {
 // region runs whole: it is not split then, unless its input is in parts already.
 TEST(Placement, ARegionIsNotSplitWhenIndependentWorkFillsTheOtherDevices) {
     Runtime rt = cpu_runtime();
-    FakeBackend cpu{true}, first{false}, second{false};
-    MachineProfile m = fixed_profile();
-    m.devices.push_back(m.devices[0]);
-    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    TwoAlikeDevices two;
+    auto& [cpu, first, second, p] = two;
     const Region large = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 100'000'000)))));
     PlacementQuery q = query(large, true, false);
     q.inputs[0].devices = 0;
@@ -862,10 +851,8 @@ TEST(Placement, ARegionIsNotSplitWhenIndependentWorkFillsTheOtherDevices) {
 // take) pays for its upload whole, and then it goes whole.
 TEST(Placement, ARegionSplitOnlyForAnInputInPartsPaysForReadingItWhole) {
     Runtime rt = cpu_runtime();
-    FakeBackend cpu{true}, first{false}, second{false};
-    MachineProfile m = fixed_profile();
-    m.devices.push_back(m.devices[0]);
-    Placement p(cpu, {&first, &second}, PlacementMode::automatic, 0, m);
+    TwoAlikeDevices two;
+    auto& [cpu, first, second, p] = two;
     const Region large = region_of(tandem::sum(tandem::exp(tandem::sin(data(rt, 100'000'000)))));
     PlacementQuery q = query(large, false, false);
     q.inputs[0].parts = 3u;  // in parts on both, and on the host
