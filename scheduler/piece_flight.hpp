@@ -18,6 +18,23 @@
 
 namespace tandem::detail {
 
+/// Whether a thread waiting for work on `device` watches it a while before sleeping: a GPU's
+/// completion comes from a thread that spins on the GPU already, and a sleeping waiter then
+/// costs a wake-up (tens of us on the H200 host) that one device's region does not pay (it
+/// completes from that thread itself). A device that is the CPU (lavapipe) needs the cores.
+inline bool waiters_poll(const Backend& device) noexcept {
+    return device.device_class() == DeviceClass::discrete_gpu || device.device_class() == DeviceClass::integrated_gpu;
+}
+
+/// Polls `done` until it holds or `limit` has passed; whether it holds.
+template <class Done>
+bool poll_for(Done&& done, std::chrono::microseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!done())
+        if (std::chrono::steady_clock::now() >= until) return false;
+    return true;
+}
+
 class PieceFlight {
 public:
     PieceFlight(StreamPiece piece, Backend& device, ResidencyTable& table)
@@ -63,15 +80,7 @@ public:
     /// Waits until it is done (at once when it was never submitted), unpins: its error, or null.
     std::exception_ptr wait() {
         if (submitted_) {
-            // A GPU's piece: watched for a while before sleeping. Its device's completion thread
-            // spins on the GPU already; a sleeping waiter then costs a wake-up (tens of us on the
-            // H200 host) that one device's region does not pay: the region completes from that
-            // thread itself. A device that is the CPU (lavapipe) needs the cores instead.
-            if (device_.device_class() == DeviceClass::discrete_gpu || device_.device_class() == DeviceClass::integrated_gpu) {
-                const auto until = std::chrono::steady_clock::now() + kSpin;
-                while (!landed_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) {
-                }
-            }
+            if (waiters_poll(device_)) poll_for([&] { return landed_.load(std::memory_order_acquire); }, kSpin);
             std::unique_lock lock(mutex_);
             cv_.wait(lock, [&] { return done_; });
         }

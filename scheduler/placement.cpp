@@ -303,17 +303,18 @@ PlacementDecision Placement::place(const PlacementQuery& q, double cpu_free_s, s
             if (device_enabled(d) && d != on) idle += std::max(0.0, finish - (d < device_free_s.size() ? device_free_s[d] : 0.0));
         return q.parallel_slack_s >= idle;
     };
+    const bool may_split = enabled_devices() >= 2 && split_ != SplitMode::off;
     std::size_t whole_on = 0;  // dev's index among the devices
-    while (whole_on + 1 < devices_.size() && devices_[whole_on] != dev.backend) ++whole_on;
-    const bool filled = dev.backend && others_filled(whole_on, dev.finish_s, false);
+    while (may_split && whole_on + 1 < devices_.size() && devices_[whole_on] != dev.backend) ++whole_on;
+    const bool filled = may_split && dev.backend && others_filled(whole_on, dev.finish_s, false);
     // Split only because an input is in parts (had every input been on the best device, the
     // others would be filled): the loss is regret towards the input whole there.
-    const bool filled_had_whole = !filled && dev.backend && placed_device >= 0 &&
+    const bool filled_had_whole = may_split && !filled && dev.backend && placed_device >= 0 &&
                                   others_filled(static_cast<std::size_t>(placed_device), placed_finish, true) &&
                                   std::any_of(q.inputs.begin(), q.inputs.end(), [&](const InputSite& in) {
                                       return in.on_host && only_in_parts(in, static_cast<std::size_t>(placed_device));
                                   });
-    if (enabled_devices() >= 2 && split_ != SplitMode::off && !filled) {
+    if (may_split && !filled) {
         PlacementDecision split = place_split(q, cpu_free_s, device_free_s, link_free_s, ready,
                                               dev.backend ? dev.finish_s : std::numeric_limits<double>::infinity());
         if (split.prepare_on && split.in_place_finish_s * kSplitGain < dev.finish_s) prepare_on |= split.prepare_on;

@@ -42,9 +42,10 @@ void Scheduler::run_split(const JobPtr& job) {
         if ((job->placement.split >> d & 1u) && placement_.device_enabled(d)) devices.push_back(placement_.devices()[d]);
     if (devices.empty()) return on_cpu_instead("its devices are lost");
     const std::int64_t pieces = plan.pieces();
-    auto device_of = [&](std::int64_t i) -> Backend& {
-        return *devices[static_cast<std::size_t>(std::min<std::int64_t>(i, static_cast<std::int64_t>(devices.size()) - 1))];
+    auto device_index = [&](std::int64_t i) {
+        return static_cast<std::size_t>(std::min<std::int64_t>(i, static_cast<std::int64_t>(devices.size()) - 1));
     };
+    auto device_of = [&](std::int64_t i) -> Backend& { return *devices[device_index(i)]; };
     // staged[i][k]: piece i's window of input k, brought down alone (see below).
     std::vector<std::vector<std::shared_ptr<Storage>>> staged(static_cast<std::size_t>(pieces));
     try {
@@ -113,8 +114,7 @@ void Scheduler::run_split(const JobPtr& job) {
     };
     std::vector<DeviceRecording> recordings(devices.size());
     for (std::size_t d = 0; d < devices.size(); ++d) recordings[d].device = devices[d];
-    for (std::int64_t i = 0; i < pieces; ++i)
-        recordings[std::min<std::size_t>(static_cast<std::size_t>(i), devices.size() - 1)].pieces.push_back(i);
+    for (std::int64_t i = 0; i < pieces; ++i) recordings[device_index(i)].pieces.push_back(i);
     std::erase_if(recordings, [](const DeviceRecording& d) { return d.pieces.empty(); });
     auto record = [&](DeviceRecording& d) {
         Backend& device = *d.device;
@@ -156,9 +156,9 @@ void Scheduler::run_split(const JobPtr& job) {
         const auto mine = std::max_element(recordings.begin(), recordings.end(), [](const DeviceRecording& a, const DeviceRecording& b) {
             return a.pieces.size() < b.pieces.size();
         });
-        // The others' recordings are short (tens of us): a GPU's are watched for a while before
-        // sleeping, as its pieces are (PieceFlight::wait), so that this worker does not pay a
-        // wake-up between the last recording and the value's publication.
+        // The others' recordings are short (tens of us): on GPUs they are watched for a while
+        // before sleeping, as the pieces are (PieceFlight::wait), so that this worker does not
+        // pay a wake-up between the last recording and the value's publication.
         struct Latch {
             std::mutex mutex;
             std::condition_variable cv;
@@ -176,12 +176,8 @@ void Scheduler::run_split(const JobPtr& job) {
             });
         }
         record(*mine);
-        const bool gpus = std::all_of(recordings.begin(), recordings.end(), [](const DeviceRecording& d) {
-            return d.device->device_class() == DeviceClass::discrete_gpu || d.device->device_class() == DeviceClass::integrated_gpu;
-        });
-        for (const auto until = Clock::now() + std::chrono::microseconds(500);
-             gpus && others.left.load(std::memory_order_acquire) > 0 && Clock::now() < until;) {
-        }
+        if (std::all_of(recordings.begin(), recordings.end(), [](const DeviceRecording& d) { return waiters_poll(*d.device); }))
+            poll_for([&] { return others.left.load(std::memory_order_acquire) == 0; }, std::chrono::microseconds(500));
         // (The lock also keeps `others` alive until the last recording's thread lets go of it.)
         std::unique_lock lock(others.mutex);
         others.cv.wait(lock, [&] { return others.left.load(std::memory_order_acquire) == 0; });
